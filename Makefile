@@ -1,0 +1,47 @@
+# Quick start: `make demo` (the main job, killed and resumed) and `make test` (all tests).
+# Each target installs what it needs (Debian packages, a virtualenv, the build) and is safe to rerun.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+APT_PACKAGES := g++ nlohmann-json3-dev libgtest-dev libgmock-dev
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+CPP_BUILD := build/cpp
+JOBS ?= 2
+
+.PHONY: demo test bench setup cpp python test-cpp test-python clean
+
+$(VENV)/.deps: requirements-dev.txt
+	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(APT_PACKAGES))
+	python3 -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@
+
+setup: $(VENV)/.deps
+
+# The Python package, built by scikit-build-core (incremental: the build dir persists).
+python: setup
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
+
+# libspelt, the GoogleTest suite and the C++ example, with no Python involved.
+cpp: setup
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S . -B $(CPP_BUILD) -G Ninja -DSPELT_BUILD_TESTS=ON >/dev/null
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CPP_BUILD) -j $(JOBS)
+
+test-cpp: cpp
+	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
+
+test-python: python
+	$(PY) -m pytest -q tests
+
+test: test-cpp test-python
+
+demo: python
+	$(PY) examples/demo.py
+
+bench: python
+	$(PY) bench/bench.py
+
+clean:
+	rm -rf build $(VENV)

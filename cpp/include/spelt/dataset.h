@@ -1,0 +1,190 @@
+// spelt/dataset.h: datasets (immutable pipeline descriptions) and iterators (their only state).
+//
+// A MapDataset is random access by *global* index: Length() is one epoch and index i >= Length()
+// falls in epoch i / Length(), so every node passes epoch information to its parent (Grain's
+// MapDataset model). Get() returns std::nullopt for an element that a filter removed.
+// An IterDataset is a stream; MakeIterator() starts one. A DatasetIterator is the only
+// stateful object: GetState() returns a small JSON value (O(pipeline depth), never
+// O(records)) and SetState() resumes exactly there without replaying the stream.
+//
+// Thread-safety: datasets are immutable and may be shared across threads; MapNode::Get may be
+// called concurrently (unless Serial()). A DatasetIterator must be used by one thread at a time.
+//
+// Ownership: the handle classes MapDataset / IterDataset are cheap to copy (shared_ptr to an
+// immutable node). Each transformation is one node class in its own file under cpp/src/.
+#ifndef SPELT_DATASET_H_
+#define SPELT_DATASET_H_
+
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spelt/random.h"
+#include "spelt/source.h"
+#include "spelt/value.h"
+
+namespace spelt {
+
+// Iterator state: a JSON value in Grain's layout for the same pipeline.
+using State = nlohmann::json;
+
+// Length of an infinite MapDataset (Grain uses sys.maxsize).
+inline constexpr int64_t kInfiniteLength = std::numeric_limits<int64_t>::max();
+
+using MapFn = std::function<Value(Value)>;
+using RandomMapFn = std::function<Value(Value, Philox&)>;
+using MapWithIndexFn = std::function<Value(int64_t, Value)>;
+using FilterFn = std::function<bool(const Value&)>;
+using FlatMapFn = std::function<std::vector<Value>(Value)>;
+// Combines a batch's elements (1 to batch_size of them) into one value.
+using BatchFn = std::function<Value(std::vector<Value>)>;
+
+// Grain's ReadOptions: read-ahead of to_iter_dataset. num_threads == 0 reads in the calling
+// thread. Throws std::invalid_argument on negative values (Validate()).
+struct ReadOptions {
+  int64_t num_threads = 16;
+  int64_t prefetch_buffer_size = 500;
+  void Validate() const;
+};
+
+// Common part of every node: its parents, and the seed set by Seed() (used to derive default
+// seeds for random transformations, as Grain does).
+class DatasetNode {
+ public:
+  virtual ~DatasetNode() = default;
+  // Grain's class name of this node, e.g. "ShuffleMapDataset" (used in messages).
+  virtual std::string Name() const = 0;
+  const std::vector<std::shared_ptr<const DatasetNode>>& parents() const { return parents_; }
+  std::optional<uint32_t> seed_rng_seed() const { return seed_rng_seed_; }
+  // True if this node or an ancestor must run its per-element work serially (e.g. it calls a
+  // function that needs an interpreter lock). Read-ahead then happens in the calling thread.
+  bool Serial() const { return serial_; }
+  // Grain's default seed for a random transformation placed on top of this node:
+  // SeedSequence of (seed, depth) pairs found by breadth-first search towards the sources,
+  // not looking past a seeded node; nullopt if no ancestor (nor this node) is seeded.
+  std::optional<uint32_t> DefaultSeed() const;
+
+ protected:
+  explicit DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
+                       bool serial_self = false);
+  void set_seed_rng_seed(uint32_t seed) { seed_rng_seed_ = seed; }
+
+ private:
+  std::vector<std::shared_ptr<const DatasetNode>> parents_;
+  std::optional<uint32_t> seed_rng_seed_;
+  bool serial_ = false;
+};
+
+class MapNode : public DatasetNode {
+ public:
+  using DatasetNode::DatasetNode;
+  // Number of elements in one epoch, or kInfiniteLength.
+  virtual int64_t Length() const = 0;
+  // Element at global index `index` (>= 0; may exceed Length() to address later epochs);
+  // nullopt if filtered out. Throws on bad input, naming the index.
+  virtual std::optional<Value> Get(int64_t index) const = 0;
+};
+
+class DatasetIterator {
+ public:
+  virtual ~DatasetIterator() = default;
+  DatasetIterator() = default;
+  DatasetIterator(const DatasetIterator&) = delete;
+  DatasetIterator& operator=(const DatasetIterator&) = delete;
+  // The next element, or nullopt at the end of the stream (then again nullopt on every call).
+  virtual std::optional<Value> Next() = 0;
+  // State after the last element returned by Next().
+  virtual State GetState() const = 0;
+  // Restores a state from GetState() of an iterator of the same pipeline.
+  // Throws std::invalid_argument if the state is malformed, naming the missing/bad field.
+  virtual void SetState(const State& state) = 0;
+};
+
+class IterNode : public DatasetNode {
+ public:
+  using DatasetNode::DatasetNode;
+  virtual std::unique_ptr<DatasetIterator> MakeIterator() const = 0;
+};
+
+class IterDataset;
+
+// Handle to an immutable random-access dataset. All methods return new datasets.
+class MapDataset {
+ public:
+  explicit MapDataset(std::shared_ptr<const MapNode> node);
+
+  // Records of `source`; index i reads record i % Length().
+  static MapDataset Source(std::shared_ptr<const RandomAccessSource> source);
+  // Python's range(start, stop, step) as int64 scalars. Throws if step == 0.
+  static MapDataset Range(int64_t start, int64_t stop, int64_t step = 1);
+  static MapDataset Range(int64_t stop) { return Range(0, stop, 1); }
+
+  int64_t Length() const { return node_->Length(); }
+  // Element at global index (see MapNode::Get). Throws std::out_of_range if index < 0.
+  std::optional<Value> Get(int64_t index) const;
+
+  // Marks this dataset as the seed of default seeds of later random transformations.
+  // REQUIRES: 0 <= seed < 2^32 (std::invalid_argument otherwise).
+  MapDataset Seed(int64_t seed) const;
+  // Global shuffle by index_shuffle; epoch e uses seed + e. Without `seed`, the default seed
+  // derived from Seed() (std::invalid_argument if there is none).
+  MapDataset Shuffle(std::optional<int64_t> seed = std::nullopt) const;
+  // Python slice semantics (negative values count from the end); nullopt = slice default.
+  MapDataset Slice(std::optional<int64_t> start, std::optional<int64_t> stop,
+                   std::optional<int64_t> step = std::nullopt) const;
+  // num_epochs epochs (nullopt = infinite). reseed_each_epoch=false replays epoch 0 exactly.
+  MapDataset Repeat(std::optional<int64_t> num_epochs = std::nullopt,
+                    bool reseed_each_epoch = true) const;
+  // `serial`: the function must be called from one thread at a time (see DatasetNode::Serial).
+  MapDataset Map(MapFn fn, bool serial = false) const;
+  // fn gets an rng keyed by the seed with counter [0, 0, 0, global index] (Grain's scheme).
+  MapDataset RandomMap(RandomMapFn fn, std::optional<int64_t> seed = std::nullopt,
+                       bool serial = false) const;
+  MapDataset MapWithIndex(MapWithIndexFn fn, bool serial = false) const;
+  MapDataset Filter(FilterFn fn, bool serial = false) const;
+  // Batches never span epochs. Throws std::invalid_argument if batch_size <= 0 or if an
+  // ancestor is a filter (as Grain: batch an IterDataset instead).
+  MapDataset Batch(int64_t batch_size, bool drop_remainder = false, BatchFn batch_fn = {}) const;
+  // Ordered read-ahead (Grain's to_iter_dataset). Nones (filtered) are skipped unless
+  // allow_nones, in which case they come out as Value() (None).
+  IterDataset ToIter(ReadOptions options = {}, bool allow_nones = false) const;
+
+  const std::shared_ptr<const MapNode>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const MapNode> node_;
+};
+
+// Handle to an immutable stream dataset.
+class IterDataset {
+ public:
+  explicit IterDataset(std::shared_ptr<const IterNode> node);
+
+  std::unique_ptr<DatasetIterator> MakeIterator() const { return node_->MakeIterator(); }
+
+  IterDataset Seed(int64_t seed) const;
+  IterDataset Map(MapFn fn) const;
+  // The k-th element seen by an iterator gets an rng with counter [0, 0, 0, k].
+  IterDataset RandomMap(RandomMapFn fn, std::optional<int64_t> seed = std::nullopt) const;
+  // fn gets the running count of elements seen by the iterator.
+  IterDataset MapWithIndex(MapWithIndexFn fn) const;
+  IterDataset Filter(FilterFn fn) const;
+  IterDataset Batch(int64_t batch_size, bool drop_remainder = false, BatchFn batch_fn = {}) const;
+  // Each element becomes zero or more elements.
+  IterDataset FlatMap(FlatMapFn fn) const;
+
+  const std::shared_ptr<const IterNode>& node() const { return node_; }
+
+ private:
+  std::shared_ptr<const IterNode> node_;
+};
+
+}  // namespace spelt
+
+#endif  // SPELT_DATASET_H_

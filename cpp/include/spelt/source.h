@@ -1,0 +1,63 @@
+// spelt/source.h: random-access data sources, the leaves of every pipeline.
+//
+// A RandomAccessSource has a fixed number of records and returns record i for any
+// 0 <= i < Length(). Implementations must be safe to call from many threads at once unless
+// Serial() is true (then the engine calls them from one thread at a time, in order).
+#ifndef SPELT_SOURCE_H_
+#define SPELT_SOURCE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "spelt/value.h"
+
+namespace spelt {
+
+class RandomAccessSource {
+ public:
+  virtual ~RandomAccessSource() = default;
+  virtual int64_t Length() const = 0;
+  // Record `index`. REQUIRES: 0 <= index < Length(). Throws std::out_of_range otherwise, and
+  // whatever the underlying storage throws on a bad record (naming the record).
+  virtual Value Get(int64_t index) const = 0;
+  // Records at `indices`, in order. The default calls Get() for each index.
+  virtual std::vector<Value> GetMany(std::span<const int64_t> indices) const;
+  // A stable description; it is stored in checkpoints to detect a changed source.
+  virtual std::string Repr() const = 0;
+  // True if calls must not run concurrently or are cheapest from one thread (for example a
+  // source that needs an interpreter lock).
+  virtual bool Serial() const { return false; }
+};
+
+// The integers start, start + step, ... below stop (as Python's range), as int64 scalars.
+// Throws std::invalid_argument if step == 0. Repr matches Grain's RangeDataSource.
+class RangeSource final : public RandomAccessSource {
+ public:
+  RangeSource(int64_t start, int64_t stop, int64_t step = 1);
+  int64_t Length() const override { return length_; }
+  Value Get(int64_t index) const override;
+  std::string Repr() const override;
+
+ private:
+  int64_t start_, stop_, step_, length_;
+};
+
+// Records held in memory, returned by shared reference (no copy).
+class InMemorySource final : public RandomAccessSource {
+ public:
+  explicit InMemorySource(std::vector<Value> records, std::string name = "InMemorySource");
+  int64_t Length() const override { return static_cast<int64_t>(records_.size()); }
+  Value Get(int64_t index) const override;
+  std::string Repr() const override;
+
+ private:
+  std::vector<Value> records_;
+  std::string name_;
+};
+
+}  // namespace spelt
+
+#endif  // SPELT_SOURCE_H_

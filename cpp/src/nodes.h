@@ -1,0 +1,55 @@
+// Internal: factories for the node classes, one transformation per .cc file.
+// The public handles in dataset.h (MapDataset, IterDataset) call these.
+#ifndef SPELT_SRC_NODES_H_
+#define SPELT_SRC_NODES_H_
+
+#include <memory>
+
+#include "spelt/dataset.h"
+
+namespace spelt::internal {
+
+using MapNodePtr = std::shared_ptr<const MapNode>;
+using IterNodePtr = std::shared_ptr<const IterNode>;
+
+// source.cc
+MapNodePtr MakeSourceNode(std::shared_ptr<const RandomAccessSource> source);
+// seed.cc
+MapNodePtr MakeSeedMapNode(MapNodePtr parent, uint32_t seed);
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, uint32_t seed);
+// shuffle.cc
+MapNodePtr MakeShuffleNode(MapNodePtr parent, uint32_t seed);
+// slice.cc
+MapNodePtr MakeSliceNode(MapNodePtr parent, int64_t start, int64_t stop, int64_t step);
+// repeat.cc
+MapNodePtr MakeRepeatNode(MapNodePtr parent, std::optional<int64_t> num_epochs,
+                          bool reseed_each_epoch);
+// map.cc
+MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool serial);
+MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, uint32_t seed, bool serial);
+MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool serial);
+// filter.cc
+MapNodePtr MakeFilterNode(MapNodePtr parent, FilterFn fn, bool serial);
+// batch.cc
+MapNodePtr MakeBatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder,
+                            BatchFn fn);
+IterNodePtr MakeBatchIterNode(IterNodePtr parent, int64_t batch_size, bool drop_remainder,
+                              BatchFn fn);
+// prefetch.cc (to_iter_dataset)
+IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones);
+// iter_map.cc
+IterNodePtr MakeIterMapNode(IterNodePtr parent, MapFn fn);
+IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, uint32_t seed);
+IterNodePtr MakeIterMapWithIndexNode(IterNodePtr parent, MapWithIndexFn fn);
+IterNodePtr MakeIterFilterNode(IterNodePtr parent, FilterFn fn);
+// flat_map.cc
+IterNodePtr MakeFlatMapNode(IterNodePtr parent, FlatMapFn fn);
+
+// state.cc: reading fields of a State with clear errors (std::invalid_argument naming the
+// node and the field).
+const State& StateField(const State& state, const char* field, const char* node);
+int64_t StateInt(const State& state, const char* field, const char* node);
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_NODES_H_

@@ -1,0 +1,258 @@
+// spelt/random.cc: Grain's index_shuffle, numpy's SeedSequence and numpy's Philox4x64-10,
+// reimplemented bit-exactly (see random.h for the sources).
+#include "spelt/random.h"
+
+#include <algorithm>
+#include <bit>
+#include <stdexcept>
+#include <string>
+
+namespace spelt {
+namespace {
+
+// ---------------------------------------------------------------------------------------
+// IndexShuffle
+// ---------------------------------------------------------------------------------------
+
+constexpr uint32_t kMinRounds = 4;
+constexpr uint32_t kMaxRounds = 1024;
+
+// std::seed_seq{seed}.generate(out, out + n) for n >= 4, written out (the algorithm is fixed
+// by the C++ standard, [rand.util.seedseq]) so that no heap allocation is needed. The golden
+// tests against Grain, which calls std::seed_seq, cover every branch of `t`.
+void SeedSeqGenerate(uint32_t seed, uint32_t* out, size_t n) {
+  std::fill(out, out + n, 0x8b8b8b8bu);
+  const size_t t = n >= 623 ? 11 : n >= 68 ? 7 : n >= 39 ? 5 : n >= 7 ? 3 : (n - 1) / 2;
+  const size_t p = (n - t) / 2;
+  const size_t q = p + t;
+  const auto T = [](uint32_t x) { return x ^ (x >> 27); };
+  // The standard indexes out[] with k, k + p, k + q and k - 1, all mod n, for k in
+  // [0, 2n) (its m = max(s + 1, n) is n here, as s = 1 and n >= 4). Keeping the four
+  // indices as wrapping counters avoids ~8 divisions per step.
+  size_t i = 0, ip = p, iq = q, im = n - 1;
+  const auto advance = [n](size_t& index) { index = index + 1 == n ? 0 : index + 1; };
+  for (size_t k = 0; k < 2 * n; ++k) {
+    if (k < n) {
+      const uint32_t r1 = 1664525u * T(out[i] ^ out[ip] ^ out[im]);
+      // The standard adds s (= 1) at k = 0 and v[k - 1] (= seed) at 1 <= k <= s.
+      const uint32_t r2 = r1 + (k == 0 ? 1u : static_cast<uint32_t>(i) + (k == 1 ? seed : 0));
+      out[ip] += r1;
+      out[iq] += r2;
+      out[i] = r2;
+    } else {
+      const uint32_t r3 = 1566083941u * T(out[i] + out[ip] + out[im]);
+      const uint32_t r4 = r3 - static_cast<uint32_t>(i);
+      out[ip] ^= r3;
+      out[iq] ^= r4;
+      out[i] = r4;
+    }
+    advance(i);
+    advance(ip);
+    advance(iq);
+    advance(im);
+  }
+}
+
+// Simon-style Feistel cipher on a block of 2 * `word_bits` bits (8 <= word_bits <= 32).
+class BlockCipher {
+ public:
+  BlockCipher(const uint32_t* keys, uint32_t rounds, int word_bits)
+      : keys_(keys),
+        rounds_(rounds),
+        word_bits_(word_bits),
+        mask_((uint64_t{1} << word_bits) - 1) {}
+
+  uint64_t Encrypt(uint64_t value) const {
+    uint64_t left = (value >> word_bits_) & mask_;
+    uint64_t right = value & mask_;
+    for (uint32_t i = 0; i < rounds_; i += 2) {
+      left ^= F(right) ^ (keys_[i] & mask_);
+      right ^= F(left) ^ (keys_[i + 1] & mask_);
+    }
+    return (left << word_bits_) | right;
+  }
+
+ private:
+  // Rotation left by `n` within a `word_bits_`-bit word (0 < n < word_bits_).
+  uint64_t Rotl(uint64_t x, int n) const {
+    return ((x << n) | (x >> (word_bits_ - n))) & mask_;
+  }
+  uint64_t F(uint64_t x) const { return (Rotl(x, 1) & Rotl(x, 8)) ^ Rotl(x, 2); }
+
+  const uint32_t* keys_;
+  uint32_t rounds_;
+  int word_bits_;
+  uint64_t mask_;
+};
+
+// Block size in bits: the bit width of max_index rounded up to even, at least 16.
+//
+// Grain computes the width as ceil(log2(double(max_index))), which is either
+// bit_width(max_index) or one less: one less exactly when log2 lands on an integer, i.e.
+// max_index is a power of two 2^k (or rounds to one in double precision). After rounding
+// up to even the two agree unless that one-less width is even and >= 16; then Grain's
+// block cannot hold max_index and its map is not a permutation. Using bit_width therefore
+// agrees with Grain everywhere Grain is a permutation, and fixes it where it is not.
+int BlockBits(uint64_t max_index) {
+  int bits = std::bit_width(max_index);
+  bits += bits % 2;
+  return std::max(bits, 16);
+}
+
+}  // namespace
+
+uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_t rounds) {
+  if (rounds % 2 != 0 || rounds < kMinRounds || rounds > kMaxRounds) {
+    throw std::invalid_argument("IndexShuffle: rounds must be an even integer in [" +
+                                std::to_string(kMinRounds) + ", " +
+                                std::to_string(kMaxRounds) +
+                                "], got " + std::to_string(rounds));
+  }
+  if (index > max_index) {
+    throw std::invalid_argument("IndexShuffle: index must be in [0, max_index], got index " +
+                                std::to_string(index) + " and max_index " +
+                                std::to_string(max_index));
+  }
+  if (max_index == 0) return 0;
+
+  uint32_t keys[kMaxRounds];
+  SeedSeqGenerate(seed, keys, rounds);
+  const BlockCipher cipher(keys, rounds, BlockBits(max_index) / 2);
+  // Cycle walking: the cipher permutes [0, 2^bits); following a cycle from `index` until it
+  // re-enters [0, max_index] gives a permutation of [0, max_index].
+  uint64_t value = index;
+  do {
+    value = cipher.Encrypt(value);
+  } while (value > max_index);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------
+// SeedSequence (numpy/random/bit_generator.pyx)
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr size_t kPoolSize = 4;
+constexpr uint32_t kInitA = 0x43b0d7e5;
+constexpr uint32_t kMultA = 0x931e8875;
+constexpr uint32_t kInitB = 0x8b51f9dd;
+constexpr uint32_t kMultB = 0x58f38ded;
+constexpr uint32_t kMixMultL = 0xca01f9dd;
+constexpr uint32_t kMixMultR = 0x4973f715;
+constexpr int kXShift = 16;
+
+uint32_t HashMix(uint32_t value, uint32_t& hash_const) {
+  value ^= hash_const;
+  hash_const *= kMultA;
+  value *= hash_const;
+  return value ^ (value >> kXShift);
+}
+
+uint32_t Mix(uint32_t x, uint32_t y) {
+  const uint32_t result = kMixMultL * x - kMixMultR * y;
+  return result ^ (result >> kXShift);
+}
+
+}  // namespace
+
+std::vector<uint32_t> SeedSequenceGenerateState(std::span<const uint64_t> entropy, size_t n) {
+  // numpy coerces each integer to its 32-bit words, least significant first; 0 is [0].
+  std::vector<uint32_t> words;
+  for (uint64_t v : entropy) {
+    do {
+      words.push_back(static_cast<uint32_t>(v));
+      v >>= 32;
+    } while (v != 0);
+  }
+
+  // SeedSequence.mix_entropy: hash the entropy into the pool.
+  std::array<uint32_t, kPoolSize> pool;
+  uint32_t hash_const = kInitA;
+  for (size_t i = 0; i < kPoolSize; ++i) {
+    pool[i] = HashMix(i < words.size() ? words[i] : 0, hash_const);
+  }
+  for (size_t src = 0; src < kPoolSize; ++src) {
+    for (size_t dst = 0; dst < kPoolSize; ++dst) {
+      if (src != dst) pool[dst] = Mix(pool[dst], HashMix(pool[src], hash_const));
+    }
+  }
+  for (size_t src = kPoolSize; src < words.size(); ++src) {
+    for (size_t dst = 0; dst < kPoolSize; ++dst) {
+      pool[dst] = Mix(pool[dst], HashMix(words[src], hash_const));
+    }
+  }
+
+  // SeedSequence.generate_state(n, uint32): cycle over the pool, hashing each word.
+  std::vector<uint32_t> state(n);
+  hash_const = kInitB;
+  for (size_t i = 0; i < n; ++i) {
+    uint32_t value = pool[i % kPoolSize] ^ hash_const;
+    hash_const *= kMultB;
+    value *= hash_const;
+    state[i] = value ^ (value >> kXShift);
+  }
+  return state;
+}
+
+// ---------------------------------------------------------------------------------------
+// Philox4x64-10 (numpy/random/src/philox, after Random123)
+// ---------------------------------------------------------------------------------------
+
+namespace {
+
+constexpr int kPhiloxRounds = 10;
+constexpr uint64_t kPhiloxM0 = 0xD2E7470EE14C6C93;
+constexpr uint64_t kPhiloxM1 = 0xCA5A826395121157;
+constexpr uint64_t kPhiloxW0 = 0x9E3779B97F4A7C15;
+constexpr uint64_t kPhiloxW1 = 0xBB67AE8584CAA73B;
+
+std::array<uint64_t, 2> KeyFromSeed(uint64_t seed) {
+  const uint64_t entropy[] = {seed};
+  const std::vector<uint32_t> w = SeedSequenceGenerateState(entropy, 4);
+  return {w[0] | (uint64_t{w[1]} << 32), w[2] | (uint64_t{w[3]} << 32)};
+}
+
+std::array<uint64_t, 4> PhiloxBlock(std::array<uint64_t, 4> ctr, std::array<uint64_t, 2> key) {
+  for (int r = 0; r < kPhiloxRounds; ++r) {
+    if (r > 0) {
+      key[0] += kPhiloxW0;
+      key[1] += kPhiloxW1;
+    }
+    const unsigned __int128 p0 = static_cast<unsigned __int128>(kPhiloxM0) * ctr[0];
+    const unsigned __int128 p1 = static_cast<unsigned __int128>(kPhiloxM1) * ctr[2];
+    const uint64_t hi0 = static_cast<uint64_t>(p0 >> 64), lo0 = static_cast<uint64_t>(p0);
+    const uint64_t hi1 = static_cast<uint64_t>(p1 >> 64), lo1 = static_cast<uint64_t>(p1);
+    ctr = {hi1 ^ ctr[1] ^ key[0], lo1, hi0 ^ ctr[3] ^ key[1], lo0};
+  }
+  return ctr;
+}
+
+}  // namespace
+
+Philox::Philox(uint64_t seed) : Philox(KeyFromSeed(seed), {0, 0, 0, 0}) {}
+
+Philox::Philox(std::array<uint64_t, 2> key, std::array<uint64_t, 4> counter)
+    : key_(key), counter_(counter), buffer_{} {}
+
+void Philox::SetCounter(std::array<uint64_t, 4> counter) {
+  counter_ = counter;
+  buffer_pos_ = 4;
+}
+
+uint64_t Philox::NextUint64() {
+  if (buffer_pos_ < 4) return buffer_[buffer_pos_++];
+  // As numpy does, increment the 256-bit counter (with carry) before each block.
+  for (uint64_t& word : counter_) {
+    if (++word != 0) break;
+  }
+  buffer_ = PhiloxBlock(counter_, key_);
+  buffer_pos_ = 1;
+  return buffer_[0];
+}
+
+double Philox::NextDouble() {
+  return static_cast<double>(NextUint64() >> 11) * (1.0 / 9007199254740992.0);  // 2^-53
+}
+
+}  // namespace spelt
