@@ -54,7 +54,7 @@ DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents
 
 std::optional<uint32_t> DatasetNode::DefaultSeed() const {
   std::vector<uint64_t> entropy;
-  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit{{this, 0}};
+  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit{{this, 1}};  // depth of the new node's parent
   while (!to_visit.empty()) {
     auto [node, depth] = to_visit.front();
     to_visit.pop_front();

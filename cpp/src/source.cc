@@ -25,9 +25,16 @@ RangeSource::RangeSource(int64_t start, int64_t stop, int64_t step)
     : start_(start), stop_(stop), step_(step) {
   if (step == 0) throw std::invalid_argument("RangeSource: step must not be 0");
   if (step > 0) {
-    length_ = stop > start ? (stop - start + step - 1) / step : 0;
+    // Unsigned arithmetic: no overflow for huge steps (Python: len(range(0, 10, 2**63-1)) == 1).
+    length_ = stop > start ? static_cast<int64_t>((static_cast<uint64_t>(stop) -
+                                                   static_cast<uint64_t>(start) - 1) /
+                                                  static_cast<uint64_t>(step) + 1)
+                           : 0;
   } else {
-    length_ = start > stop ? (start - stop - step - 1) / -step : 0;
+    length_ = start > stop ? static_cast<int64_t>((static_cast<uint64_t>(start) -
+                                                   static_cast<uint64_t>(stop) - 1) /
+                                                  (0 - static_cast<uint64_t>(step)) + 1)
+                           : 0;
   }
 }
 

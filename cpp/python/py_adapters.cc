@@ -1,0 +1,237 @@
+// Implementation of py_adapters.h.
+#include "py_adapters.h"
+
+#include <nanobind/stl/string.h>
+
+#include <climits>
+#include <stdexcept>
+#include <string>
+
+namespace spelt::python {
+namespace {
+
+// A Python object shared by copies of a std::function without touching the GIL on copy.
+struct Callable {
+  PyRef ref;
+  nb::handle get() const { return ref.get(); }
+};
+
+Callable Hold(nb::handle fn) {
+  if (!PyCallable_Check(fn.ptr())) {
+    throw nb::type_error(("expected a callable, got " +
+                          std::string(Py_TYPE(fn.ptr())->tp_name)).c_str());
+  }
+  return Callable{MakePyRef(fn)};
+}
+
+class PySourceImpl final : public RandomAccessSource {
+ public:
+  explicit PySourceImpl(nb::handle source) : source_(MakePyRef(source)) {
+    length_ = static_cast<int64_t>(nb::len(source));
+    nb::module_ np = nb::module_::import_("numpy");
+    if (nb::isinstance<nb::list>(source) || nb::isinstance<nb::tuple>(source) ||
+        nb::isinstance(source, np.attr("ndarray"))) {
+      repr_ = nb::cast<std::string>(nb::str(source.type()));
+    } else {
+      repr_ = nb::cast<std::string>(nb::repr(source));
+    }
+  }
+  int64_t Length() const override { return length_; }
+  Value Get(int64_t index) const override {
+    nb::gil_scoped_acquire gil;
+    nb::handle src(source_.get());
+    try {
+      nb::object record = src[nb::int_(index)];
+      return Wrap(record);
+    } catch (nb::python_error& e) {
+      std::string note = "spelt: raised while reading record " + std::to_string(index) +
+                         " from data source " + repr_;
+      nb::handle value = e.value();
+      if (nb::hasattr(value, "add_note")) value.attr("add_note")(note);
+      throw;
+    }
+  }
+  std::string Repr() const override { return repr_; }
+  bool Serial() const override { return true; }
+
+ private:
+  PyRef source_;
+  int64_t length_;
+  std::string repr_;
+};
+
+class PySamplerImpl final : public Sampler {
+ public:
+  PySamplerImpl(nb::handle sampler, ShardOptions options)
+      : sampler_(MakePyRef(sampler)), options_(options) {
+    if (nb::hasattr(sampler, "__len__")) {
+      length_ = static_cast<int64_t>(nb::len(sampler));
+    } else {
+      int64_t lo = 0, hi = INT64_MAX;  // first index that raises IndexError
+      while (lo < hi) {
+        const int64_t mid = lo + (hi - lo) / 2;
+        if (Exists(sampler, mid)) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      length_ = lo;
+    }
+  }
+  int64_t Length() const override { return length_; }
+  int64_t RecordKey(int64_t index) const override {
+    nb::gil_scoped_acquire gil;
+    nb::handle s(sampler_.get());
+    return nb::cast<int64_t>(s[nb::int_(index)].attr("record_key"));
+  }
+  const ShardOptions& shard_options() const override { return options_; }
+  bool Serial() const override { return true; }
+
+ private:
+  static bool Exists(nb::handle sampler, int64_t index) {
+    try {
+      sampler[nb::int_(index)];
+      return true;
+    } catch (nb::python_error& e) {
+      if (e.matches(PyExc_IndexError)) return false;
+      throw;
+    }
+  }
+  PyRef sampler_;
+  ShardOptions options_;
+  int64_t length_;
+};
+
+class PyMapNode final : public MapNode {
+ public:
+  explicit PyMapNode(nb::handle ds)
+      : MapNode({}, /*serial_self=*/true), ds_(MakePyRef(ds)),
+        length_(static_cast<int64_t>(nb::len(ds))), name_(Py_TYPE(ds.ptr())->tp_name) {}
+  std::string Name() const override { return name_; }
+  int64_t Length() const override { return length_; }
+  std::optional<Value> Get(int64_t index) const override {
+    nb::gil_scoped_acquire gil;
+    nb::object v = nb::handle(ds_.get())[nb::int_(index)];
+    if (v.is_none()) return std::nullopt;
+    return Wrap(v);
+  }
+
+ private:
+  PyRef ds_;
+  int64_t length_;
+  std::string name_;
+};
+
+class PyIterator final : public DatasetIterator {
+ public:
+  explicit PyIterator(nb::handle it) : it_(MakePyRef(it)) {}
+  ~PyIterator() override = default;
+  std::optional<Value> Next() override {
+    nb::gil_scoped_acquire gil;
+    PyObject* v = PyIter_Next(it_.get());
+    if (v == nullptr) {
+      if (PyErr_Occurred()) throw nb::python_error();
+      return std::nullopt;
+    }
+    nb::object obj = nb::steal(v);
+    return Wrap(obj);
+  }
+  State GetState() const override {
+    nb::gil_scoped_acquire gil;
+    return StateFromPython(nb::handle(it_.get()).attr("get_state")());
+  }
+  void SetState(const State& state) override {
+    nb::gil_scoped_acquire gil;
+    nb::handle(it_.get()).attr("set_state")(StateToPython(state));
+  }
+
+ private:
+  PyRef it_;
+};
+
+class PyIterNode final : public IterNode {
+ public:
+  explicit PyIterNode(nb::handle ds)
+      : IterNode({}, /*serial_self=*/true), ds_(MakePyRef(ds)),
+        name_(Py_TYPE(ds.ptr())->tp_name) {}
+  std::string Name() const override { return name_; }
+  std::unique_ptr<DatasetIterator> MakeIterator() const override {
+    nb::gil_scoped_acquire gil;
+    nb::object it = nb::handle(ds_.get()).attr("__iter__")();
+    return std::make_unique<PyIterator>(it);
+  }
+
+ private:
+  PyRef ds_;
+  std::string name_;
+};
+
+}  // namespace
+
+MapFn PyMapFn(nb::handle fn) {
+  return [f = Hold(fn)](Value v) {
+    nb::gil_scoped_acquire gil;
+    return Wrap(f.get()(ToPython(v)));
+  };
+}
+
+RandomMapFn PyRandomMapFn(nb::handle fn) {
+  return [f = Hold(fn)](Value v, Philox& rng) {
+    nb::gil_scoped_acquire gil;
+    return Wrap(f.get()(ToPython(v), nb::int_(rng.counter()[3])));
+  };
+}
+
+MapWithIndexFn PyMapWithIndexFn(nb::handle fn) {
+  return [f = Hold(fn)](int64_t index, Value v) {
+    nb::gil_scoped_acquire gil;
+    return Wrap(f.get()(nb::int_(index), ToPython(v)));
+  };
+}
+
+FilterFn PyFilterFn(nb::handle fn) {
+  return [f = Hold(fn)](const Value& v) {
+    nb::gil_scoped_acquire gil;
+    nb::object r = f.get()(ToPython(v));
+    const int truth = PyObject_IsTrue(r.ptr());
+    if (truth < 0) throw nb::python_error();
+    return truth == 1;
+  };
+}
+
+FlatMapFn PyFlatMapFn(nb::handle fn) {
+  return [f = Hold(fn)](Value v) {
+    nb::gil_scoped_acquire gil;
+    std::vector<Value> out;
+    for (nb::handle item : f.get()(ToPython(v))) out.push_back(Wrap(item));
+    return out;
+  };
+}
+
+BatchFn PyBatchFn(nb::handle fn) {
+  return [f = Hold(fn)](std::vector<Value> elements) {
+    nb::gil_scoped_acquire gil;
+    nb::list items;
+    for (const Value& v : elements) items.append(ToPython(v));
+    return Wrap(f.get()(items));
+  };
+}
+
+std::shared_ptr<const RandomAccessSource> PySource(nb::handle source) {
+  return std::make_shared<PySourceImpl>(source);
+}
+
+std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_options) {
+  return std::make_shared<PySamplerImpl>(sampler, shard_options);
+}
+
+MapDataset PyMapDataset(nb::handle dataset) {
+  return MapDataset(std::make_shared<PyMapNode>(dataset));
+}
+
+IterDataset PyIterDataset(nb::handle dataset) {
+  return IterDataset(std::make_shared<PyIterNode>(dataset));
+}
+
+}  // namespace spelt::python

@@ -1,0 +1,46 @@
+// Adapters that let Python objects play engine roles: Python callables as MapFn & co., and
+// Python data sources, samplers, MapDatasets and IterDatasets as engine nodes. Every adapter
+// takes the GIL when it calls Python and marks itself Serial() so the engine calls it from
+// one thread at a time. Python exceptions propagate unchanged (as nb::python_error).
+#ifndef SPELT_PYTHON_PY_ADAPTERS_H_
+#define SPELT_PYTHON_PY_ADAPTERS_H_
+
+#include <memory>
+
+#include "py_value.h"
+#include "spelt/dataset.h"
+#include "spelt/sampler.h"
+#include "spelt/source.h"
+
+namespace spelt::python {
+
+// fn(element) -> element.
+MapFn PyMapFn(nb::handle fn);
+// fn(element, index) -> element; `index` is the rng counter's last word (the global index
+// for MapDataset.random_map, the element count for IterDataset.random_map). The Python side
+// builds the numpy Generator.
+RandomMapFn PyRandomMapFn(nb::handle fn);
+// fn(index, element) -> element.
+MapWithIndexFn PyMapWithIndexFn(nb::handle fn);
+// bool(fn(element)).
+FilterFn PyFilterFn(nb::handle fn);
+// list(fn(element)).
+FlatMapFn PyFlatMapFn(nb::handle fn);
+// fn(list_of_elements) -> batch.
+BatchFn PyBatchFn(nb::handle fn);
+
+// Any object with __len__ and __getitem__(int). An exception from __getitem__ gets a note
+// naming the record index and the source. Repr() follows Grain's _source_repr.
+std::shared_ptr<const RandomAccessSource> PySource(nb::handle source);
+// Any object with __getitem__(index) -> RecordMetadata (record_key) and optional __len__
+// (else found by binary search for the first IndexError, as Grain does).
+std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_options);
+// A user's MapDataset subclass: __len__ and __getitem__(global index) -> element or None.
+MapDataset PyMapDataset(nb::handle dataset);
+// A user's IterDataset subclass: __iter__() returning an iterator with __next__, get_state()
+// and set_state(state).
+IterDataset PyIterDataset(nb::handle dataset);
+
+}  // namespace spelt::python
+
+#endif  // SPELT_PYTHON_PY_ADAPTERS_H_

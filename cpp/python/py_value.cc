@@ -1,0 +1,266 @@
+// Implementation of py_value.h.
+#include "py_value.h"
+
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+
+#include <cstring>
+#include <stdexcept>
+
+#include "spelt/batch.h"
+
+namespace spelt::python {
+namespace {
+
+struct Cache {
+  PyObject* ndarray_type = nullptr;
+  PyObject* generic_type = nullptr;
+  nb::object asarray, ascontiguousarray, array, json_dumps, json_loads;
+};
+Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
+
+bool InterpreterAlive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
+struct PyDecref {
+  void operator()(PyObject* p) const {
+    if (!InterpreterAlive()) return;  // the interpreter frees everything itself
+    PyGILState_STATE s = PyGILState_Ensure();
+    Py_DECREF(p);
+    PyGILState_Release(s);
+  }
+};
+
+// numpy buffer format character -> DType (native byte order only).
+std::optional<DType> DTypeFromFormat(const char* format, Py_ssize_t itemsize) {
+  if (format == nullptr) return DType::kUint8;
+  if (*format == '<' || *format == '=' || *format == '@') ++format;
+  if (format[0] == '\0' || format[1] != '\0') return std::nullopt;
+  const char c = format[0];
+  switch (c) {
+    case '?': return DType::kBool;
+    case 'e': return DType::kFloat16;
+    case 'f': return DType::kFloat32;
+    case 'd': return DType::kFloat64;
+    default: break;
+  }
+  const bool is_signed = c == 'b' || c == 'h' || c == 'i' || c == 'l' || c == 'q' || c == 'n';
+  const bool is_unsigned = c == 'B' || c == 'H' || c == 'I' || c == 'L' || c == 'Q' || c == 'N';
+  if (!is_signed && !is_unsigned) return std::nullopt;
+  switch (itemsize) {
+    case 1: return is_signed ? DType::kInt8 : DType::kUint8;
+    case 2: return is_signed ? DType::kInt16 : DType::kUint16;
+    case 4: return is_signed ? DType::kInt32 : DType::kUint32;
+    case 8: return is_signed ? DType::kInt64 : DType::kUint64;
+    default: return std::nullopt;
+  }
+}
+
+// A numpy array (or 0-d from a numpy scalar) as an Array sharing its memory; an Opaque leaf if
+// the dtype has no Spelt equivalent (object, strings, complex, big-endian, ...).
+Value FromNumpy(nb::handle obj) {
+  nb::object arr = nb::borrow(obj);
+  Py_buffer view;
+  if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    arr = cache->ascontiguousarray(obj);
+    if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
+      PyErr_Clear();
+      return Wrap(obj);
+    }
+  }
+  std::optional<DType> dtype = DTypeFromFormat(view.format, view.itemsize);
+  Array a;
+  if (dtype) {
+    a.dtype = *dtype;
+    a.shape.assign(view.shape, view.shape + view.ndim);
+    a.data = static_cast<const std::byte*>(view.buf);
+    a.owner = MakePyRef(arr);
+  }
+  PyBuffer_Release(&view);
+  if (!dtype) return Wrap(obj);
+  return Value(std::move(a));
+}
+
+nb::dlpack::dtype ToDLPack(DType d) {
+  using nb::dlpack::dtype_code;
+  const auto bits = static_cast<uint8_t>(ItemSize(d) * 8);
+  switch (d) {
+    case DType::kBool: return {static_cast<uint8_t>(dtype_code::Bool), bits, 1};
+    case DType::kInt8: case DType::kInt16: case DType::kInt32: case DType::kInt64:
+      return {static_cast<uint8_t>(dtype_code::Int), bits, 1};
+    case DType::kUint8: case DType::kUint16: case DType::kUint32: case DType::kUint64:
+      return {static_cast<uint8_t>(dtype_code::UInt), bits, 1};
+    case DType::kFloat16: case DType::kFloat32: case DType::kFloat64:
+      return {static_cast<uint8_t>(dtype_code::Float), bits, 1};
+  }
+  throw std::invalid_argument("unknown dtype");
+}
+
+nb::object ArrayToPython(const Array& a) {
+  auto* keep = new std::shared_ptr<const void>(a.owner);
+  nb::capsule owner(keep, [](void* p) noexcept {
+    delete static_cast<std::shared_ptr<const void>*>(p);
+  });
+  std::vector<size_t> shape(a.shape.begin(), a.shape.end());
+  nb::ndarray<nb::numpy> out(const_cast<std::byte*>(a.data), shape.size(), shape.data(), owner,
+                             nullptr, ToDLPack(a.dtype));
+  return out.cast();
+}
+
+nb::object RebuildSequence(const Sequence& s, nb::list items) {
+  if (s.tag == StackedStringsTag()) return cache->array(items);
+  if (s.tag) {
+    nb::handle type(static_cast<PyObject*>(const_cast<void*>(s.tag.get())));
+    if (s.kind == Sequence::Kind::kTuple) return type(*nb::tuple(items));
+    return type(items);
+  }
+  if (s.kind == Sequence::Kind::kTuple) return nb::tuple(items);
+  return std::move(items);
+}
+
+}  // namespace
+
+void InitPyValue() {
+  if (cache != nullptr) return;
+  cache = new Cache();
+  nb::module_ np = nb::module_::import_("numpy");
+  nb::module_ json = nb::module_::import_("json");
+  cache->ndarray_type = np.attr("ndarray").ptr();
+  cache->generic_type = np.attr("generic").ptr();
+  Py_INCREF(cache->ndarray_type);
+  Py_INCREF(cache->generic_type);
+  cache->asarray = np.attr("asarray");
+  cache->ascontiguousarray = np.attr("ascontiguousarray");
+  cache->array = np.attr("array");
+  cache->json_dumps = json.attr("dumps");
+  cache->json_loads = json.attr("loads");
+}
+
+PyRef MakePyRef(nb::handle obj) {
+  Py_INCREF(obj.ptr());
+  return PyRef(obj.ptr(), PyDecref{});
+}
+
+Value PyOpaque::Unpack() const {
+  nb::gil_scoped_acquire gil;
+  return ToValue(object());
+}
+
+std::string PyOpaque::Describe() const {
+  nb::gil_scoped_acquire gil;
+  return "<Python object of type " + std::string(Py_TYPE(object().ptr())->tp_name) + ">";
+}
+
+Value Wrap(nb::handle obj) {
+  return Value(std::shared_ptr<const Opaque>(std::make_shared<PyOpaque>(obj)));
+}
+
+Value ToValue(nb::handle obj) {
+  PyObject* p = obj.ptr();
+  if (p == Py_None) return Value();
+  if (PyBool_Check(p)) return Value(p == Py_True);
+  if (PyObject_TypeCheck(p, reinterpret_cast<PyTypeObject*>(cache->ndarray_type))) {
+    return FromNumpy(obj);
+  }
+  if (PyObject_TypeCheck(p, reinterpret_cast<PyTypeObject*>(cache->generic_type))) {
+    return FromNumpy(cache->asarray(obj));
+  }
+  if (PyLong_Check(p)) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+    if (overflow != 0) return Wrap(obj);
+    return Value(static_cast<int64_t>(v));
+  }
+  if (PyFloat_Check(p)) return Value(PyFloat_AS_DOUBLE(p));
+  if (PyUnicode_Check(p)) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(p, &size);
+    if (data == nullptr) throw nb::python_error();
+    return Value::Text(std::string(data, static_cast<size_t>(size)));
+  }
+  if (PyBytes_Check(p)) {
+    return Value::Bytes(std::string(PyBytes_AS_STRING(p), static_cast<size_t>(PyBytes_GET_SIZE(p))));
+  }
+  if (PyDict_Check(p)) {
+    auto m = std::make_shared<Mapping>();
+    m->items.reserve(static_cast<size_t>(PyDict_Size(p)));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(p, &pos, &key, &value)) {
+      if (!PyUnicode_Check(key)) return Wrap(obj);
+      Py_ssize_t size = 0;
+      const char* k = PyUnicode_AsUTF8AndSize(key, &size);
+      if (k == nullptr) throw nb::python_error();
+      m->items.emplace_back(std::string(k, static_cast<size_t>(size)), ToValue(value));
+    }
+    if (!PyDict_CheckExact(p)) m->tag = MakePyRef(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))));
+    return Value(std::shared_ptr<const Mapping>(std::move(m)));
+  }
+  if (PyList_Check(p) || PyTuple_Check(p)) {
+    const bool is_list = PyList_Check(p);
+    auto s = std::make_shared<Sequence>();
+    s->kind = is_list ? Sequence::Kind::kList : Sequence::Kind::kTuple;
+    const Py_ssize_t n = is_list ? PyList_GET_SIZE(p) : PyTuple_GET_SIZE(p);
+    s->items.reserve(static_cast<size_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      s->items.push_back(ToValue(is_list ? PyList_GET_ITEM(p, i) : PyTuple_GET_ITEM(p, i)));
+    }
+    const bool exact = is_list ? PyList_CheckExact(p) : PyTuple_CheckExact(p);
+    if (!exact) s->tag = MakePyRef(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))));
+    return Value(std::shared_ptr<const Sequence>(std::move(s)));
+  }
+  return Wrap(obj);
+}
+
+nb::object ToPython(const Value& value) {
+  struct Visitor {
+    nb::object operator()(Value::None) const { return nb::none(); }
+    nb::object operator()(bool v) const { return nb::bool_(v); }
+    nb::object operator()(int64_t v) const { return nb::int_(v); }
+    nb::object operator()(double v) const { return nb::float_(v); }
+    nb::object operator()(const String& s) const {
+      if (s.is_text) return nb::str(s.data.data(), s.data.size());
+      return nb::bytes(s.data.data(), s.data.size());
+    }
+    nb::object operator()(const Array& a) const { return ArrayToPython(a); }
+    nb::object operator()(const std::shared_ptr<const Sequence>& s) const {
+      nb::list items;
+      for (const Value& v : s->items) items.append(ToPython(v));
+      return RebuildSequence(*s, std::move(items));
+    }
+    nb::object operator()(const std::shared_ptr<const Mapping>& m) const {
+      nb::dict d;
+      for (const auto& [k, v] : m->items) d[nb::str(k.data(), k.size())] = ToPython(v);
+      if (m->tag) {
+        nb::handle type(static_cast<PyObject*>(const_cast<void*>(m->tag.get())));
+        return type(d);
+      }
+      return std::move(d);
+    }
+    nb::object operator()(const std::shared_ptr<const Opaque>& o) const {
+      if (auto* py = dynamic_cast<const PyOpaque*>(o.get())) return nb::borrow(py->object());
+      throw std::invalid_argument("cannot convert " + o->Describe() + " to a Python object");
+    }
+  };
+  return std::visit(Visitor{}, value.variant());
+}
+
+nb::object StateToPython(const State& state) { return cache->json_loads(nb::str(state.dump().c_str())); }
+
+State StateFromPython(nb::handle obj) {
+  nb::object text;
+  try {
+    text = cache->json_dumps(obj);
+  } catch (nb::python_error& e) {
+    throw std::invalid_argument(std::string("state is not JSON-serialisable: ") + e.what());
+  }
+  return State::parse(nb::cast<std::string>(text));
+}
+
+}  // namespace spelt::python

@@ -1,0 +1,58 @@
+// Conversion between Python objects and spelt::Value, for the nanobind module spelt._core.
+//
+// Python elements enter the engine lazily: an arbitrary Python object becomes an Opaque leaf
+// (PyOpaque) that holds a reference and is only converted to a tree when the engine must look
+// inside it (Stack). numpy arrays become Arrays without a copy (the Array's owner keeps the
+// ndarray alive); engine Arrays leave as numpy arrays without a copy (a capsule keeps the
+// buffer's owner alive). Unless noted, functions here REQUIRE the GIL.
+#ifndef SPELT_PYTHON_PY_VALUE_H_
+#define SPELT_PYTHON_PY_VALUE_H_
+
+#include <nanobind/nanobind.h>
+
+#include <memory>
+#include <string>
+
+#include "spelt/dataset.h"
+#include "spelt/value.h"
+
+namespace spelt::python {
+
+namespace nb = nanobind;
+
+// A strong reference to a Python object that may be released from any thread (it takes the
+// GIL to decref, and leaks the reference if the interpreter is shutting down).
+using PyRef = std::shared_ptr<PyObject>;
+PyRef MakePyRef(nb::handle obj);
+
+// An arbitrary Python object carried through the engine.
+class PyOpaque final : public Opaque {
+ public:
+  explicit PyOpaque(nb::handle obj) : ref_(MakePyRef(obj)) {}
+  Value Unpack() const override;  // takes the GIL
+  std::string Describe() const override;
+  nb::handle object() const { return ref_.get(); }
+
+ private:
+  PyRef ref_;
+};
+
+// The object as a lazy Opaque leaf (no conversion).
+Value Wrap(nb::handle obj);
+// The object converted to a tree: dict (str keys) / list / tuple / namedtuple containers,
+// numpy arrays and numpy scalars as Arrays (0-d for scalars), Python bool/int/float/str/bytes
+// and None as native leaves, anything else as an Opaque leaf.
+Value ToValue(nb::handle obj);
+// The Python object for a value (new reference).
+nb::object ToPython(const Value& value);
+
+// JSON state <-> Python (json-compatible dict / list / scalars).
+nb::object StateToPython(const State& state);
+State StateFromPython(nb::handle obj);
+
+// Called once at module import: caches numpy types and functions.
+void InitPyValue();
+
+}  // namespace spelt::python
+
+#endif  // SPELT_PYTHON_PY_VALUE_H_
