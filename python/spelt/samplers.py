@@ -182,7 +182,7 @@ class IndexSampler:
 
         # This shard's block of keys [start, start + block_len). NoSharding
         # (the only case Grain leaves unsharded) gives the whole range.
-        if shard_options.shard_count == 1:
+        if isinstance(shard_options, sharding.NoSharding):
             start, end = 0, num_records
         else:
             start, end = sharding.even_split(num_records, shard_options)

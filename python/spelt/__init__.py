@@ -1,0 +1,26 @@
+"""Spelt: a fast, deterministic, checkpointable data loader with Grain's API.
+
+``import spelt as grain`` runs Grain code. The engine is C++ (libspelt); this package is the
+thin Python face over it. See README.md and docs/compatibility.md.
+"""
+
+from spelt import constants
+from spelt import experimental
+from spelt import multiprocessing
+from spelt import samplers
+from spelt import sharding
+from spelt import sources
+from spelt import transforms
+from spelt.data_loader import DataLoader, DataLoaderIterator, load
+from spelt.dataset import DatasetIterator, IterDataset, MapDataset
+from spelt.options import MultiprocessingOptions, ReadOptions
+from spelt.record import Record, RecordMetadata
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "DataLoader", "DataLoaderIterator", "DatasetIterator", "IterDataset", "MapDataset",
+    "MultiprocessingOptions", "ReadOptions", "Record", "RecordMetadata", "constants",
+    "experimental", "load", "multiprocessing", "samplers", "sharding", "sources",
+    "transforms",
+]

@@ -1,0 +1,344 @@
+"""Grain's DataLoader: DataSource + Sampler + operations, assembled from Spelt datasets.
+
+``DataLoader(*, data_source, sampler, operations=(), worker_count=0, worker_buffer_size=1,
+shard_options=None, read_options=None, enable_profiling=False)`` follows Grain 0.2.18
+(grain/_src/python/data_loader.py):
+
+* Host shard s of S reads sampler indices g = l * S + s, l = 0, 1, ...; the record is
+  ``data_source[sampler[g].record_key]``. Record keys of Spelt's IndexSampler and
+  SequentialSampler are computed in C++; other samplers are called per index.
+* ``RandomMap`` gets ``np.random.Generator(np.random.Philox(key=seed + g))`` from the sampler's
+  seed (None without one), so results do not depend on workers or batching.
+* Operations up to the first Batch/FlatMap run per index on the random-access pipeline;
+  the rest run on the stream. Batching is always after ordering, so batch composition never
+  depends on worker_count (unlike Grain; see docs/compatibility.md).
+* Iterator state is Grain's JSON layout, version 2 (bytes). It is a global position: it
+  restores with any worker_count. ``set_state`` raises ValueError if the state is malformed
+  or comes from a pipeline with another sampler or data source (compared by repr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Any, Sequence
+
+import numpy as np
+
+from spelt import _core
+from spelt import dataset
+from spelt import options as options_lib
+from spelt import samplers as samplers_lib
+from spelt import sharding
+from spelt import transforms
+
+_VERSION = 2
+_PER_INDEX = (transforms.Map, transforms.RandomMap, transforms.MapWithIndex, transforms.Filter)
+
+
+def _source_repr(source: Any) -> str:
+  if isinstance(source, (list, tuple, np.ndarray)):
+    return str(type(source))
+  return repr(source)
+
+
+def _sampler_handle(sampler: Any, shard: sharding.ShardOptions) -> Any:
+  """The engine's sampler: native for Spelt's samplers, a Python adapter otherwise."""
+  if type(sampler) is samplers_lib.IndexSampler:  # pylint: disable=unidiomatic-typecheck
+    so = sampler._shard_options  # pylint: disable=protected-access
+    sharded = not isinstance(so, sharding.NoSharding)
+    return _core.index_sampler(
+        sampler._num_records,  # pylint: disable=protected-access
+        so.shard_index if sharded else 0,
+        so.shard_count if sharded else 1,
+        so.drop_remainder,
+        sampler._shuffle,  # pylint: disable=protected-access
+        sampler._num_epochs,  # pylint: disable=protected-access
+        sampler._seed,  # pylint: disable=protected-access
+    )
+  if type(sampler) is samplers_lib.SequentialSampler:  # pylint: disable=unidiomatic-typecheck
+    so = sampler._shard_options  # pylint: disable=protected-access
+    return _core.sequential_sampler(
+        sampler._num_records, so.shard_index, so.shard_count, so.drop_remainder  # pylint: disable=protected-access
+    )
+  return _core.python_sampler(sampler, shard.shard_index, shard.shard_count, shard.drop_remainder)
+
+
+class _RecordRng:
+  """Per-record rng as Grain's samplers make it: Philox keyed by seed + global index."""
+
+  def __init__(self, sampler: Any, shard: sharding.ShardOptions):
+    self._sampler = sampler
+    self._shard = shard
+    native = type(sampler) in (samplers_lib.IndexSampler, samplers_lib.SequentialSampler)
+    self._seed = sampler._seed if native else None  # pylint: disable=protected-access
+    self._native = native
+
+  def global_index(self, local_index: int) -> int:
+    return local_index * self._shard.shard_count + self._shard.shard_index
+
+  def rng(self, local_index: int) -> np.random.Generator | None:
+    g = self.global_index(local_index)
+    if not self._native:
+      return self._sampler[g].rng
+    if self._seed is None:
+      return None
+    return np.random.Generator(np.random.Philox(key=self._seed + g))
+
+
+class _LoaderRandomMap:
+  """map_with_index adapter: fn(element, rng of the record's global index)."""
+
+  def __init__(self, fn: Any, record_rng: _RecordRng):
+    self._fn = fn
+    self._record_rng = record_rng
+
+  def __call__(self, local_index: int, element: Any) -> Any:
+    return self._fn(element, self._record_rng.rng(local_index))
+
+
+class _LoaderMapWithIndex:
+  """map_with_index adapter: fn(global sampler index, element)."""
+
+  def __init__(self, fn: Any, record_rng: _RecordRng):
+    self._fn = fn
+    self._record_rng = record_rng
+
+  def __call__(self, local_index: int, element: Any) -> Any:
+    return self._fn(self._record_rng.global_index(local_index), element)
+
+
+class _SamplerMapDataset(dataset.MapDataset):
+  """Element l: data_source[sampler.record_key(l * shard_count + shard_index)]."""
+
+  def __init__(self, data_source: Any, sampler: Any, shard: sharding.ShardOptions):
+    super().__init__()
+    self._data_source = data_source
+    self._sampler = sampler
+    self._shard = shard
+
+  def _make_node(self):
+    handle = _sampler_handle(self._sampler, self._shard)
+    return _core.sampler_dataset(
+        handle, self._data_source, self._shard.shard_index, self._shard.shard_count
+    )
+
+
+def _determine_worker_count(worker_count: int | None) -> int:
+  if worker_count is None:
+    return os.cpu_count() or 1
+  if worker_count < 0:
+    raise ValueError(
+        "Worker count should be greater than or equal zero."
+        f"Current worker_count is {worker_count}."
+    )
+  return worker_count
+
+
+class DataLoader:
+  """Loads records through a sampler and applies operations (Grain's DataLoader)."""
+
+  def __init__(
+      self,
+      *,
+      data_source: Any,
+      sampler: Any,
+      operations: Sequence[Any] = (),
+      worker_count: int | None = 0,
+      worker_buffer_size: int = 1,
+      shard_options: sharding.ShardOptions | None = None,
+      read_options: options_lib.ReadOptions | None = None,
+      enable_profiling: bool = False,
+  ):
+    if worker_buffer_size < 0:
+      raise ValueError(
+          "Worker buffer size must be greater than or equal zero."
+          f"Current worker_buffer_size is {worker_buffer_size}."
+      )
+    worker_count = _determine_worker_count(worker_count)
+    if shard_options is None:
+      shard_options = getattr(sampler, "_shard_options", None)
+      if not isinstance(shard_options, sharding.ShardOptions):
+        raise ValueError(
+            "No shard options were provided to the DataLoader. Pass shard_options= (for"
+            " example spelt.sharding.NoSharding())."
+        )
+    for op in operations:
+      if isinstance(op, transforms.Batch) and op.batch_size <= 0:
+        raise ValueError(f"batch_size must be positive, got {op.batch_size}")
+    self._data_source = data_source
+    self._sampler = sampler
+    self._operations = list(operations)
+    self._shard_options = shard_options
+    self._read_options = read_options or options_lib.ReadOptions()
+    self._multiprocessing_options = options_lib.MultiprocessingOptions(
+        num_workers=worker_count,
+        per_worker_buffer_size=worker_buffer_size,
+        enable_profiling=enable_profiling,
+    )
+    self._native_checkpointing = any(
+        isinstance(op, transforms.FlatMap) for op in self._operations
+    )
+    self._dataset = self._create_dataset()
+
+  @property
+  def multiprocessing_options(self) -> options_lib.MultiprocessingOptions:
+    return self._multiprocessing_options
+
+  def _create_dataset(self) -> dataset.IterDataset:
+    record_rng = _RecordRng(self._sampler, self._shard_options)
+    ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
+    ops = self._operations
+    i = 0
+    while i < len(ops) and isinstance(ops[i], _PER_INDEX):
+      ds = self._apply_per_index(ds, ops[i], record_rng)
+      i += 1
+    ds = ds.to_iter_dataset(self._read_options)
+    for op in ops[i:]:
+      if isinstance(op, transforms.RandomMap):
+        ds = ds.random_map(op, seed=record_rng._seed or 0)  # pylint: disable=protected-access
+      elif isinstance(op, (transforms.Batch, transforms.Map, transforms.Filter,
+                           transforms.MapWithIndex, transforms.FlatMap)):
+        ds = ds.apply(op)
+      else:
+        raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
+    return ds
+
+  @staticmethod
+  def _apply_per_index(ds: Any, op: Any, record_rng: _RecordRng) -> Any:
+    if isinstance(op, transforms.RandomMap):
+      return ds.map_with_index(_LoaderRandomMap(op.random_map, record_rng))
+    if isinstance(op, transforms.MapWithIndex):
+      return ds.map_with_index(_LoaderMapWithIndex(op.map_with_index, record_rng))
+    return ds.apply(op)
+
+  def __iter__(self) -> DataLoaderIterator:
+    return DataLoaderIterator(self)
+
+  # State conversion between the engine's position and Grain's layout.
+  def _to_loader_state(self, dataset_state: dict[str, Any]) -> dict[str, Any]:
+    if self._native_checkpointing:
+      return dataset_state
+    n = dataset_state["next_index"]
+    s, count = self._shard_options.shard_index, self._shard_options.shard_count
+    workers = self._multiprocessing_options.num_workers
+    virtual = max(workers, 1)
+    global_workers = virtual * count
+    last_seen = {}
+    for w in range(virtual):
+      next_w = (n - w + virtual - 1) // virtual if n > w else 0
+      last_seen[str(w)] = s - global_workers + w * count + next_w * global_workers
+    return {
+        "version": _VERSION,
+        "last_seen_indices": last_seen,
+        "last_worker_index": (n % virtual) - 1 if workers else -1,
+        "worker_count": workers,
+        "sampler": repr(self._sampler),
+        "data_source": _source_repr(self._data_source),
+    }
+
+  def _from_loader_state(self, state: Any) -> dict[str, Any]:
+    if self._native_checkpointing:
+      return state
+    if not isinstance(state, dict):
+      raise ValueError(f"DataLoader state must be a JSON object, got {type(state).__name__}")
+    for key, kind in (("version", int), ("last_seen_indices", dict),
+                      ("worker_count", int), ("sampler", str), ("data_source", str)):
+      if not isinstance(state.get(key), kind):
+        raise ValueError(f"DataLoader state: missing or invalid field {key!r}")
+    if state["version"] != _VERSION:
+      raise ValueError(f"DataLoader state: unsupported version {state['version']}")
+    if state["sampler"] != repr(self._sampler):
+      raise ValueError(
+          "Sampler in checkpoint does not match dataloader sampler.\n"
+          f"sampler in checkpoint: {state['sampler']}\n"
+          f"sampler in dataloader: {self._sampler!r}"
+      )
+    if state["data_source"] != _source_repr(self._data_source):
+      raise ValueError(
+          "DataSource in checkpoint does not match datasource in dataloader.\n"
+          f"data source in checkpoint: {state['data_source']}\n"
+          f"data source in dataloader: {_source_repr(self._data_source)}"
+      )
+    workers = state["worker_count"]
+    if workers < 0:
+      raise ValueError(f"DataLoader state: negative worker_count {workers}")
+    s, count = self._shard_options.shard_index, self._shard_options.shard_count
+    last_seen = state["last_seen_indices"]
+    virtual = max(workers, 1)
+    global_workers = virtual * count
+    n = 0
+    for w in range(virtual):
+      value = last_seen.get(str(w))
+      if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"DataLoader state: last_seen_indices[{w!r}] missing or not an int")
+      n += (value + global_workers - s - w * count) // global_workers
+    return {"next_index": n}
+
+
+class DataLoaderIterator:
+  """Iterator of a DataLoader; state is Grain's JSON (bytes). Not thread-safe."""
+
+  def __init__(self, data_loader: DataLoader):
+    self._data_loader = data_loader
+    self._iterator = data_loader._dataset.__iter__()  # pylint: disable=protected-access
+
+  def __iter__(self) -> DataLoaderIterator:
+    return self
+
+  def __next__(self) -> Any:
+    return next(self._iterator)
+
+  def get_state(self) -> bytes:
+    state = self._data_loader._to_loader_state(self._iterator.get_state())  # pylint: disable=protected-access
+    return json.dumps(state, indent=4).encode()
+
+  def set_state(self, state: bytes) -> None:
+    try:
+      decoded = json.loads(state.decode() if isinstance(state, (bytes, bytearray)) else state)
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
+      raise ValueError(f"DataLoader state is not valid JSON: {e}") from e
+    self._iterator.set_state(self._data_loader._from_loader_state(decoded))  # pylint: disable=protected-access
+
+  def start_prefetch(self) -> None:
+    """Starts read-ahead early; idempotent."""
+    self._iterator.start_prefetch()
+
+  def close(self) -> None:
+    self._iterator.close()
+
+  def __str__(self) -> str:
+    return f"PyGrainDatasetIterator(state={self.get_state().decode()})"
+
+
+def load(
+    source: Any,
+    *,
+    num_epochs: int | None = None,
+    shuffle: bool = False,
+    seed: int | None = None,
+    shard_options: sharding.ShardOptions = sharding.NoSharding(),
+    transformations: Sequence[Any] = (),
+    batch_size: int | None = None,
+    drop_remainder: bool = False,
+    worker_count: int | None = 0,
+    read_options: options_lib.ReadOptions | None = None,
+) -> DataLoader:
+  """Grain's ``load``: a DataLoader over an IndexSampler, with an optional final Batch."""
+  sampler = samplers_lib.IndexSampler(
+      num_records=len(source),
+      shard_options=shard_options,
+      shuffle=shuffle,
+      num_epochs=num_epochs,
+      seed=seed,
+  )
+  operations = list(transformations)
+  if batch_size is not None:
+    operations.append(transforms.Batch(batch_size, drop_remainder=drop_remainder))
+  return DataLoader(
+      data_source=source,
+      sampler=sampler,
+      operations=operations,
+      worker_count=worker_count,
+      read_options=read_options,
+  )

@@ -1,0 +1,456 @@
+"""Grain's Dataset API: MapDataset, IterDataset and DatasetIterator, run by libspelt.
+
+A dataset here is a thin, picklable Python description; the pipeline itself is a chain of
+engine nodes (``spelt._core``) built from it on first use. Per-element work (indexing,
+shuffling, read-ahead, batching, bookkeeping) runs in C++ with the GIL released; only user
+callables and Python data sources are called back under the GIL.
+
+Semantics follow Grain 0.2.x (grain/_src/python/dataset/dataset.py): a MapDataset is random
+access by global index (index >= len reads later epochs), ``filter`` yields None for dropped
+elements, ``seed()`` provides default seeds, iterator state is a small JSON-compatible dict
+in Grain's layout (e.g. ``{"next_index": n}`` for ``to_iter_dataset``).
+"""
+
+from __future__ import annotations
+
+import abc
+import builtins
+from typing import Any, Callable, Iterator, Sequence
+
+from spelt import _callables
+from spelt import _core
+from spelt import options as options_lib
+from spelt import transforms
+
+
+def _check_seed(seed: Any, what: str) -> int:
+  if isinstance(seed, bool) or not isinstance(seed, int):
+    raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
+  if seed < 0 or seed >= 2**32:
+    raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
+  return seed
+
+
+def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
+  if seed is not None:
+    return _check_seed(seed, what)
+  derived = parent_node.default_seed()
+  if derived is None:
+    raise ValueError(
+        f"{what} requires a seed: pass seed=... or call ds.seed(...) earlier in the"
+        " pipeline"
+    )
+  return derived
+
+
+class _Node:
+  """Mixin: a lazily built engine node, dropped when pickled and rebuilt after."""
+
+  _node_cache: Any = None
+
+  @property
+  def _node(self):
+    if self._node_cache is None:
+      self._node_cache = self._make_node()
+    return self._node_cache
+
+  def _make_node(self):
+    raise NotImplementedError
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state.pop("_node_cache", None)
+    return state
+
+  def __setstate__(self, state):
+    self.__dict__.update(state)
+
+
+class MapDataset(_Node, abc.ABC):
+  """A random-access dataset (Grain's ``MapDataset``).
+
+  Subclass it with ``__len__`` and ``__getitem__(index)`` (global index; return None for a
+  dropped element) to make a custom dataset, or build one with :meth:`source` /
+  :meth:`range` and the transformation methods. Datasets are immutable and thread-safe.
+  """
+
+  def __init__(self, parents: MapDataset | Sequence[MapDataset] = ()):
+    if isinstance(parents, MapDataset):
+      parents = (parents,)
+    self._parents = tuple(parents)
+
+  @property
+  def parents(self) -> Sequence[Any]:
+    return getattr(self, "_parents", ())
+
+  def _make_node(self):
+    return _core.python_map_dataset(self)
+
+  # Factories.
+  @classmethod
+  def source(cls, source: Any) -> MapDataset:
+    """Dataset over any random-access source (``__len__`` + ``__getitem__``)."""
+    return _SourceMapDataset(source)
+
+  @classmethod
+  def range(cls, start: int, stop: int | None = None, step: int = 1) -> MapDataset:
+    """Python's ``range`` as a dataset of ints. ValueError if step == 0."""
+    if stop is None:
+      start, stop = 0, start
+    if step == 0:
+      raise ValueError("range() arg 3 must not be zero")
+    return _RangeMapDataset(start, stop, step)
+
+  # Access.
+  def __len__(self) -> int:
+    return len(self._node)
+
+  def __getitem__(self, index):
+    if isinstance(index, slice):
+      return self.slice(index)
+    if index < 0:
+      raise IndexError(f"negative index {index} into {type(self).__name__}")
+    return self._node.get(index)
+
+  def _getitems(self, indices: Sequence[int]) -> list[Any]:
+    return [self[i] for i in indices]
+
+  def __iter__(self) -> DatasetIterator:
+    return self.to_iter_dataset().__iter__()
+
+  # Transformations.
+  def seed(self, seed: int) -> MapDataset:
+    """Sets the seed from which later random transformations derive default seeds."""
+    return _OpMapDataset(self, "seed", _check_seed(seed, "seed"))
+
+  def shuffle(self, seed: int | None = None) -> MapDataset:
+    """Global shuffle, a new permutation each epoch (epoch e uses seed + e)."""
+    return _OpMapDataset(self, "shuffle", _resolve_seed(seed, self._node, "shuffle"))
+
+  def slice(self, sl: builtins.slice) -> MapDataset:
+    """Python slice of one epoch."""
+    if not isinstance(sl, builtins.slice):
+      raise ValueError(f"sl is not a slice: {type(sl)}")
+    return _OpMapDataset(self, "slice", sl.start, sl.stop, sl.step)
+
+  def repeat(
+      self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
+  ) -> MapDataset:
+    """Repeats num_epochs times (None: forever)."""
+    return _OpMapDataset(self, "repeat", num_epochs, reseed_each_epoch)
+
+  def map(self, transform: transforms.Map | Callable[[Any], Any]) -> MapDataset:
+    return _OpMapDataset(self, "map", _callables.map_fn(transform))
+
+  def random_map(
+      self,
+      transform: transforms.RandomMap | Callable[[Any, Any], Any],
+      *,
+      seed: int | None = None,
+  ) -> MapDataset:
+    """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, index]."""
+    fn = _callables.random_map_fn(transform)
+    seed = _resolve_seed(seed, self._node, "random_map")
+    return _OpMapDataset(self, "random_map", _callables.RandomMapCall(fn, seed), seed)
+
+  def map_with_index(
+      self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
+  ) -> MapDataset:
+    return _OpMapDataset(self, "map_with_index", _callables.map_with_index_fn(transform))
+
+  def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> MapDataset:
+    return _OpMapDataset(self, "filter", _callables.filter_fn(transform))
+
+  def batch(
+      self,
+      batch_size: int,
+      *,
+      drop_remainder: bool = False,
+      batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+  ) -> MapDataset:
+    """Stacks batch_size consecutive elements; batches never span epochs."""
+    return _OpMapDataset(self, "batch", batch_size, drop_remainder, batch_fn)
+
+  def apply(self, transformations: Any) -> Any:
+    return _apply(self, transformations)
+
+  def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
+    return func(self, *args, **kwargs)
+
+  def to_iter_dataset(
+      self,
+      read_options: options_lib.ReadOptions | None = None,
+      *,
+      allow_nones: bool = False,
+  ) -> IterDataset:
+    """Ordered read-ahead over this dataset, skipping Nones unless allow_nones."""
+    return _PrefetchIterDataset(self, read_options or options_lib.ReadOptions(), allow_nones)
+
+
+class IterDataset(_Node, abc.ABC):
+  """A stream dataset (Grain's ``IterDataset``); ``iter()`` gives a DatasetIterator.
+
+  Subclass it with ``__iter__`` returning a :class:`DatasetIterator` (``__next__``,
+  ``get_state``, ``set_state``) to make a custom stream.
+  """
+
+  def __init__(self, parents: Any = ()):
+    if isinstance(parents, (MapDataset, IterDataset)):
+      parents = (parents,)
+    self._parents = tuple(parents)
+
+  @property
+  def parents(self) -> Sequence[Any]:
+    return getattr(self, "_parents", ())
+
+  def _make_node(self):
+    return _core.python_iter_dataset(self)
+
+  def __iter__(self) -> DatasetIterator:
+    return _NativeDatasetIterator(self._node.make_iterator())
+
+  def seed(self, seed: int) -> IterDataset:
+    return _OpIterDataset(self, "seed", _check_seed(seed, "seed"))
+
+  def map(self, transform: transforms.Map | Callable[[Any], Any]) -> IterDataset:
+    return _OpIterDataset(self, "map", _callables.map_fn(transform))
+
+  def random_map(
+      self,
+      transform: transforms.RandomMap | Callable[[Any, Any], Any],
+      *,
+      seed: int | None = None,
+  ) -> IterDataset:
+    """fn(element, rng); the k-th element's rng is Philox(seed) at counter [0, 0, 0, k]."""
+    fn = _callables.random_map_fn(transform)
+    seed = _resolve_seed(seed, self._node, "random_map")
+    return _OpIterDataset(self, "random_map", _callables.RandomMapCall(fn, seed), seed)
+
+  def map_with_index(
+      self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
+  ) -> IterDataset:
+    return _OpIterDataset(self, "map_with_index", _callables.map_with_index_fn(transform))
+
+  def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> IterDataset:
+    return _OpIterDataset(self, "filter", _callables.filter_fn(transform))
+
+  def batch(
+      self,
+      batch_size: int,
+      *,
+      drop_remainder: bool = False,
+      batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+  ) -> IterDataset:
+    return _OpIterDataset(self, "batch", batch_size, drop_remainder, batch_fn)
+
+  def apply(self, transformations: Any) -> Any:
+    return _apply(self, transformations)
+
+  def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
+    return func(self, *args, **kwargs)
+
+  def mp_prefetch(
+      self,
+      options: options_lib.MultiprocessingOptions | None = None,
+      worker_init_fn: Callable[[int, int], None] | None = None,
+      sequential_slice: bool = False,
+  ) -> IterDataset:
+    """Parallel prefetch. Spelt's output never depends on the worker count; for now the
+    work runs in this process (worker processes arrive with the parallel-workers issue)."""
+    del options, worker_init_fn, sequential_slice
+    return self
+
+  def prefetch(self, multiprocessing_options: options_lib.MultiprocessingOptions) -> IterDataset:
+    """Deprecated alias of mp_prefetch (as in Grain)."""
+    return self.mp_prefetch(multiprocessing_options)
+
+
+class DatasetIterator(abc.ABC, Iterator[Any]):
+  """Stateful iterator (Grain's ``DatasetIterator``). Not thread-safe.
+
+  Subclasses implement ``__next__``, ``get_state() -> dict`` and ``set_state(dict)``.
+  """
+
+  def __init__(self, parents: Any = ()):
+    if isinstance(parents, DatasetIterator):
+      parents = (parents,)
+    self._parents = tuple(parents)
+
+  @property
+  def _parent(self) -> DatasetIterator:
+    return self._parents[0]
+
+  def __iter__(self) -> DatasetIterator:
+    return self
+
+  @abc.abstractmethod
+  def __next__(self) -> Any:
+    ...
+
+  @abc.abstractmethod
+  def get_state(self) -> dict[str, Any]:
+    ...
+
+  @abc.abstractmethod
+  def set_state(self, state: dict[str, Any]) -> None:
+    ...
+
+  def start_prefetch(self) -> None:
+    """Starts read-ahead before the first ``next``; idempotent."""
+
+  def close(self) -> None:
+    """Releases resources; idempotent."""
+
+
+class _NativeDatasetIterator(DatasetIterator):
+  """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
+
+  def __init__(self, it: Any):
+    super().__init__()
+    self._it = it
+    self._closed = False
+
+  def __next__(self) -> Any:
+    if self._closed:
+      raise ValueError("next() on a closed iterator")
+    return self._it.next()
+
+  def get_state(self) -> dict[str, Any]:
+    return self._it.get_state()
+
+  def set_state(self, state: dict[str, Any]) -> None:
+    if not isinstance(state, dict):
+      raise ValueError(f"state must be a dict, got {type(state).__name__}")
+    self._it.set_state(state)
+
+  def close(self) -> None:
+    if not self._closed:
+      self._closed = True
+      self._it.close()
+
+  def __getstate__(self):
+    raise TypeError(
+        "a DatasetIterator cannot be pickled; save get_state() and restore it with"
+        " set_state() on a new iterator"
+    )
+
+
+class _SourceMapDataset(MapDataset):
+
+  def __init__(self, source: Any):
+    super().__init__()
+    if not hasattr(source, "__len__") or not hasattr(source, "__getitem__"):
+      raise TypeError(
+          "a data source needs __len__ and __getitem__, got"
+          f" {type(source).__name__}"
+      )
+    self._source = source
+
+  def _make_node(self):
+    return _core.source(self._source)
+
+  def __str__(self) -> str:
+    return f"SourceMapDataset(source={self._source!r})"
+
+
+class _RangeMapDataset(MapDataset):
+
+  def __init__(self, start: int, stop: int, step: int):
+    super().__init__()
+    self._args = (start, stop, step)
+
+  def _make_node(self):
+    return _core.range(*self._args)
+
+  def __str__(self) -> str:
+    start, stop, step = self._args
+    return f"RangeMapDataset(start={start}, stop={stop}, step={step})"
+
+
+class _OpMapDataset(MapDataset):
+  """parent.<op>(*args) on the engine node."""
+
+  def __init__(self, parent: MapDataset, op: str, *args: Any):
+    super().__init__(parent)
+    self._op = op
+    self._args = args
+    self._node  # build now so that argument errors surface here  # pylint: disable=pointless-statement
+
+  def _make_node(self):
+    return getattr(self._parents[0]._node, self._op)(*self._args)
+
+  def __str__(self) -> str:
+    return self._node.name()
+
+
+class _OpIterDataset(IterDataset):
+  """parent.<op>(*args) on the engine node."""
+
+  def __init__(self, parent: IterDataset, op: str, *args: Any):
+    super().__init__(parent)
+    self._op = op
+    self._args = args
+    self._node  # pylint: disable=pointless-statement
+
+  def _make_node(self):
+    return getattr(self._parents[0]._node, self._op)(*self._args)
+
+  def __str__(self) -> str:
+    return self._node.name()
+
+
+class _PrefetchIterDataset(IterDataset):
+
+  def __init__(
+      self, parent: MapDataset, read_options: options_lib.ReadOptions, allow_nones: bool
+  ):
+    super().__init__(parent)
+    self._read_options = read_options
+    self._allow_nones = allow_nones
+
+  def _make_node(self):
+    return self._parents[0]._node.to_iter(
+        self._read_options.num_threads,
+        self._read_options.prefetch_buffer_size,
+        self._allow_nones,
+    )
+
+  def __str__(self) -> str:
+    return f"PrefetchIterDataset(read_options={self._read_options})"
+
+
+def _apply(ds: Any, transformations: Any) -> Any:
+  """Applies one transform or a sequence of them, dispatching on the transform type."""
+  if not isinstance(transformations, (list, tuple)):
+    transformations = [transformations]
+  for t in transformations:
+    if isinstance(t, transforms.Batch):
+      ds = ds.batch(t.batch_size, drop_remainder=t.drop_remainder, batch_fn=t.batch_fn)
+    elif isinstance(t, transforms.Map):
+      ds = ds.map(t)
+    elif isinstance(t, transforms.RandomMap):
+      ds = ds.random_map(t)
+    elif isinstance(t, transforms.MapWithIndex):
+      ds = ds.map_with_index(t)
+    elif isinstance(t, transforms.Filter):
+      ds = ds.filter(t)
+    elif isinstance(t, transforms.FlatMap):
+      if not isinstance(ds, IterDataset):
+        ds = ds.to_iter_dataset()
+      ds = FlatMapIterDataset(ds, t)
+    else:
+      raise TypeError(f"unsupported transformation: {type(t).__name__}")
+  return ds
+
+
+class FlatMapIterDataset(IterDataset):
+  """Each element becomes the elements of ``transform.flat_map(element)`` (Grain's
+  ``grain.experimental.FlatMapIterDataset``). State: parent state + position in the split."""
+
+  def __init__(self, parent: IterDataset, transform: transforms.FlatMap):
+    super().__init__(parent)
+    self._transform = transform
+
+  def _make_node(self):
+    fn = self._transform.flat_map if isinstance(self._transform, transforms.FlatMap) else self._transform
+    return self._parents[0]._node.flat_map(fn)

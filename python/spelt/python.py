@@ -1,0 +1,27 @@
+"""Grain's legacy ``grain.python`` module: the same objects under their old names."""
+
+from spelt import experimental
+from spelt.constants import DATASET_INDEX, EPOCH, INDEX, META_FEATURES, RECORD, RECORD_KEY, SEED
+from spelt.data_loader import DataLoader, DataLoaderIterator as PyGrainDatasetIterator, load
+from spelt.dataset import DatasetIterator, IterDataset, MapDataset
+from spelt.options import MultiprocessingOptions, ReadOptions
+from spelt.record import Record, RecordMetadata
+from spelt.samplers import IndexSampler, Sampler, SequentialSampler
+from spelt.sharding import NoSharding, ShardByJaxProcess, ShardOptions
+from spelt.sources import RandomAccessDataSource, RangeDataSource
+from spelt.transforms import Batch
+from spelt.transforms import Filter as FilterTransform
+from spelt.transforms import Map as MapTransform
+from spelt.transforms import MapWithIndex as MapWithIndexTransform
+from spelt.transforms import RandomMap as RandomMapTransform
+from spelt.transforms import Transformation, Transformations
+
+__all__ = [
+    "DATASET_INDEX", "EPOCH", "INDEX", "META_FEATURES", "RECORD", "RECORD_KEY", "SEED",
+    "Batch", "DataLoader", "DatasetIterator", "FilterTransform", "IndexSampler",
+    "IterDataset", "MapDataset", "MapTransform", "MapWithIndexTransform",
+    "MultiprocessingOptions", "NoSharding", "PyGrainDatasetIterator",
+    "RandomAccessDataSource", "RandomMapTransform", "RangeDataSource", "ReadOptions",
+    "Record", "RecordMetadata", "Sampler", "SequentialSampler", "ShardByJaxProcess",
+    "ShardOptions", "Transformation", "Transformations", "experimental", "load",
+]
