@@ -20,9 +20,10 @@ $(VENV)/.deps: requirements-dev.txt
 
 setup: $(VENV)/.deps
 
-# The Python package, built by scikit-build-core (incremental: the build dir persists).
+# The Python package, installed editable by scikit-build-core: Python files are used in
+# place; rerun after C++ changes (incremental: the build dir persists).
 python: setup
-	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps .
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
 # libspelt, the GoogleTest suite and the C++ example, with no Python involved.
 cpp: setup

@@ -176,8 +176,16 @@ class DataLoader:
         per_worker_buffer_size=worker_buffer_size,
         enable_profiling=enable_profiling,
     )
+    self._per_index_count = 0
+    while self._per_index_count < len(self._operations) and isinstance(
+        self._operations[self._per_index_count], _PER_INDEX
+    ):
+      self._per_index_count += 1
+    # Stream operations with state of their own (FlatMap, and RandomMap / MapWithIndex after
+    # a Batch) make the state the raw dataset state, as Grain does for FlatMap.
     self._native_checkpointing = any(
-        isinstance(op, transforms.FlatMap) for op in self._operations
+        isinstance(op, (transforms.FlatMap, transforms.RandomMap, transforms.MapWithIndex))
+        for op in self._operations[self._per_index_count:]
     )
     self._dataset = self._create_dataset()
 
@@ -189,12 +197,10 @@ class DataLoader:
     record_rng = _RecordRng(self._sampler, self._shard_options)
     ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
     ops = self._operations
-    i = 0
-    while i < len(ops) and isinstance(ops[i], _PER_INDEX):
-      ds = self._apply_per_index(ds, ops[i], record_rng)
-      i += 1
+    for op in ops[: self._per_index_count]:
+      ds = self._apply_per_index(ds, op, record_rng)
     ds = ds.to_iter_dataset(self._read_options)
-    for op in ops[i:]:
+    for op in ops[self._per_index_count :]:
       if isinstance(op, transforms.RandomMap):
         ds = ds.random_map(op, seed=record_rng._seed or 0)  # pylint: disable=protected-access
       elif isinstance(op, (transforms.Batch, transforms.Map, transforms.Filter,
