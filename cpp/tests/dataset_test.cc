@@ -195,6 +195,18 @@ TEST(MapDatasetSeedTest, DerivedSeedsMatchGrain) {
             (Ints{7, 2, 9, 3, 5, 1, 4, 8, 0, 6}));
 }
 
+TEST(MapDatasetSeedTest, DefaultSeedIsForANodeOnTop) {
+  // DefaultSeed() of a node is the seed Grain derives for a transformation placed on top of
+  // it. Grain 0.2.18: MapDataset.range(10).seed(42).shuffle()._default_seed == 3329053876
+  // (SeedSequence([42, 1])), and with a map in between 955475868 (SeedSequence([42, 2])).
+  EXPECT_EQ(MapDataset::Range(10).Seed(42).node()->DefaultSeed(), 3329053876u);
+  EXPECT_EQ(MapDataset::Range(10).Seed(42).Map([](Value v) { return v; }).node()->DefaultSeed(),
+            955475868u);
+  EXPECT_EQ(MapDataset::Range(10).node()->DefaultSeed(), std::nullopt);
+  // The nearest seed hides seeds further up.
+  EXPECT_EQ(MapDataset::Range(10).Seed(1).Shuffle().Seed(42).node()->DefaultSeed(), 3329053876u);
+}
+
 TEST(MapDatasetSeedTest, SeedIsAPassThrough) {
   MapDataset ds = MapDataset::Range(3, 9).Seed(5);
   EXPECT_EQ(ds.Length(), 6);

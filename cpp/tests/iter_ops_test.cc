@@ -51,7 +51,9 @@ Ints ArrayInts(const Value& v) {
 ReadOptions Serial() { return ReadOptions{0, 0}; }
 ReadOptions Threads(int64_t n, int64_t buffer) { return ReadOptions{n, buffer}; }
 
-IterDataset RangeIter(int64_t n, ReadOptions o = Serial()) { return MapDataset::Range(n).ToIter(o); }
+IterDataset RangeIter(int64_t n, ReadOptions o = Serial()) {
+  return MapDataset::Range(n).ToIter(o);
+}
 
 Value FirstRaw(Value, Philox& rng) { return Value(static_cast<int64_t>(rng.NextUint64())); }
 
@@ -83,7 +85,9 @@ void CheckRestoreAtEveryPosition(const IterDataset& ds, const std::string& what)
     const std::vector<Value> rest = Drain(*restored);
     // The restored iterator reports the same state, except at the end of the stream, where
     // (as in Grain) a flat_map forgets the index into a buffer it can no longer re-read.
-    if (!rest.empty()) EXPECT_EQ(restored_state, state) << what << " k=" << k;
+    if (!rest.empty()) {
+      EXPECT_EQ(restored_state, state) << what << " k=" << k;
+    }
     ASSERT_EQ(rest.size(), expected.size() - k) << what << " k=" << k << " state " << state;
     for (size_t i = 0; i < rest.size(); ++i) {
       ASSERT_EQ(rest[i], expected[k + i]) << what << " k=" << k << " i=" << i;
@@ -226,9 +230,12 @@ TEST(IterOpsTest, RandomMapCounterCountsElementsNotIndices) {
                     },
                     123)
                 .MakeIterator();
-  EXPECT_EQ(*it->Next(), Value::Tuple({Value(1), Value(static_cast<int64_t>(16603480961932373349ULL))}));
-  EXPECT_EQ(*it->Next(), Value::Tuple({Value(3), Value(static_cast<int64_t>(6074937422298438193ULL))}));
-  EXPECT_EQ(*it->Next(), Value::Tuple({Value(5), Value(static_cast<int64_t>(11669616918904608167ULL))}));
+  auto pair = [](int64_t x, uint64_t raw) {
+    return Value::Tuple({Value(x), Value(static_cast<int64_t>(raw))});
+  };
+  EXPECT_EQ(*it->Next(), pair(1, 16603480961932373349ULL));
+  EXPECT_EQ(*it->Next(), pair(3, 6074937422298438193ULL));
+  EXPECT_EQ(*it->Next(), pair(5, 11669616918904608167ULL));
   EXPECT_EQ(it->GetState(), State({{"parent", {{"next_index", 6}}}, {"index_for_rng", 3}}));
 }
 
@@ -392,21 +399,21 @@ TEST(IterOpsTest, CheckpointAtEveryPositionForEachOp) {
   auto add_rand = [](Value v, Philox& rng) {
     return Value(v.AsInt() * 1000 + static_cast<int64_t>(rng.NextUint64() % 1000));
   };
-  for (ReadOptions o : {Serial(), Threads(4, 6)}) {
-    const std::string t = o.num_threads ? " threads" : " serial";
-    CheckRestoreAtEveryPosition(make(o).Map([](Value v) { return Value(v.AsInt() + 1); }),
-                                "map" + t);
-    CheckRestoreAtEveryPosition(make(o).Filter(keep), "filter" + t);
-    CheckRestoreAtEveryPosition(make(o).Batch(3), "batch" + t);
-    CheckRestoreAtEveryPosition(make(o).Batch(3, true), "batch drop_remainder" + t);
-    CheckRestoreAtEveryPosition(make(o).RandomMap(add_rand, 5), "random_map" + t);
-    CheckRestoreAtEveryPosition(make(o).Seed(8).RandomMap(add_rand), "seed+random_map" + t);
-    CheckRestoreAtEveryPosition(
-        make(o).MapWithIndex([](int64_t i, Value v) { return Value(i * 1000 + v.AsInt()); }),
-        "map_with_index" + t);
-    CheckRestoreAtEveryPosition(make(o).FlatMap(SplitByMod3), "flat_map" + t);
-    // Everything together.
-    CheckRestoreAtEveryPosition(make(o)
+  // Each op alone, reading in the calling thread.
+  const ReadOptions o = Serial();
+  CheckRestoreAtEveryPosition(make(o).Map([](Value v) { return Value(v.AsInt() + 1); }), "map");
+  CheckRestoreAtEveryPosition(make(o).Filter(keep), "filter");
+  CheckRestoreAtEveryPosition(make(o).Batch(3), "batch");
+  CheckRestoreAtEveryPosition(make(o).Batch(3, true), "batch drop_remainder");
+  CheckRestoreAtEveryPosition(make(o).RandomMap(add_rand, 5), "random_map");
+  CheckRestoreAtEveryPosition(make(o).Seed(8).RandomMap(add_rand), "seed+random_map");
+  CheckRestoreAtEveryPosition(
+      make(o).MapWithIndex([](int64_t i, Value v) { return Value(i * 1000 + v.AsInt()); }),
+      "map_with_index");
+  CheckRestoreAtEveryPosition(make(o).FlatMap(SplitByMod3), "flat_map");
+  // Everything together, serial and with read-ahead threads.
+  for (ReadOptions all_o : {Serial(), Threads(4, 6)}) {
+    CheckRestoreAtEveryPosition(make(all_o)
                                     .Filter(keep)
                                     .FlatMap(SplitByMod3)
                                     .RandomMap(add_rand, 11)
@@ -415,7 +422,7 @@ TEST(IterOpsTest, CheckpointAtEveryPositionForEachOp) {
                                     })
                                     .Map([](Value v) { return v[1]; })
                                     .Batch(4),
-                                "all" + t);
+                                all_o.num_threads ? "all threads" : "all serial");
   }
 }
 

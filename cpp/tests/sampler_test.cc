@@ -301,7 +301,8 @@ TEST(SamplerDatasetTest, SequentialSamplerMatchesGrain) {
   // Grain 0.2.18: so = ShardOptions(1, 3); _SamplerMapDataset(RangeDataSource(100, 110, 1),
   // SequentialSampler(10, so), so) -> [101, 104, 107].
   const ShardOptions so = Shard(1, 3);
-  MapDataset ds = SamplerDataset(std::make_shared<SequentialSampler>(10, so), Records100To110(), so);
+  MapDataset ds =
+      SamplerDataset(std::make_shared<SequentialSampler>(10, so), Records100To110(), so);
   EXPECT_EQ(ds.Length(), 3);
   EXPECT_EQ(Elements(ds), (Ints{101, 104, 107}));
   // Grain 0.2.18: so = ShardOptions(2, 4, drop_remainder=True): len(sampler) == 8,

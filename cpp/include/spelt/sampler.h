@@ -81,7 +81,7 @@ class SequentialSampler final : public Sampler {
 
 // The DataLoader's first stage: a MapDataset whose element l is source[sampler.RecordKey(g)]
 // with g = l * shard_count + shard_index, of length sampler.Length() / shard_count (as Grain
-// 0.2.18's _SamplerMapDataset). Errors reading a record name the record key and index.
+// 0.2.18's _SamplerMapDataset). Errors from the sampler or the source propagate unchanged.
 MapDataset SamplerDataset(std::shared_ptr<const Sampler> sampler,
                           std::shared_ptr<const RandomAccessSource> source,
                           ShardOptions shard_options);
