@@ -1,7 +1,5 @@
 // Tests for Stack() and StackedStringsTag() (spelt/batch.h).
-#include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -497,20 +495,6 @@ TEST(StackTest, LargeBatchBytesMatch) {
   for (int i = 0; i < kN; ++i) EXPECT_EQ(labels[i], i % 10);
   // Inputs are untouched.
   EXPECT_EQ(elements[5]["label"].AsInt(), 5);
-}
-
-// Run with --gtest_also_run_disabled_tests to print the timing.
-TEST(StackTest, DISABLED_BenchmarkImageLabel128) {
-  constexpr int kN = 128;
-  std::vector<Value> elements = ImageLabelBatch(kN);
-  for (int i = 0; i < 100; ++i) Stack(elements);  // warm up
-  constexpr int kIters = 20000;
-  auto start = std::chrono::steady_clock::now();
-  size_t sink = 0;
-  for (int i = 0; i < kIters; ++i) sink += Stack(elements).AsMapping().items.size();
-  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-  std::printf("Stack 128 x {'image': uint8[784], 'label': int}: %.0f ns/batch, %.1f ns/element (%zu)\n",
-              ns / kIters, ns / kIters / kN, sink);
 }
 
 }  // namespace
