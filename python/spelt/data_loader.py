@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -73,28 +74,50 @@ class _RecordRng:
     native = type(sampler) in (samplers_lib.IndexSampler, samplers_lib.SequentialSampler)
     self._seed = sampler._seed if native else None  # pylint: disable=protected-access
     self._native = native
+    self._local = threading.local()
 
   def global_index(self, local_index: int) -> int:
     return local_index * self._shard.shard_count + self._shard.shard_index
 
-  def rng(self, local_index: int) -> np.random.Generator | None:
+  def rng(self, local_index: int, reuse: bool = False) -> np.random.Generator | None:
+    """The record's generator. Grain hands every RandomMap of a record the same
+    ``metadata.rng``, so a later RandomMap continues where the previous one stopped: with
+    reuse=True this returns the generator the previous RandomMap of this record got (one
+    record's per-index ops run back to back in one thread), else a fresh one."""
+    if reuse:
+      last = getattr(self._local, "last", None)
+      if last is not None and last[0] == local_index:
+        return last[1]
     g = self.global_index(local_index)
     if not self._native:
-      return self._sampler[g].rng
-    if self._seed is None:
-      return None
-    return np.random.Generator(np.random.Philox(key=self._seed + g))
+      rng = self._sampler[g].rng
+    elif self._seed is None:
+      rng = None
+    else:
+      rng = np.random.Generator(np.random.Philox(key=self._seed + g))
+    self._local.last = (local_index, rng)
+    return rng
+
+  def __getstate__(self):
+    state = dict(self.__dict__)
+    state.pop("_local")
+    return state
+
+  def __setstate__(self, state):
+    self.__dict__.update(state)
+    self._local = threading.local()
 
 
 class _LoaderRandomMap:
   """map_with_index adapter: fn(element, rng of the record's global index)."""
 
-  def __init__(self, fn: Any, record_rng: _RecordRng):
+  def __init__(self, fn: Any, record_rng: _RecordRng, reuse: bool = False):
     self._fn = fn
     self._record_rng = record_rng
+    self._reuse = reuse  # not the record's first RandomMap: continue its generator
 
   def __call__(self, local_index: int, element: Any) -> Any:
-    return self._fn(element, self._record_rng.rng(local_index))
+    return self._fn(element, self._record_rng.rng(local_index, self._reuse))
 
 
 class _LoaderMapWithIndex:
@@ -197,8 +220,10 @@ class DataLoader:
     record_rng = _RecordRng(self._sampler, self._shard_options)
     ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
     ops = self._operations
+    random_maps = 0
     for op in ops[: self._per_index_count]:
-      ds = self._apply_per_index(ds, op, record_rng)
+      ds = self._apply_per_index(ds, op, record_rng, reuse_rng=random_maps > 0)
+      random_maps += isinstance(op, transforms.RandomMap)
     ds = ds.to_iter_dataset(self._read_options)
     for op in ops[self._per_index_count :]:
       if isinstance(op, transforms.RandomMap):
@@ -211,9 +236,9 @@ class DataLoader:
     return ds
 
   @staticmethod
-  def _apply_per_index(ds: Any, op: Any, record_rng: _RecordRng) -> Any:
+  def _apply_per_index(ds: Any, op: Any, record_rng: _RecordRng, reuse_rng: bool) -> Any:
     if isinstance(op, transforms.RandomMap):
-      return ds.map_with_index(_LoaderRandomMap(op.random_map, record_rng))
+      return ds.map_with_index(_LoaderRandomMap(op.random_map, record_rng, reuse_rng))
     if isinstance(op, transforms.MapWithIndex):
       return ds.map_with_index(_LoaderMapWithIndex(op.map_with_index, record_rng))
     return ds.apply(op)

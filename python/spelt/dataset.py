@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import abc
 import builtins
+import operator
 from typing import Any, Callable, Iterator, Sequence
 
 from spelt import _callables
@@ -24,8 +25,10 @@ from spelt import transforms
 
 
 def _check_seed(seed: Any, what: str) -> int:
-  if isinstance(seed, bool) or not isinstance(seed, int):
+  # Any integer type (Python or NumPy, as Grain accepts), but not bool.
+  if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
     raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
+  seed = operator.index(seed)
   if seed < 0 or seed >= 2**32:
     raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
   return seed
