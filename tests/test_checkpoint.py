@@ -131,11 +131,6 @@ def test_flat_map_loader_state_matches_grain_as_json(runs):
   assert [json.loads(s) for s in states] == [json.loads(s) for s in grain_states]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "C++ states are nlohmann::json objects, whose keys are sorted: FlatMap's state is "
-    '{"next_index_in_buffer", "parent"} where Grain writes {"parent", "next_index_in_buffer"}'
-    ", so the DataLoader's get_state() bytes (raw dataset state for FlatMap) differ from "
-    "Grain's text"))
 def test_flat_map_loader_state_bytes_match_grain(runs):
   _, states = runs[("loader", "flat_map")]
   _, grain_states = pipelines.run_with_states(
@@ -143,10 +138,6 @@ def test_flat_map_loader_state_bytes_match_grain(runs):
   assert states == grain_states
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "C++ dataset states are nlohmann::json objects with sorted keys: "
-    "IterDataset.random_map/map_with_index/FlatMap states list 'parent' after the other "
-    "field, Grain lists it first, so json.dumps(state) differs from Grain's text"))
 def test_dataset_state_key_order_matches_grain():
   def build(g):
     return g.MapDataset.range(5).to_iter_dataset().random_map(lambda x, rng: x, seed=1)

@@ -180,10 +180,6 @@ def test_custom_iter_dataset_subclass_as_source_of_ops():
   assert it.get_state() == {"parent": {"pos": 2}, "index_for_rng": 2}
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "C++ PySourceImpl::Get (cpp/python/py_adapters.cc) wraps a None record as a value: "
-    "MapDataset.source([1, None, 3]) iterates as [1, None, 3] and map fns are called on None; "
-    "Grain treats None from a source like a filtered element: [1, 3], fns not called"))
 def test_source_none_records_are_missing_like_grain():
   def build(g):
     return g.MapDataset.source([1, None, 3, None, 5])

@@ -367,11 +367,6 @@ def test_dataset_state_error_names_the_field():
     it.set_state({"parent": {"next_index": 1}})
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "C++ CountingIterator::SetState (cpp/src/iter_map.cc) accepts a negative index_for_rng "
-    "(and counter): {'parent': {'next_index': 3}, 'index_for_rng': -1} restores and the rng "
-    "counter silently wraps to 2**64 - 1 (static_cast<uint64_t>), giving different random "
-    "numbers; Grain fails on it (OverflowError); a malformed state should raise ValueError"))
 def test_negative_index_for_rng_is_rejected():
   it = iter(spelt.MapDataset.range(10).to_iter_dataset()
             .random_map(lambda x, r: int(r.integers(1000)), seed=1))

@@ -16,6 +16,12 @@ struct Callable {
   nb::handle get() const { return ref.get(); }
 };
 
+// A Python result as an element: None stays None (a filtered element on MapDatasets).
+Value WrapResult(nb::handle obj) {
+  if (obj.is_none()) return Value();
+  return Wrap(obj);
+}
+
 Callable Hold(nb::handle fn) {
   if (!PyCallable_Check(fn.ptr())) {
     throw nb::type_error(("expected a callable, got " +
@@ -42,7 +48,7 @@ class PySourceImpl final : public RandomAccessSource {
     nb::handle src(source_.get());
     try {
       nb::object record = src[nb::int_(index)];
-      return Wrap(record);
+      return WrapResult(record);
     } catch (nb::python_error& e) {
       std::string note = "spelt: raised while reading record " + std::to_string(index) +
                          " from data source " + repr_;
@@ -135,7 +141,7 @@ class PyIterator final : public DatasetIterator {
       return std::nullopt;
     }
     nb::object obj = nb::steal(v);
-    return Wrap(obj);
+    return WrapResult(obj);
   }
   State GetState() const override {
     nb::gil_scoped_acquire gil;
@@ -172,21 +178,21 @@ class PyIterNode final : public IterNode {
 MapFn PyMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v) {
     nb::gil_scoped_acquire gil;
-    return Wrap(f.get()(ToPython(v)));
+    return WrapResult(f.get()(ToPython(v)));
   };
 }
 
 RandomMapFn PyRandomMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v, Philox& rng) {
     nb::gil_scoped_acquire gil;
-    return Wrap(f.get()(ToPython(v), nb::int_(rng.counter()[3])));
+    return WrapResult(f.get()(ToPython(v), nb::int_(rng.counter()[3])));
   };
 }
 
 MapWithIndexFn PyMapWithIndexFn(nb::handle fn) {
   return [f = Hold(fn)](int64_t index, Value v) {
     nb::gil_scoped_acquire gil;
-    return Wrap(f.get()(nb::int_(index), ToPython(v)));
+    return WrapResult(f.get()(nb::int_(index), ToPython(v)));
   };
 }
 
@@ -204,7 +210,7 @@ FlatMapFn PyFlatMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v) {
     nb::gil_scoped_acquire gil;
     std::vector<Value> out;
-    for (nb::handle item : f.get()(ToPython(v))) out.push_back(Wrap(item));
+    for (nb::handle item : f.get()(ToPython(v))) out.push_back(WrapResult(item));
     return out;
   };
 }
@@ -214,7 +220,7 @@ BatchFn PyBatchFn(nb::handle fn) {
     nb::gil_scoped_acquire gil;
     nb::list items;
     for (const Value& v : elements) items.append(ToPython(v));
-    return Wrap(f.get()(items));
+    return WrapResult(f.get()(items));
   };
 }
 

@@ -60,6 +60,10 @@ class CountingIterator final : public DatasetIterator {
   }
   void SetState(const State& state) override {
     const int64_t k = StateInt(state, field_, name_);
+    if (k < 0) {
+      throw std::invalid_argument(std::string(name_) + ": state field '" + field_ +
+                                  "' must be >= 0, got " + std::to_string(k));
+    }
     parent_->SetState(StateField(state, "parent", name_));
     counter_ = k;
   }

@@ -1,5 +1,6 @@
 // MapMapDataset, RandomMapMapDataset, MapWithIndexMapDataset: per-element functions on a
-// MapDataset; filtered elements (nullopt) pass through without a call (Grain's map.py).
+// MapDataset; filtered elements (nullopt) pass through without a call, and a function that
+// returns None filters its element out (Grain's map.py).
 #include "nodes.h"
 
 namespace spelt::internal {
@@ -14,7 +15,7 @@ class MapNodeImpl final : public MapNode {
   std::optional<Value> Get(int64_t index) const override {
     std::optional<Value> v = parent_->Get(index);
     if (!v) return v;
-    return fn_(std::move(*v));
+    return NoneAsFiltered(fn_(std::move(*v)));
   }
 
  private:
@@ -34,7 +35,7 @@ class RandomMapNode final : public MapNode {
     if (!v) return v;
     Philox rng = rng_;  // a copy per call keeps Get() thread-safe
     rng.SetCounter({0, 0, 0, static_cast<uint64_t>(index)});
-    return fn_(std::move(*v), rng);
+    return NoneAsFiltered(fn_(std::move(*v), rng));
   }
 
  private:
@@ -52,7 +53,7 @@ class MapWithIndexNode final : public MapNode {
   std::optional<Value> Get(int64_t index) const override {
     std::optional<Value> v = parent_->Get(index);
     if (!v) return v;
-    return fn_(index, std::move(*v));
+    return NoneAsFiltered(fn_(index, std::move(*v)));
   }
 
  private:

@@ -45,6 +45,12 @@ IterNodePtr MakeIterFilterNode(IterNodePtr parent, FilterFn fn);
 // flat_map.cc
 IterNodePtr MakeFlatMapNode(IterNodePtr parent, FlatMapFn fn);
 
+// Grain's convention on MapDatasets: a None element is a filtered-out element.
+inline std::optional<Value> NoneAsFiltered(Value v) {
+  if (v.is_none()) return std::nullopt;
+  return v;
+}
+
 // state.cc: reading fields of a State with clear errors (std::invalid_argument naming the
 // node and the field).
 const State& StateField(const State& state, const char* field, const char* node);

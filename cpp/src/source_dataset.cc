@@ -19,7 +19,7 @@ class SourceNode final : public MapNode {
       throw std::out_of_range("index " + std::to_string(index) + " into empty source " +
                               source_->Repr());
     }
-    return source_->Get(index % length_);
+    return NoneAsFiltered(source_->Get(index % length_));
   }
 
  private:

@@ -6,6 +6,8 @@
 // An IterDataset is a stream; MakeIterator() starts one. A DatasetIterator is the only
 // stateful object: GetState() returns a small JSON value (O(pipeline depth), never
 // O(records)) and SetState() resumes exactly there without replaying the stream.
+// As in Grain, a MapDataset element that is None is an element filtered out: transformations
+// do not see it and to_iter_dataset skips it.
 //
 // Thread-safety: datasets are immutable and may be shared across threads; MapNode::Get may be
 // called concurrently (unless Serial()). A DatasetIterator must be used by one thread at a time.
@@ -31,8 +33,8 @@
 
 namespace spelt {
 
-// Iterator state: a JSON value in Grain's layout for the same pipeline.
-using State = nlohmann::json;
+// Iterator state: a JSON value in Grain's layout for the same pipeline (keys in Grain's order).
+using State = nlohmann::ordered_json;
 
 // Length of an infinite MapDataset (Grain uses sys.maxsize).
 inline constexpr int64_t kInfiniteLength = std::numeric_limits<int64_t>::max();
