@@ -192,10 +192,6 @@ def test_batch_mismatched_elements(name, where):
     [np.zeros(2, np.int32), np.zeros(2, np.int64)],
     [np.float32(1), np.float64(2)],
 ], ids=["int32_float32", "int32_int64", "f32_f64_scalars"])
-@pytest.mark.xfail(strict=True, reason=(
-    "C++ batching refuses leaves whose dtypes differ (ValueError 'int32[2] vs float32[2]'); "
-    "np.stack, and so Grain, promotes them (int32 + float32 -> float64), and Spelt itself "
-    "promotes Python int + float leaves"))
 def test_batch_promotes_mixed_dtypes_like_grain(elements):
   g = grain.MapDataset.source(elements).batch(2)[0]
   s = spelt.MapDataset.source(elements).batch(2)[0]

@@ -15,7 +15,7 @@ namespace {
 struct Cache {
   PyObject* ndarray_type = nullptr;
   PyObject* generic_type = nullptr;
-  nb::object asarray, ascontiguousarray, array, json_dumps, json_loads;
+  nb::object asarray, ascontiguousarray, array, stack, json_dumps, json_loads;
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
 
@@ -35,6 +35,11 @@ struct PyDecref {
     PyGILState_Release(s);
   }
 };
+
+// An object that ToValue() cannot convert, as an Opaque leaf (Unpack() returns it unchanged).
+Value WrapLeaf(nb::handle obj) {
+  return Value(std::shared_ptr<const Opaque>(std::make_shared<PyOpaque>(obj, /*is_leaf=*/true)));
+}
 
 // numpy buffer format character -> DType (native byte order only).
 std::optional<DType> DTypeFromFormat(const char* format, Py_ssize_t itemsize) {
@@ -71,7 +76,7 @@ Value FromNumpy(nb::handle obj) {
     arr = cache->ascontiguousarray(obj);
     if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
       PyErr_Clear();
-      return Wrap(obj);
+      return WrapLeaf(obj);
     }
   }
   std::optional<DType> dtype = DTypeFromFormat(view.format, view.itemsize);
@@ -83,7 +88,7 @@ Value FromNumpy(nb::handle obj) {
     a.owner = MakePyRef(arr);
   }
   PyBuffer_Release(&view);
-  if (!dtype) return Wrap(obj);
+  if (!dtype) return WrapLeaf(obj);
   return Value(std::move(a));
 }
 
@@ -138,6 +143,7 @@ void InitPyValue() {
   cache->asarray = np.attr("asarray");
   cache->ascontiguousarray = np.attr("ascontiguousarray");
   cache->array = np.attr("array");
+  cache->stack = np.attr("stack");
   cache->json_dumps = json.attr("dumps");
   cache->json_loads = json.attr("loads");
 }
@@ -148,6 +154,7 @@ PyRef MakePyRef(nb::handle obj) {
 }
 
 Value PyOpaque::Unpack() const {
+  if (is_leaf_) return Value(std::shared_ptr<const Opaque>(shared_from_this()));
   nb::gil_scoped_acquire gil;
   return ToValue(object());
 }
@@ -155,6 +162,25 @@ Value PyOpaque::Unpack() const {
 std::string PyOpaque::Describe() const {
   nb::gil_scoped_acquire gil;
   return "<Python object of type " + std::string(Py_TYPE(object().ptr())->tp_name) + ">";
+}
+
+Value PyOpaque::StackLeaves(const std::vector<const Opaque*>& leaves) const {
+  nb::gil_scoped_acquire gil;
+  nb::list objects;
+  for (const Opaque* leaf : leaves) {
+    const auto* py = dynamic_cast<const PyOpaque*>(leaf);
+    if (py == nullptr) {
+      throw std::invalid_argument("cannot stack " + Describe() + " with " + leaf->Describe());
+    }
+    objects.append(py->object());
+  }
+  try {
+    return ToValue(cache->stack(objects));
+  } catch (nb::python_error& e) {
+    throw std::invalid_argument("numpy.stack raised " +
+                                std::string(Py_TYPE(e.value().ptr())->tp_name) + ": " +
+                                nb::str(e.value()).c_str());
+  }
 }
 
 Value Wrap(nb::handle obj) {
@@ -174,7 +200,7 @@ Value ToValue(nb::handle obj) {
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
-    if (overflow != 0) return Wrap(obj);
+    if (overflow != 0) return WrapLeaf(obj);
     return Value(static_cast<int64_t>(v));
   }
   if (PyFloat_Check(p)) return Value(PyFloat_AS_DOUBLE(p));
@@ -193,7 +219,7 @@ Value ToValue(nb::handle obj) {
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(p, &pos, &key, &value)) {
-      if (!PyUnicode_Check(key)) return Wrap(obj);
+      if (!PyUnicode_Check(key)) return WrapLeaf(obj);
       Py_ssize_t size = 0;
       const char* k = PyUnicode_AsUTF8AndSize(key, &size);
       if (k == nullptr) throw nb::python_error();
@@ -215,7 +241,7 @@ Value ToValue(nb::handle obj) {
     if (!exact) s->tag = MakePyRef(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))));
     return Value(std::shared_ptr<const Sequence>(std::move(s)));
   }
-  return Wrap(obj);
+  return WrapLeaf(obj);
 }
 
 nb::object ToPython(const Value& value) {

@@ -12,6 +12,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "spelt/dataset.h"
 #include "spelt/value.h"
@@ -25,19 +26,28 @@ namespace nb = nanobind;
 using PyRef = std::shared_ptr<PyObject>;
 PyRef MakePyRef(nb::handle obj);
 
-// An arbitrary Python object carried through the engine.
-class PyOpaque final : public Opaque {
+// An arbitrary Python object carried through the engine. Create it with Wrap() (or, inside
+// ToValue(), as a leaf): it must be owned by a std::shared_ptr.
+class PyOpaque final : public Opaque, public std::enable_shared_from_this<PyOpaque> {
  public:
-  explicit PyOpaque(nb::handle obj) : ref_(MakePyRef(obj)) {}
-  Value Unpack() const override;  // takes the GIL
+  // `is_leaf`: ToValue() found that `obj` has no native representation, so Unpack() returns
+  // this object itself without calling into Python.
+  explicit PyOpaque(nb::handle obj, bool is_leaf = false)
+      : ref_(MakePyRef(obj)), is_leaf_(is_leaf) {}
+  Value Unpack() const override;  // takes the GIL unless this is a leaf
   std::string Describe() const override;
+  // np.stack of the objects (which must all be PyOpaques), as ToValue() converts it: an Array
+  // if numpy gives a dtype Spelt has, else an Opaque leaf (string, object, complex, datetime
+  // arrays). Takes the GIL; a Python error becomes std::invalid_argument.
+  Value StackLeaves(const std::vector<const Opaque*>& leaves) const override;
   nb::handle object() const { return ref_.get(); }
 
  private:
   PyRef ref_;
+  bool is_leaf_;
 };
 
-// The object as a lazy Opaque leaf (no conversion).
+// The object as a lazy Opaque value (no conversion until Unpack()).
 Value Wrap(nb::handle obj);
 // The object converted to a tree: dict (str keys) / list / tuple / namedtuple containers,
 // numpy arrays and numpy scalars as Arrays (0-d for scalars), Python bool/int/float/str/bytes

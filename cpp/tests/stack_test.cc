@@ -1,6 +1,10 @@
 // Tests for Stack() and StackedStringsTag() (spelt/batch.h).
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -178,22 +182,42 @@ TEST(StackTest, LateFloatUpcastsEarlierInts) {
   EXPECT_EQ(ArrayValues<double>(a), expected);
 }
 
-TEST(StackTest, BoolMixedWithIntThrows) {
-  std::string msg = StackError({Value(true), Value(false), Value(1)});
-  EXPECT_EQ(msg, "Batch: element 2 differs from element 0 at the root: kind bool vs int");
-  msg = StackError({Value(1), Value(true)});
-  EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at the root: kind int vs bool");
-  msg = StackError({Value(1.5), Value(true)});
-  EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at the root: kind float vs bool");
+TEST(StackTest, BoolMixedWithNumbersPromotes) {
+  // As np.stack([True, False, 1]): bool and int64 -> int64.
+  Value out = Stack({Value(true), Value(false), Value(1)});
+  EXPECT_EQ(out.AsArray().dtype, DType::kInt64);
+  EXPECT_EQ(ArrayValues<int64_t>(out.AsArray()), (std::vector<int64_t>{1, 0, 1}));
+  out = Stack({Value(7), Value(true)});
+  EXPECT_EQ(out.AsArray().dtype, DType::kInt64);
+  EXPECT_EQ(ArrayValues<int64_t>(out.AsArray()), (std::vector<int64_t>{7, 1}));
+  out = Stack({Value(1.5), Value(true), Value(false)});
+  EXPECT_EQ(out.AsArray().dtype, DType::kFloat64);
+  EXPECT_EQ(ArrayValues<double>(out.AsArray()), (std::vector<double>{1.5, 1.0, 0.0}));
 }
 
-TEST(StackTest, NumberMixedWithArrayThrows) {
+TEST(StackTest, ScalarsMixWithZeroDimArrays) {
+  // A Python int is a 0-d int64 for np.stack: np.stack([np.int32(1), 2]) is int64.
+  Value out = Stack({Value::Dict({{"a", Value(MakeArray<int32_t>(DType::kInt32, {}, {1}))}}),
+                     Value::Dict({{"a", Value(2)}})});
+  EXPECT_EQ(out["a"].AsArray().dtype, DType::kInt64);
+  EXPECT_EQ(out["a"].AsArray().shape, (std::vector<int64_t>{2}));
+  EXPECT_EQ(ArrayValues<int64_t>(out["a"].AsArray()), (std::vector<int64_t>{1, 2}));
+  // np.stack([1.5, np.float32(2)]) is float64; np.stack([True, np.uint8(3)]) is uint8.
+  out = Stack({Value(1.5), Value(MakeArray<float>(DType::kFloat32, {}, {2.f}))});
+  EXPECT_EQ(out.AsArray().dtype, DType::kFloat64);
+  EXPECT_EQ(ArrayValues<double>(out.AsArray()), (std::vector<double>{1.5, 2.0}));
+  out = Stack({Value(true), Value(MakeArray<uint8_t>(DType::kUint8, {}, {3}))});
+  EXPECT_EQ(out.AsArray().dtype, DType::kUint8);
+  EXPECT_EQ(ArrayValues<uint8_t>(out.AsArray()), (std::vector<uint8_t>{1, 3}));
+}
+
+TEST(StackTest, NumberMixedWithArrayOfOtherShapeThrows) {
   std::string msg =
-      StackError({Value::Dict({{"a", Value(MakeArray<int32_t>(DType::kInt32, {}, {1}))}}),
+      StackError({Value::Dict({{"a", Value(MakeArray<int32_t>(DType::kInt32, {1}, {1}))}}),
                   Value::Dict({{"a", Value(2)}})});
   EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at ['a']: kind array vs int");
   msg = StackError({Value::Dict({{"a", Value(2)}}),
-                    Value::Dict({{"a", Value(MakeArray<int32_t>(DType::kInt32, {}, {1}))}})});
+                    Value::Dict({{"a", Value(MakeArray<int32_t>(DType::kInt32, {1}, {1}))}})});
   EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at ['a']: kind int vs array");
 }
 
@@ -214,15 +238,11 @@ TEST(StackTest, ArrayRankMismatchThrows) {
   EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at the root: float32[4] vs float32[2,2]");
 }
 
-TEST(StackTest, ArrayDtypeMismatchThrowsWithoutUpcast) {
-  std::string msg = StackError({Value::List({Value(Array::Allocate(DType::kInt32, {2}))}),
-                                Value::List({Value(Array::Allocate(DType::kInt32, {2}))}),
-                                Value::List({Value(Array::Allocate(DType::kFloat32, {2}))})});
-  EXPECT_EQ(msg, "Batch: element 2 differs from element 0 at [0]: int32[2] vs float32[2]");
-  // 0-d arrays (numpy scalars) too.
-  msg = StackError({Value(Array::Allocate(DType::kInt32, {})),
-                    Value(Array::Allocate(DType::kInt64, {}))});
-  EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at the root: int32[] vs int64[]");
+TEST(StackTest, ShapeMismatchAfterPromotionNamesElementZerosDtype) {
+  std::string msg = StackError({Value(Array::Allocate(DType::kInt32, {2})),
+                                Value(Array::Allocate(DType::kFloat32, {2})),
+                                Value(Array::Allocate(DType::kInt8, {3}))});
+  EXPECT_EQ(msg, "Batch: element 2 differs from element 0 at the root: int32[2] vs int8[3]");
 }
 
 TEST(StackTest, ReportsFirstDifferingElement) {
@@ -369,13 +389,12 @@ TEST(StackTest, NestedDictListTuple) {
 }
 
 TEST(StackTest, NestedErrorPath) {
-  auto make = [](DType dt) {
+  auto make = [](int64_t size) {
     return Value::Dict({{"a", Value::List({Value(0), Value::Tuple({Value::Dict(
-                                                  {{"b", Value(Array::Allocate(dt, {3}))}})})})}});
+                                  {{"b", Value(Array::Allocate(DType::kUint8, {size}))}})})})}});
   };
-  std::string msg = StackError({make(DType::kUint8), make(DType::kUint8), make(DType::kUint8),
-                                make(DType::kInt8)});
-  EXPECT_EQ(msg, "Batch: element 3 differs from element 0 at ['a'][1][0]['b']: uint8[3] vs int8[3]");
+  std::string msg = StackError({make(3), make(3), make(3), make(4)});
+  EXPECT_EQ(msg, "Batch: element 3 differs from element 0 at ['a'][1][0]['b']: uint8[3] vs uint8[4]");
   EXPECT_CONTAINS(msg, "element 3");
   EXPECT_CONTAINS(msg, "['a'][1][0]['b']");
 }
@@ -455,10 +474,340 @@ TEST(StackTest, OpaqueMismatchErrorNamesPath) {
   EXPECT_EQ(msg, "Batch: element 1 differs from element 0 at ['o']: kind int vs str");
 }
 
-TEST(StackTest, OpaqueUnpackingToOpaqueThrows) {
-  std::string msg = StackError({Value(1), MakeOpaque(MakeOpaque(Value(1)))});
-  EXPECT_CONTAINS(msg, "element 1");
-  EXPECT_CONTAINS(msg, "<FakeOpaque>");
+TEST(StackTest, OpaqueUnpackingToOpaqueIsALeaf) {
+  // The inner opaque is a leaf (not unpacked again); it does not match element 0's int.
+  EXPECT_EQ(StackError({Value(1), MakeOpaque(MakeOpaque(Value(1)))}),
+            "Batch: element 1 differs from element 0 at the root: kind int vs opaque <FakeOpaque>");
+  // FakeOpaque keeps the default StackLeaves(), which throws.
+  EXPECT_EQ(StackError({MakeOpaque(MakeOpaque(Value(1))), MakeOpaque(MakeOpaque(Value(2)))}),
+            "Batch: cannot stack the leaves at the root: cannot stack leaves of kind <FakeOpaque>");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Opaque leaves (StackLeaves).
+
+// A leaf with no native form: Unpack() returns itself, StackLeaves() makes an int64 array of
+// the payloads (as np.stack would of objects that numpy converts) and records its calls.
+class LeafOpaque : public Opaque, public std::enable_shared_from_this<LeafOpaque> {
+ public:
+  struct Calls {
+    int count = 0;
+    const Opaque* self = nullptr;
+    std::vector<const Opaque*> leaves;
+  };
+  LeafOpaque(int64_t payload, Calls* calls) : payload_(payload), calls_(calls) {}
+  Value Unpack() const override { return Value(std::shared_ptr<const Opaque>(shared_from_this())); }
+  std::string Describe() const override { return "<LeafOpaque>"; }
+  Value StackLeaves(const std::vector<const Opaque*>& leaves) const override {
+    ++calls_->count;
+    calls_->self = this;
+    calls_->leaves = leaves;
+    std::vector<int64_t> payloads;
+    for (const Opaque* leaf : leaves) {
+      const auto* l = dynamic_cast<const LeafOpaque*>(leaf);
+      if (l == nullptr) throw std::invalid_argument("not a LeafOpaque: " + leaf->Describe());
+      if (l->payload_ < 0) throw std::invalid_argument("negative payload");
+      payloads.push_back(l->payload_);
+    }
+    return Value(MakeArray<int64_t>(DType::kInt64, {static_cast<int64_t>(leaves.size())},
+                                    payloads));
+  }
+
+ private:
+  int64_t payload_;
+  Calls* calls_;
+};
+
+Value MakeLeaf(int64_t payload, LeafOpaque::Calls* calls) {
+  return Value(std::shared_ptr<const Opaque>(std::make_shared<LeafOpaque>(payload, calls)));
+}
+
+TEST(StackTest, OpaqueLeavesAreStackedByElementZerosLeaf) {
+  LeafOpaque::Calls calls;
+  std::vector<Value> elements;
+  for (int i = 0; i < 3; ++i) {
+    Value e = Value::Dict({{"o", MakeLeaf(10 + i, &calls)}, {"i", Value(i)}});
+    elements.push_back(i == 1 ? MakeOpaque(e) : e);  // also below an unpacked opaque
+  }
+  Value out = Stack(elements);
+  EXPECT_EQ(calls.count, 1);
+  EXPECT_EQ(calls.self, elements[0]["o"].as<std::shared_ptr<const Opaque>>().get());
+  ASSERT_EQ(calls.leaves.size(), 3u);
+  EXPECT_EQ(calls.leaves[0], calls.self);
+  EXPECT_EQ(calls.leaves[2], elements[2]["o"].as<std::shared_ptr<const Opaque>>().get());
+  EXPECT_EQ(ArrayValues<int64_t>(out["o"].AsArray()), (std::vector<int64_t>{10, 11, 12}));
+  EXPECT_EQ(ArrayValues<int64_t>(out["i"].AsArray()), (std::vector<int64_t>{0, 1, 2}));
+}
+
+TEST(StackTest, OpaqueLeafMixedWithNativeThrows) {
+  LeafOpaque::Calls calls;
+  EXPECT_EQ(StackError({Value::List({MakeLeaf(1, &calls)}), Value::List({MakeLeaf(2, &calls)}),
+                        Value::List({Value(3)})}),
+            "Batch: element 2 differs from element 0 at [0]: kind opaque <LeafOpaque> vs int");
+  EXPECT_EQ(StackError({Value::List({Value(3)}), Value::List({MakeLeaf(1, &calls)})}),
+            "Batch: element 1 differs from element 0 at [0]: kind int vs opaque <LeafOpaque>");
+  EXPECT_EQ(calls.count, 0);
+}
+
+TEST(StackTest, StackLeavesErrorNamesPath) {
+  LeafOpaque::Calls calls;
+  EXPECT_EQ(StackError({Value::Dict({{"k", Value::Tuple({MakeLeaf(1, &calls)})}}),
+                        Value::Dict({{"k", Value::Tuple({MakeLeaf(-1, &calls)})}})}),
+            "Batch: cannot stack the leaves at ['k'][0]: negative payload");
+  // Leaves of different Opaque classes: the implementation decides (here, it throws).
+  EXPECT_EQ(StackError({MakeLeaf(1, &calls), MakeOpaque(MakeOpaque(Value(1)))}),
+            "Batch: cannot stack the leaves at the root: not a LeafOpaque: <FakeOpaque>");
+}
+
+// ---------------------------------------------------------------------------------------------
+// dtype promotion and casting (numpy's rules).
+
+TEST(StackPromotionTest, MatchesNumpy) {
+  // Expected values are numpy 2.x's np.promote_types.
+  struct Case { DType a, b, expected; };
+  const Case cases[] = {
+      {DType::kInt32, DType::kFloat32, DType::kFloat64},
+      {DType::kInt32, DType::kInt64, DType::kInt64},
+      {DType::kUint8, DType::kInt8, DType::kInt16},
+      {DType::kFloat32, DType::kFloat64, DType::kFloat64},
+      {DType::kBool, DType::kInt64, DType::kInt64},
+      {DType::kBool, DType::kBool, DType::kBool},
+      {DType::kBool, DType::kFloat16, DType::kFloat16},
+      {DType::kUint64, DType::kInt64, DType::kFloat64},
+      {DType::kUint64, DType::kInt8, DType::kFloat64},
+      {DType::kUint32, DType::kInt32, DType::kInt64},
+      {DType::kUint16, DType::kInt8, DType::kInt32},
+      {DType::kUint32, DType::kUint8, DType::kUint32},
+      {DType::kFloat16, DType::kInt8, DType::kFloat16},
+      {DType::kFloat16, DType::kUint8, DType::kFloat16},
+      {DType::kFloat16, DType::kInt16, DType::kFloat32},
+      {DType::kFloat16, DType::kInt32, DType::kFloat64},
+      {DType::kFloat32, DType::kInt16, DType::kFloat32},
+      {DType::kFloat32, DType::kUint32, DType::kFloat64},
+      {DType::kFloat16, DType::kFloat32, DType::kFloat32},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(PromoteTypes(c.a, c.b), c.expected) << DTypeName(c.a) << ", " << DTypeName(c.b);
+    EXPECT_EQ(PromoteTypes(c.b, c.a), c.expected) << DTypeName(c.b) << ", " << DTypeName(c.a);
+  }
+  for (int a = 0; a <= static_cast<int>(DType::kFloat64); ++a) {
+    const auto da = static_cast<DType>(a);
+    EXPECT_EQ(PromoteTypes(da, da), da);
+    for (int b = 0; b <= static_cast<int>(DType::kFloat64); ++b) {
+      EXPECT_EQ(PromoteTypes(da, static_cast<DType>(b)), PromoteTypes(static_cast<DType>(b), da));
+    }
+  }
+}
+
+TEST(StackPromotionTest, ResultTypeIsOrderIndependentLikeNumpy) {
+  // Expected values are numpy 2.x's np.result_type (and np.stack's dtype), any order.
+  struct Case { std::vector<DType> dtypes; DType expected; };
+  const Case cases[] = {
+      {{DType::kInt8, DType::kUint8, DType::kFloat16}, DType::kFloat16},
+      {{DType::kInt8, DType::kUint16, DType::kFloat16}, DType::kFloat32},
+      {{DType::kInt8, DType::kUint16, DType::kFloat32}, DType::kFloat32},
+      {{DType::kInt16, DType::kUint16, DType::kFloat16}, DType::kFloat32},
+      {{DType::kInt16, DType::kUint16}, DType::kInt32},
+      {{DType::kBool, DType::kUint8, DType::kInt8}, DType::kInt16},
+      {{DType::kInt64, DType::kUint64, DType::kFloat32}, DType::kFloat64},
+      {{DType::kUint32}, DType::kUint32},
+  };
+  for (const Case& c : cases) {
+    std::vector<DType> d = c.dtypes;
+    std::sort(d.begin(), d.end());
+    do {
+      EXPECT_EQ(ResultType(d), c.expected) << DTypeName(d[0]) << "...";
+    } while (std::next_permutation(d.begin(), d.end()));
+  }
+  // Pairwise it is PromoteTypes.
+  EXPECT_EQ(ResultType(std::vector<DType>{DType::kInt8, DType::kUint8}), DType::kInt16);
+}
+
+TEST(StackTest, ArrayDtypesPromote) {
+  Value out = Stack({Value::List({Value(MakeArray<int32_t>(DType::kInt32, {2}, {1, -2}))}),
+                     Value::List({Value(MakeArray<int32_t>(DType::kInt32, {2}, {3, 4}))}),
+                     Value::List({Value(MakeArray<float>(DType::kFloat32, {2}, {0.5f, 6.f}))})});
+  const Array& a = out[0].AsArray();
+  EXPECT_EQ(a.dtype, DType::kFloat64);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{3, 2}));
+  EXPECT_EQ(ArrayValues<double>(a), (std::vector<double>{1, -2, 3, 4, 0.5, 6}));
+  // 0-d arrays (numpy scalars) too.
+  out = Stack({Value(MakeArray<int32_t>(DType::kInt32, {}, {-5})),
+               Value(MakeArray<int64_t>(DType::kInt64, {}, {int64_t{1} << 40}))});
+  EXPECT_EQ(out.AsArray().dtype, DType::kInt64);
+  EXPECT_EQ(ArrayValues<int64_t>(out.AsArray()), (std::vector<int64_t>{-5, int64_t{1} << 40}));
+  // uint8 with int8 -> int16 (values kept, not reinterpreted).
+  out = Stack({Value(MakeArray<uint8_t>(DType::kUint8, {2}, {200, 255})),
+               Value(MakeArray<int8_t>(DType::kInt8, {2}, {-1, -128}))});
+  EXPECT_EQ(out.AsArray().dtype, DType::kInt16);
+  EXPECT_EQ(ArrayValues<int16_t>(out.AsArray()), (std::vector<int16_t>{200, 255, -1, -128}));
+}
+
+TEST(StackTest, PromotionInSeveralStepsKeepsValues) {
+  // uint8, int8 -> int16; + float32 -> float32; + int32 -> float64; late, below the root.
+  auto make = [](Array a) { return Value::Dict({{"x", Value::Tuple({Value(std::move(a))})}}); };
+  std::vector<Value> elements;
+  for (int i = 0; i < 5; ++i) elements.push_back(make(MakeArray<uint8_t>(DType::kUint8, {2}, {200, 255})));
+  elements.push_back(make(MakeArray<int8_t>(DType::kInt8, {2}, {-1, -128})));
+  elements.push_back(make(MakeArray<float>(DType::kFloat32, {2}, {0.5f, -2.25f})));
+  elements.push_back(make(MakeArray<uint8_t>(DType::kUint8, {2}, {7, 8})));
+  elements.push_back(make(MakeArray<int32_t>(DType::kInt32, {2}, {2147483647, -2147483647 - 1})));
+  elements.push_back(make(MakeArray<int8_t>(DType::kInt8, {2}, {-9, 10})));
+  Value out = Stack(elements);
+  const Array& a = out["x"][0].AsArray();
+  EXPECT_EQ(a.dtype, DType::kFloat64);
+  EXPECT_EQ(a.shape, (std::vector<int64_t>{10, 2}));
+  std::vector<double> expected;
+  for (int i = 0; i < 5; ++i) expected.insert(expected.end(), {200, 255});
+  expected.insert(expected.end(), {-1, -128, 0.5, -2.25, 7, 8, 2147483647.0, -2147483648.0, -9, 10});
+  EXPECT_EQ(ArrayValues<double>(a), expected);
+}
+
+TEST(StackTest, PromotionDependsOnTheSetOfDtypesNotTheOrder) {
+  // np.stack([np.int8(-3), np.uint8(200), np.float16(1.5)]) is float16 in any order, though
+  // promote_types(promote_types(int8, uint8), float16) is float32.
+  const Value i8 = Value(MakeArray<int8_t>(DType::kInt8, {}, {-3}));
+  const Value u8 = Value(MakeArray<uint8_t>(DType::kUint8, {}, {200}));
+  const Value f16 = Value(MakeArray<uint16_t>(DType::kFloat16, {}, {0x3E00}));  // 1.5
+  for (const auto& elements : {std::vector<Value>{i8, u8, f16}, std::vector<Value>{f16, u8, i8},
+                               std::vector<Value>{u8, f16, i8}}) {
+    Value out = Stack(elements);
+    EXPECT_EQ(out.AsArray().dtype, DType::kFloat16);
+    std::vector<uint16_t> bits = ArrayValues<uint16_t>(out.AsArray());
+    std::vector<uint16_t> expected;
+    for (const Value& e : elements) expected.push_back(e == i8 ? 0xC200 : e == u8 ? 0x5A40 : 0x3E00);
+    EXPECT_EQ(bits, expected);  // -3, 200, 1.5 as float16
+  }
+}
+
+TEST(StackTest, Int64WithUint64IsFloat64) {
+  Value out = Stack({Value(int64_t{-1}),
+                     Value(MakeArray<uint64_t>(DType::kUint64, {}, {~uint64_t{0}})),
+                     Value((int64_t{1} << 53) + 1)});
+  EXPECT_EQ(out.AsArray().dtype, DType::kFloat64);
+  // As numpy: 2^64 - 1 and 2^53 + 1 round to nearest double.
+  EXPECT_EQ(ArrayValues<double>(out.AsArray()),
+            (std::vector<double>{-1.0, 18446744073709551616.0, 9007199254740992.0}));
+}
+
+TEST(StackTest, EmptyArraysPromote) {
+  Value out = Stack({Value(Array::Allocate(DType::kInt32, {0, 2})),
+                     Value(Array::Allocate(DType::kFloat32, {0, 2}))});
+  EXPECT_EQ(out.AsArray().dtype, DType::kFloat64);
+  EXPECT_EQ(out.AsArray().shape, (std::vector<int64_t>{2, 0, 2}));
+}
+
+template <typename To, typename From>
+std::vector<To> Cast(DType from, DType to, const std::vector<From>& values) {
+  std::vector<To> out(values.size());
+  CastElements(from, values.data(), to, out.data(), values.size());
+  return out;
+}
+
+TEST(StackCastTest, IntegersAndFloats) {
+  // Expected values are numpy's astype results.
+  EXPECT_EQ((Cast<int8_t, int64_t>(DType::kInt64, DType::kInt8, {300, -129, 5})),
+            (std::vector<int8_t>{44, 127, 5}));
+  EXPECT_EQ((Cast<int64_t, uint32_t>(DType::kUint32, DType::kInt64, {4294967295u, 0})),
+            (std::vector<int64_t>{4294967295, 0}));
+  EXPECT_EQ((Cast<float, uint64_t>(DType::kUint64, DType::kFloat32, {~uint64_t{0}})),
+            (std::vector<float>{18446744073709551616.f}));
+  EXPECT_EQ((Cast<float, double>(DType::kFloat64, DType::kFloat32, {0.1, 1e300})),
+            (std::vector<float>{0.1f, std::numeric_limits<float>::infinity()}));
+  EXPECT_EQ((Cast<double, uint8_t>(DType::kBool, DType::kFloat64, {0, 1, 2})),
+            (std::vector<double>{0, 1, 1}));  // any non-zero byte is true
+  EXPECT_EQ((Cast<uint8_t, float>(DType::kFloat32, DType::kBool,
+                                  {std::nanf(""), 0.f, -0.f, 0.25f})),
+            (std::vector<uint8_t>{1, 0, 0, 1}));
+  EXPECT_EQ((Cast<uint8_t, int16_t>(DType::kInt16, DType::kBool, {0, 256, -1})),
+            (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_THROW((Cast<int32_t, float>(DType::kFloat32, DType::kInt32, {1.f})),
+               std::invalid_argument);
+  EXPECT_THROW((Cast<uint16_t, uint16_t>(DType::kFloat16, DType::kUint16, {0})),
+               std::invalid_argument);
+}
+
+uint16_t ToHalf(double d) { return Cast<uint16_t, double>(DType::kFloat64, DType::kFloat16, {d})[0]; }
+uint16_t FloatToHalf(float f) {
+  return Cast<uint16_t, float>(DType::kFloat32, DType::kFloat16, {f})[0];
+}
+float HalfToFloat(uint16_t h) { return Cast<float, uint16_t>(DType::kFloat16, DType::kFloat32, {h})[0]; }
+
+TEST(StackCastTest, HalfToFloat) {
+  EXPECT_EQ(std::bit_cast<uint32_t>(HalfToFloat(0x0000)), 0u);
+  EXPECT_EQ(std::bit_cast<uint32_t>(HalfToFloat(0x8000)), 0x80000000u);  // -0
+  EXPECT_EQ(HalfToFloat(0x0001), 0x1p-24f);                   // smallest subnormal
+  EXPECT_EQ(HalfToFloat(0x8001), -0x1p-24f);
+  EXPECT_EQ(HalfToFloat(0x03FF), 1023 * 0x1p-24f);            // largest subnormal
+  EXPECT_EQ(HalfToFloat(0x0400), 0x1p-14f);                   // smallest normal
+  EXPECT_EQ(HalfToFloat(0x3C00), 1.f);
+  EXPECT_EQ(HalfToFloat(0x3C01), 1.f + 0x1p-10f);
+  EXPECT_EQ(HalfToFloat(0xC000), -2.f);
+  EXPECT_EQ(HalfToFloat(0x7BFF), 65504.f);                    // largest finite
+  EXPECT_EQ(HalfToFloat(0x7C00), std::numeric_limits<float>::infinity());
+  EXPECT_EQ(HalfToFloat(0xFC00), -std::numeric_limits<float>::infinity());
+  EXPECT_TRUE(std::isnan(HalfToFloat(0x7E00)));
+  EXPECT_TRUE(std::isnan(HalfToFloat(0x7C01)));
+  EXPECT_TRUE(std::isnan(HalfToFloat(0xFE00)));
+  EXPECT_EQ((Cast<double, uint16_t>(DType::kFloat16, DType::kFloat64, {0x3555})),
+            (std::vector<double>{0x1.554p-2}));  // 0.333251953125
+}
+
+TEST(StackCastTest, FloatToHalfRoundsToNearestEven) {
+  // Expected bits are numpy's astype(np.float16).
+  EXPECT_EQ(FloatToHalf(0.f), 0x0000);
+  EXPECT_EQ(FloatToHalf(-0.f), 0x8000);
+  EXPECT_EQ(FloatToHalf(1.f), 0x3C00);
+  EXPECT_EQ(FloatToHalf(-2.f), 0xC000);
+  EXPECT_EQ(FloatToHalf(0x1p-24f), 0x0001);
+  EXPECT_EQ(FloatToHalf(0x1p-25f), 0x0000);          // tie between 0 and 2^-24: to even (0)
+  EXPECT_EQ(FloatToHalf(-0x1p-25f), 0x8000);
+  EXPECT_EQ(FloatToHalf(1.5f * 0x1p-25f), 0x0001);
+  EXPECT_EQ(FloatToHalf(3 * 0x1p-25f), 0x0002);      // tie between 1 and 2 (x 2^-24): to 2
+  EXPECT_EQ(FloatToHalf(0x1p-26f), 0x0000);
+  EXPECT_EQ(FloatToHalf(1e-30f), 0x0000);
+  EXPECT_EQ(FloatToHalf(1023 * 0x1p-24f), 0x03FF);
+  EXPECT_EQ(FloatToHalf(0x1p-14f - 0x1p-25f), 0x0400);  // tie rounds up into the normals
+  EXPECT_EQ(FloatToHalf(1.f + 0x1p-11f), 0x3C00);       // tie: to even
+  EXPECT_EQ(FloatToHalf(1.f + 3 * 0x1p-11f), 0x3C02);   // tie: to even
+  EXPECT_EQ(FloatToHalf(1.f + 0x1p-11f + 0x1p-20f), 0x3C01);
+  EXPECT_EQ(FloatToHalf(65504.f), 0x7BFF);
+  EXPECT_EQ(FloatToHalf(65519.f), 0x7BFF);
+  EXPECT_EQ(FloatToHalf(65520.f), 0x7C00);  // tie between 65504 and 2^16: to inf
+  EXPECT_EQ(FloatToHalf(-65520.f), 0xFC00);
+  EXPECT_EQ(FloatToHalf(1e10f), 0x7C00);
+  EXPECT_EQ(FloatToHalf(std::numeric_limits<float>::infinity()), 0x7C00);
+  EXPECT_EQ(FloatToHalf(-std::numeric_limits<float>::infinity()), 0xFC00);
+  const uint16_t nan = FloatToHalf(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_EQ(nan & 0x7C00, 0x7C00);
+  EXPECT_NE(nan & 0x03FF, 0);
+  // A NaN whose payload is only in the low bits stays a NaN.
+  const uint16_t low_nan = FloatToHalf(std::bit_cast<float>(0x7F800001u));
+  EXPECT_EQ(low_nan & 0x7C00, 0x7C00);
+  EXPECT_NE(low_nan & 0x03FF, 0);
+  // float64 -> float16 rounds once: through float32 this would be a tie rounded to 0x3C00.
+  EXPECT_EQ(ToHalf(1.0 + 0x1p-11 + 0x1p-40), 0x3C01);
+  EXPECT_EQ(ToHalf(1e-300), 0x0000);
+  EXPECT_EQ(ToHalf(-1e300), 0xFC00);
+}
+
+TEST(StackCastTest, HalfRoundTripAndMidpointsExhaustive) {
+  for (uint32_t h = 0; h < 0x7C00; ++h) {  // every finite non-negative half
+    const float f = HalfToFloat(static_cast<uint16_t>(h));
+    ASSERT_EQ(FloatToHalf(f), h);
+    ASSERT_EQ(FloatToHalf(-f), h | 0x8000);
+    if (h + 1 == 0x7C00) break;
+    const double next = HalfToFloat(static_cast<uint16_t>(h + 1));
+    const double mid = (f + next) / 2;  // exact in double
+    ASSERT_EQ(ToHalf(mid), (h & 1) == 0 ? h : h + 1) << std::hex << h;
+    ASSERT_EQ(ToHalf(std::nextafter(mid, 0.0)), h) << std::hex << h;
+    ASSERT_EQ(ToHalf(std::nextafter(mid, 1e9)), h + 1) << std::hex << h;
+  }
+  // Integers (int8 / uint8 promote to float16 exactly).
+  EXPECT_EQ((Cast<uint16_t, int8_t>(DType::kInt8, DType::kFloat16, {-128, 0, 127})),
+            (std::vector<uint16_t>{0xD800, 0x0000, 0x57F0}));
+  EXPECT_EQ((Cast<uint16_t, int64_t>(DType::kInt64, DType::kFloat16, {65520, 2049})),
+            (std::vector<uint16_t>{0x7C00, 0x6800}));  // 2049 ties to 2048
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,9 +1,12 @@
-// spelt/batch.h: combining elements into a batch (Grain's default batch function).
+// spelt/batch.h: combining elements into a batch (Grain's default batch function), and the
+// numpy dtype promotion and casting rules it follows.
 //
-// Thread-safe (pure function of its arguments).
+// Thread-safe (pure functions of their arguments).
 #ifndef SPELT_BATCH_H_
 #define SPELT_BATCH_H_
 
+#include <cstddef>
+#include <span>
 #include <vector>
 
 #include "spelt/value.h"
@@ -12,21 +15,45 @@ namespace spelt {
 
 // Stacks `elements` (all with the same tree structure) leaf by leaf along a new leading axis,
 // as Grain's batch does with np.stack:
-//  - array leaves of shape S and dtype D -> array of shape [n, S...], dtype D;
-//  - bool / int / float scalars -> 1-d arrays of dtype bool / int64 / float64;
+//  - array leaves of shape S -> array of shape [n, S...]. bool / int / float scalars count as
+//    0-d arrays of dtype bool / int64 / float64 (what np.asarray makes of them), so they
+//    stack to 1-d arrays and mix with 0-d arrays. The output dtype is numpy's result type of
+//    the dtypes seen at that leaf (ResultType(); e.g. int32 and float32 -> float64, bool and
+//    int -> int64) and each leaf is converted to it as numpy casts (CastElements());
 //  - str / bytes leaves -> a list of them tagged as stacked strings (Sequence with
 //    kind kList and tag == StackedStringsTag()), which the Python face turns into a numpy
 //    string array;
-//  - containers keep their kind and tag (dict key order is the first element's).
-// Opaque leaves are Unpack()ed first. A None leaf is kept as None if it is None in every
-// element.
+//  - containers keep their kind and tag (dict key order is the first element's);
+//  - a None leaf is kept as None if it is None in every element.
+// Opaque values are Unpack()ed first (once each). One that unpacks to an Opaque is a leaf that
+// Spelt cannot represent (e.g. a numpy string array or an arbitrary Python object): every
+// element must have an Opaque leaf there too, and the output leaf is
+// leaves[0]->StackLeaves(leaves) (see Opaque::StackLeaves()).
 // Throws std::invalid_argument if elements is empty, or if the elements differ in structure,
-// dict keys, leaf kind, shape or dtype; the message names the leaf path (e.g. "['image'][2]"),
-// the index of the first element that differs and both descriptions.
+// dict keys, leaf kind or shape; the message names the leaf path (e.g. "['image'][2]"), the
+// index of the first element that differs and both descriptions. Errors from StackLeaves()
+// are rethrown as std::invalid_argument naming the leaf path.
 Value Stack(const std::vector<Value>& elements);
 
 // The tag Stack() puts on a list of stacked string leaves.
 const ContainerTag& StackedStringsTag();
+
+// numpy's np.promote_types(a, b) (numpy 2.x, no value-based casting). Commutative but not
+// associative: promote(promote(int8, uint8), float16) is float32, promote(int8, promote(uint8,
+// float16)) is float16.
+DType PromoteTypes(DType a, DType b);
+
+// numpy's result type of arrays with these dtypes (np.result_type, which np.stack and
+// np.concatenate use), independent of their order: e.g. {int8, uint8, float16} -> float16.
+// REQUIRES: !dtypes.empty().
+DType ResultType(std::span<const DType> dtypes);
+
+// Converts `count` elements of dtype `from` at `src` into dtype `to` at `dst` (non-overlapping
+// buffers, any alignment) as numpy's C casts do: integers wrap modulo 2^bits, integer -> float
+// rounds to nearest, float -> narrower float rounds to nearest even (overflow -> inf, NaN stays
+// NaN), anything -> bool is "!= 0". Throws std::invalid_argument for float -> integer, which
+// numpy leaves undefined out of range and promotion never needs.
+void CastElements(DType from, const void* src, DType to, void* dst, size_t count);
 
 }  // namespace spelt
 
