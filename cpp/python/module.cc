@@ -6,10 +6,13 @@
 // iterator destruction); adapters take it back only to call Python.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 
 #include "py_adapters.h"
+#include "py_array_record.h"
+#include "py_arena.h"
 #include "py_value.h"
 #include "spelt/batch.h"
 #include "spelt/random.h"
@@ -57,6 +60,8 @@ NB_MODULE(_core, m) {
   // interpreter shuts down; nanobind would report those as leaks.
   nb::set_leak_warnings(false);
   m.doc() = "libspelt bindings; use the `spelt` package instead of this module.";
+  RegisterArrayRecord(m);
+  RegisterArena(m);
 
   m.def("index_shuffle", [](int64_t index, int64_t max_index, int64_t seed, int64_t rounds) {
     if (index < 0 || max_index < 0 || index > max_index) {
@@ -124,12 +129,17 @@ NB_MODULE(_core, m) {
         return d.ToIter(ReadOptions{num_threads, buffer}, allow_nones);
       });
 
+  m.def("source", [](std::shared_ptr<RandomAccessSource> source) {
+    return MapDataset::Source(std::move(source));
+  });
   m.def("source", [](nb::object source) { return MapDataset::Source(PySource(source)); });
   m.def("range", [](int64_t start, int64_t stop, int64_t step) {
     return MapDataset::Range(start, stop, step);
   });
   m.def("python_map_dataset", [](nb::object ds) { return PyMapDataset(ds); });
-  m.def("python_iter_dataset", [](nb::object ds) { return PyIterDataset(ds); });
+  m.def("python_iter_dataset", [](nb::object ds, const MapDataset* parent) {
+    return PyIterDataset(ds, parent != nullptr ? parent->node() : nullptr);
+  }, "dataset"_a, "parent"_a.none() = nb::none());
 
   nb::class_<IterDataset>(m, "IterNode")
       .def("name", [](const IterDataset& d) { return d.node()->Name(); })
@@ -205,6 +215,12 @@ NB_MODULE(_core, m) {
   m.def("python_sampler", [](nb::object sampler, int64_t shard_index, int64_t shard_count,
                              bool drop_remainder) {
     return SamplerHandle{PySampler(sampler, ShardOptions{shard_index, shard_count, drop_remainder})};
+  });
+  m.def("sampler_dataset", [](const SamplerHandle& sampler,
+                              std::shared_ptr<RandomAccessSource> source, int64_t shard_index,
+                              int64_t shard_count) {
+    return SamplerDataset(sampler.sampler, std::move(source),
+                          ShardOptions{shard_index, shard_count, false});
   });
   m.def("sampler_dataset", [](const SamplerHandle& sampler, nb::object source,
                               int64_t shard_index, int64_t shard_count) {

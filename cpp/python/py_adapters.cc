@@ -158,8 +158,11 @@ class PyIterator final : public DatasetIterator {
 
 class PyIterNode final : public IterNode {
  public:
-  explicit PyIterNode(nb::handle ds)
-      : IterNode({}, /*serial_self=*/true), ds_(MakePyRef(ds)),
+  PyIterNode(nb::handle ds, std::shared_ptr<const MapNode> parent)
+      : IterNode(parent ? std::vector<std::shared_ptr<const DatasetNode>>{std::move(parent)}
+                        : std::vector<std::shared_ptr<const DatasetNode>>{},
+                 /*serial_self=*/true),
+        ds_(MakePyRef(ds)),
         name_(Py_TYPE(ds.ptr())->tp_name) {}
   std::string Name() const override { return name_; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
@@ -236,8 +239,8 @@ MapDataset PyMapDataset(nb::handle dataset) {
   return MapDataset(std::make_shared<PyMapNode>(dataset));
 }
 
-IterDataset PyIterDataset(nb::handle dataset) {
-  return IterDataset(std::make_shared<PyIterNode>(dataset));
+IterDataset PyIterDataset(nb::handle dataset, std::shared_ptr<const MapNode> parent) {
+  return IterDataset(std::make_shared<PyIterNode>(dataset, std::move(parent)));
 }
 
 }  // namespace spelt::python

@@ -38,8 +38,10 @@ std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_
 // A user's MapDataset subclass: __len__ and __getitem__(global index) -> element or None.
 MapDataset PyMapDataset(nb::handle dataset);
 // A user's IterDataset subclass: __iter__() returning an iterator with __next__, get_state()
-// and set_state(state).
-IterDataset PyIterDataset(nb::handle dataset);
+// and set_state(state). `parent`, if given, is the engine node the Python dataset reads
+// (e.g. the MapDataset below a process-prefetch stage): default seeds of later random
+// transformations are derived through it, as if the Python stage were a native one.
+IterDataset PyIterDataset(nb::handle dataset, std::shared_ptr<const MapNode> parent = nullptr);
 
 }  // namespace spelt::python
 

@@ -9,9 +9,10 @@ shard_options=None, read_options=None, enable_profiling=False)`` follows Grain 0
   SequentialSampler are computed in C++; other samplers are called per index.
 * ``RandomMap`` gets ``np.random.Generator(np.random.Philox(key=seed + g))`` from the sampler's
   seed (None without one), so results do not depend on workers or batching.
-* Operations up to the first Batch/FlatMap run per index on the random-access pipeline;
-  the rest run on the stream. Batching is always after ordering, so batch composition never
-  depends on worker_count (unlike Grain; see docs/compatibility.md).
+* Operations up to the first Batch/FlatMap run per index on the random-access pipeline
+  (in ``worker_count`` worker processes when it is above 0, see docs/workers.md); the rest
+  run on the stream, in this process. Batching is always after ordering, so batch
+  composition never depends on worker_count (unlike Grain; see docs/compatibility.md).
 * Iterator state is Grain's JSON layout, version 2 (bytes). It is a global position: it
   restores with any worker_count. ``set_state`` raises ValueError if the state is malformed
   or comes from a pipeline with another sampler or data source (compared by repr).
@@ -143,7 +144,7 @@ class _SamplerMapDataset(dataset.MapDataset):
   def _make_node(self):
     handle = _sampler_handle(self._sampler, self._shard)
     return _core.sampler_dataset(
-        handle, self._data_source, self._shard.shard_index, self._shard.shard_count
+        handle, dataset._native_or_python(self._data_source), self._shard.shard_index, self._shard.shard_count
     )
 
 
@@ -233,7 +234,7 @@ class DataLoader:
         ds = ds.apply(op)
       else:
         raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
-    return ds
+    return ds.mp_prefetch(self._multiprocessing_options)
 
   @staticmethod
   def _apply_per_index(ds: Any, op: Any, record_rng: _RecordRng, reuse_rng: bool) -> Any:

@@ -258,10 +258,19 @@ class IterDataset(_Node, abc.ABC):
       worker_init_fn: Callable[[int, int], None] | None = None,
       sequential_slice: bool = False,
   ) -> IterDataset:
-    """Parallel prefetch. Spelt's output never depends on the worker count; for now the
-    work runs in this process (worker processes arrive with the parallel-workers issue)."""
-    del options, worker_init_fn, sequential_slice
-    return self
+    """This pipeline with the MapDataset part (below ``to_iter_dataset``) computed by
+    ``options.num_workers`` worker processes (default ``MultiprocessingOptions(num_workers=10)``
+    as in Grain; threads when that part calls no Python). ``worker_init_fn(worker_index,
+    worker_count)`` runs first in each worker.
+
+    Unlike Grain, the output (batch boundaries included) and the iterator state never depend on
+    the number of workers, and a state restores with any number of them; hence
+    ``sequential_slice`` has no effect. A pipeline with no ``to_iter_dataset`` stage (a custom
+    IterDataset source) is returned unchanged and runs in this process. See docs/workers.md.
+    """
+    del sequential_slice  # chunks are always consecutive indices
+    from spelt._workers import prefetch  # pylint: disable=g-import-not-at-top
+    return prefetch.mp_prefetch(self, options, worker_init_fn)
 
   def prefetch(self, multiprocessing_options: options_lib.MultiprocessingOptions) -> IterDataset:
     """Deprecated alias of mp_prefetch (as in Grain)."""
@@ -338,6 +347,13 @@ class _NativeDatasetIterator(DatasetIterator):
     )
 
 
+def _native_or_python(source: Any) -> Any:
+  """The engine's own source for sources that have one (read in C++ without the GIL, e.g.
+  ArrayRecordDataSource), else the Python object itself."""
+  native = getattr(source, "_spelt_native_source", None)
+  return native() if native is not None else source
+
+
 class _SourceMapDataset(MapDataset):
 
   def __init__(self, source: Any):
@@ -350,7 +366,7 @@ class _SourceMapDataset(MapDataset):
     self._source = source
 
   def _make_node(self):
-    return _core.source(self._source)
+    return _core.source(_native_or_python(self._source))
 
   def __str__(self) -> str:
     return f"SourceMapDataset(source={self._source!r})"

@@ -6,6 +6,7 @@ import copy
 from typing import Any
 
 from spelt import _core
+from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
@@ -65,6 +66,7 @@ def assert_equal_output_after_checkpoint(ds: Any) -> None:
 
 
 __all__ = [
+    "ArrayRecordWriter",
     "FlatMapIterDataset",
     "FlatMapTransform",
     "MapWithIndexTransform",

@@ -50,4 +50,6 @@ class RangeDataSource:
     return f"RangeDataSource(start={self._start}, stop={self._stop}, step={self._step})"
 
 
-__all__ = ["RandomAccessDataSource", "RangeDataSource"]
+from spelt.array_record import ArrayRecordDataSource  # pylint: disable=g-import-not-at-top
+
+__all__ = ["ArrayRecordDataSource", "RandomAccessDataSource", "RangeDataSource"]

@@ -1,0 +1,332 @@
+"""Worker processes, Spelt vs Grain (PyPI ``grain``): throughput, first batch, memory.
+
+Run alone with ``.venv/bin/python bench/bench_workers.py [-k PATTERN] [--reps N]``, or from
+another script with ``bench_workers.main([...])``. The same code builds each pipeline on both
+engines (Spelt is call-compatible). Cases:
+
+1. ``transform``: a Python transform of about 200 us per record (numpy arithmetic on a
+   32x32x3 image, calibrated on this machine), ``to_iter_dataset().batch(64)``, read with
+   ``mp_prefetch(MultiprocessingOptions(num_workers=2))``, and by Spelt with 0 workers.
+   Records/s after the first batch.
+2. ``large``: records of 1 MiB float32, batch 32, 2 workers. Bytes/s after the first batch.
+3. ``first batch``: time from building the pipeline to the first batch of case 1 with 2 and 4
+   workers, in a fresh process (the first iterator) and again for a second iterator.
+4. Peak memory of the consumer plus all its descendant processes during cases 1 and 2:
+   the peak over samples (every 20 ms) of the summed PSS (shared pages split between the
+   processes that map them, so the arena or a /dev/shm segment counts once) and of the summed
+   RSS (which counts shared pages once per process).
+
+Every repetition runs in a fresh interpreter that imports only the engine it measures;
+repetitions of the two engines are interleaved so that drift of the machine hits both. The
+table gives medians (min-max) and the ratios of the medians. Before measuring, the bench checks
+that Spelt with 2 workers yields the same batches as Spelt with 0 workers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import numpy as np
+
+IMAGE_SHAPE = (32, 32, 3)
+TRANSFORM_US = 200
+TRANSFORM_RECORDS = 64 * 150
+TRANSFORM_BATCH = 64
+LARGE_FLOATS = (1 << 20) // 4
+LARGE_RECORDS = 32 * 40
+LARGE_BATCH = 32
+SAMPLE_SECONDS = 0.02
+
+
+# ---------------------------------------------------------------------------------------------
+# Pipelines (the same code on both engines).
+
+
+class ImageSource:
+  """4,096 random uint8 images of 32x32x3, indexed modulo their count; stable repr."""
+
+  def __init__(self, num_records: int):
+    self._images = np.random.default_rng(0).integers(0, 256, (4096, *IMAGE_SHAPE), np.uint8)
+    self._num_records = num_records
+
+  def __len__(self) -> int:
+    return self._num_records
+
+  def __getitem__(self, index: int) -> np.ndarray:
+    return self._images[index % len(self._images)]
+
+  def __repr__(self) -> str:
+    return f"ImageSource({self._num_records})"
+
+
+class Augment:
+  """float32 conversion, then `rounds` rounds of elementwise arithmetic (~2 us each)."""
+
+  def __init__(self, rounds: int):
+    self.rounds = rounds
+
+  def __call__(self, image: np.ndarray) -> np.ndarray:
+    x = image.astype(np.float32) * (1 / 255)
+    for _ in range(self.rounds):
+      x = np.tanh(x * 1.5 - 0.25)
+    return x
+
+
+def calibrate_rounds(target_us: float = TRANSFORM_US) -> int:
+  """Rounds of Augment that take about target_us on this machine."""
+  image = ImageSource(1)[0]
+  rounds = 50
+  for _ in range(3):
+    start = time.perf_counter()
+    for _ in range(200):
+      Augment(rounds)(image)
+    per_call_us = (time.perf_counter() - start) / 200 * 1e6
+    rounds = max(1, round(rounds * target_us / per_call_us))
+  return rounds
+
+
+def make_large(index: int) -> np.ndarray:
+  return np.full(LARGE_FLOATS, index, dtype=np.float32)
+
+
+def build(g: Any, case: str, workers: int, rounds: int) -> Any:
+  if case == "large":
+    ds = g.MapDataset.range(LARGE_RECORDS).map(make_large).to_iter_dataset().batch(LARGE_BATCH)
+  else:
+    ds = (g.MapDataset.source(ImageSource(TRANSFORM_RECORDS)).map(Augment(rounds))
+          .to_iter_dataset().batch(TRANSFORM_BATCH))
+  if workers:
+    ds = ds.mp_prefetch(g.MultiprocessingOptions(num_workers=workers))
+  return ds
+
+
+# ---------------------------------------------------------------------------------------------
+# Memory of a process tree.
+
+
+def _descendants(root: int) -> list[int]:
+  parents = {}
+  for entry in os.listdir("/proc"):
+    if entry.isdigit():
+      try:
+        with open(f"/proc/{entry}/stat") as f:
+          parents[int(entry)] = int(f.read().rsplit(")", 1)[1].split()[1])
+      except (OSError, ValueError):
+        continue
+  tree, frontier = [root], [root]
+  while frontier:
+    frontier = [pid for pid, ppid in parents.items() if ppid in frontier]
+    tree += frontier
+  return tree
+
+
+def _kib(path: str, field: str) -> int:
+  try:
+    with open(path) as f:
+      for line in f:
+        if line.startswith(field):
+          return int(line.split()[1])
+  except OSError:
+    pass
+  return 0
+
+
+class MemorySampler:
+  """Peak summed PSS and RSS (bytes) of this process and its descendants, sampled."""
+
+  def __init__(self):
+    self.peak_pss = self.peak_rss = 0
+    self._stop = threading.Event()
+    self._thread = threading.Thread(target=self._run, daemon=True)
+    self._thread.start()
+
+  def _run(self) -> None:
+    while not self._stop.wait(SAMPLE_SECONDS):
+      self.sample()
+
+  def sample(self) -> None:
+    pids = _descendants(os.getpid())
+    pss = sum(_kib(f"/proc/{p}/smaps_rollup", "Pss:") for p in pids) << 10
+    rss = sum(_kib(f"/proc/{p}/status", "VmRSS:") for p in pids) << 10
+    self.peak_pss, self.peak_rss = max(self.peak_pss, pss), max(self.peak_rss, rss)
+
+  def stop(self) -> None:
+    self._stop.set()
+    self._thread.join()
+
+
+# ---------------------------------------------------------------------------------------------
+# One repetition, in a fresh interpreter.
+
+
+def _records(batch: np.ndarray) -> int:
+  return len(batch)
+
+
+def child(spec: dict[str, Any]) -> dict[str, Any]:
+  if spec["engine"] == "grain":
+    logging.getLogger("absl").setLevel(logging.ERROR)
+    import grain as g  # pylint: disable=import-outside-toplevel
+  else:
+    import spelt as g  # pylint: disable=import-outside-toplevel
+  case, workers, rounds = spec["case"], spec["workers"], spec["rounds"]
+  if case == "check":
+    import spelt  # pylint: disable=import-outside-toplevel
+    for name in ("transform", "large"):
+      want = list(build(spelt, name, 0, rounds))[:4]
+      got = list(build(spelt, name, 2, rounds))[:4]
+      assert all(np.array_equal(a, b) for a, b in zip(got, want)) and len(got) == 4, name
+    return {}
+  memory = MemorySampler()
+  start = time.perf_counter()
+  it = iter(build(g, case, workers, rounds))
+  records = _records(next(it))
+  first = time.perf_counter()
+  if case == "first batch":
+    it2 = iter(build(g, "transform", workers, rounds))
+    next(it2)
+    second = time.perf_counter() - first
+    memory.stop()
+    return {"first": first - start, "second": second}
+  for batch in it:
+    records += _records(batch)
+  end = time.perf_counter()
+  memory.sample()
+  memory.stop()
+  expected = LARGE_RECORDS if case == "large" else TRANSFORM_RECORDS
+  assert records == expected, f"{records} records, not {expected}"
+  rate = (records - _records_in_first(case)) / (end - first)
+  return {"rate": rate, "pss": memory.peak_pss, "rss": memory.peak_rss}
+
+
+def _records_in_first(case: str) -> int:
+  return LARGE_BATCH if case == "large" else TRANSFORM_BATCH
+
+
+def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+  proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
+                        capture_output=True, text=True, timeout=600, check=False)
+  if proc.returncode != 0:
+    raise RuntimeError(f"{spec}: child failed:\n{proc.stderr[-3000:]}")
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# The table.
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+  case: str
+  engine: str
+  workers: int
+
+  @property
+  def label(self) -> str:
+    return f"{self.engine} {self.workers}w"
+
+
+CONFIGS = [
+    Config("transform", "spelt", 2), Config("transform", "grain", 2),
+    Config("transform", "spelt", 0),
+    Config("large", "spelt", 2), Config("large", "grain", 2),
+    Config("first batch", "spelt", 2), Config("first batch", "grain", 2),
+    Config("first batch", "spelt", 4), Config("first batch", "grain", 4),
+]
+
+
+def _median(results: list[dict[str, Any]], key: str) -> float:
+  return statistics.median(r[key] for r in results)
+
+
+def _spread(results: list[dict[str, Any]], key: str, scale: float, fmt: str) -> str:
+  values = [r[key] * scale for r in results]
+  return (f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})")
+
+
+def report(results: dict[Config, list[dict[str, Any]]]) -> None:
+  def get(case, engine, workers):
+    return results.get(Config(case, engine, workers))
+
+  rows = []
+  for config, rs in results.items():
+    if config.case == "transform":
+      rows.append((config.case, config.label, "records/s", _spread(rs, "rate", 1, ",.0f")))
+    elif config.case == "large":
+      rows.append((config.case, config.label, "MiB/s",
+                   _spread(rs, "rate", 1, ",.0f")))  # 1 record = 1 MiB
+    else:
+      rows.append((config.case, config.label, "s, 1st iterator", _spread(rs, "first", 1, ".3f")))
+      rows.append((config.case, config.label, "s, 2nd iterator", _spread(rs, "second", 1, ".3f")))
+    if config.case in ("transform", "large") and config.workers:
+      rows.append((config.case, config.label, "peak PSS MiB", _spread(rs, "pss", 2**-20, ",.0f")))
+      rows.append((config.case, config.label, "peak RSS MiB", _spread(rs, "rss", 2**-20, ",.0f")))
+  widths = [max(len(r[i]) for r in rows) for i in range(4)]
+  for row in rows:
+    print("  ".join(f"{v:<{w}}" for v, w in zip(row, widths)))
+  print()
+  goals = []
+  s2, g2, s0 = get("transform", "spelt", 2), get("transform", "grain", 2), get("transform", "spelt", 0)
+  if s2 and g2:
+    goals.append(("transform: Spelt 2w / Grain 2w records/s", _median(s2, "rate") / _median(g2, "rate"), 1.2))
+  if s2 and s0:
+    goals.append(("transform: Spelt 2w / Spelt 0w records/s", _median(s2, "rate") / _median(s0, "rate"), 1.7))
+  ls, lg = get("large", "spelt", 2), get("large", "grain", 2)
+  if ls and lg:
+    goals.append(("large: Spelt / Grain bytes/s", _median(ls, "rate") / _median(lg, "rate"), 3.0))
+  for w in (2, 4):
+    fs, fg = get("first batch", "spelt", w), get("first batch", "grain", w)
+    if fs and fg:
+      goals.append((f"first batch {w}w: Grain / Spelt time", _median(fg, "first") / _median(fs, "first"), 1.0))
+  for case in ("transform", "large"):
+    cs, cg = get(case, "spelt", 2), get(case, "grain", 2)
+    if cs and cg:
+      goals.append((f"{case}: Grain / Spelt peak PSS", _median(cg, "pss") / _median(cs, "pss"), 1.0))
+  for name, ratio, goal in goals:
+    print(f"{name}: {ratio:.2f}x (goal >= {goal:g}x: {'met' if ratio >= goal else 'NOT met'})")
+
+
+def main(argv: list[str] | None = None) -> None:
+  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+  parser.add_argument("-k", default="", help="only the cases whose name contains this")
+  parser.add_argument("--reps", type=int, default=3, help="repetitions per configuration")
+  parser.add_argument("--child", help=argparse.SUPPRESS)
+  args = parser.parse_args(argv)
+  if args.child:
+    print(json.dumps(child(json.loads(args.child))))
+    return
+  configs = [c for c in CONFIGS if args.k in c.case]
+  rounds = calibrate_rounds()
+  per_call_us = _time_augment(rounds)
+  print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; transform: {rounds}"
+        f" rounds = {per_call_us:.0f} us per record; {args.reps} repetitions, fresh process each")
+  run_child({"engine": "spelt", "case": "check", "workers": 0, "rounds": rounds})
+  print("Spelt with 2 workers yields the batches of Spelt with 0 workers\n")
+  results: dict[Config, list[dict[str, Any]]] = {c: [] for c in configs}
+  for _ in range(args.reps):
+    for config in configs:
+      results[config].append(run_child({"engine": config.engine, "case": config.case,
+                                        "workers": config.workers, "rounds": rounds}))
+  report(results)
+
+
+def _time_augment(rounds: int) -> float:
+  image, augment = ImageSource(1)[0], Augment(rounds)
+  start = time.perf_counter()
+  for _ in range(500):
+    augment(image)
+  return (time.perf_counter() - start) / 500 * 1e6
+
+
+if __name__ == "__main__":
+  main()

@@ -1,0 +1,54 @@
+// spelt/array_record_source.h: records of one or more ArrayRecord files as one data source.
+//
+// Record keys run across the files in order: with files of n0, n1, ... records, key k < n0 is
+// record k of the first file, key n0 + j is record j of the second, and so on (the numbering of
+// array_record's ArrayRecordDataSource). Records come out as byte strings (Value::Bytes).
+// Thread-safe: Get / GetMany may be called from many threads at once.
+#ifndef SPELT_ARRAY_RECORD_SOURCE_H_
+#define SPELT_ARRAY_RECORD_SOURCE_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spelt/array_record.h"
+#include "spelt/source.h"
+
+namespace spelt {
+
+class ArrayRecordSource final : public RandomAccessSource {
+ public:
+  // Opens every file (reading its index only). Throws std::invalid_argument for an empty
+  // list, and what ArrayRecordReader::Open throws for a missing or corrupt file.
+  // `repr` is the description stored in checkpoints (the Python face passes Grain's).
+  ArrayRecordSource(std::vector<std::string> paths, ArrayRecordReaderOptions options,
+                    std::string repr);
+  ArrayRecordSource(const ArrayRecordSource&) = delete;
+  ArrayRecordSource& operator=(const ArrayRecordSource&) = delete;
+
+  int64_t Length() const override { return total_; }
+  // Record `index` as bytes. Throws std::out_of_range naming the index and the length, and
+  // the reader's errors (naming the file and byte offset) for a corrupt chunk.
+  Value Get(int64_t index) const override;
+  // Records at `indices`, in order; each file's share is read by its reader in parallel on up
+  // to `num_threads` threads, decoding each chunk once.
+  std::vector<Value> GetMany(std::span<const int64_t> indices) const override;
+  std::vector<std::string> ReadMany(std::span<const int64_t> indices, int num_threads) const;
+  std::string Repr() const override { return repr_; }
+
+  const std::vector<std::string>& paths() const { return paths_; }
+
+ private:
+  // (file number, record number in that file) of a key; throws std::out_of_range.
+  std::pair<size_t, uint64_t> Locate(int64_t index) const;
+
+  std::vector<std::string> paths_;
+  std::vector<std::unique_ptr<ArrayRecordReader>> readers_;
+  std::vector<int64_t> starts_;  // starts_[f] = first key of file f
+  int64_t total_ = 0;
+  std::string repr_;
+};
+
+}  // namespace spelt
+
+#endif  // SPELT_ARRAY_RECORD_SOURCE_H_

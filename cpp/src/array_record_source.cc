@@ -1,0 +1,64 @@
+// ArrayRecordSource (spelt/array_record_source.h).
+#include "spelt/array_record_source.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <thread>
+
+namespace spelt {
+
+ArrayRecordSource::ArrayRecordSource(std::vector<std::string> paths,
+                                     ArrayRecordReaderOptions options, std::string repr)
+    : paths_(std::move(paths)), repr_(std::move(repr)) {
+  if (paths_.empty()) throw std::invalid_argument("ArrayRecordSource: no files given");
+  for (const std::string& path : paths_) {
+    readers_.push_back(ArrayRecordReader::Open(path, options));
+    starts_.push_back(total_);
+    total_ += static_cast<int64_t>(readers_.back()->NumRecords());
+  }
+}
+
+std::pair<size_t, uint64_t> ArrayRecordSource::Locate(int64_t index) const {
+  if (index < 0 || index >= total_) {
+    throw std::out_of_range("ArrayRecordSource: record key " + std::to_string(index) +
+                            " out of range [0, " + std::to_string(total_) + ")");
+  }
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), index);
+  const auto file = static_cast<size_t>(it - starts_.begin() - 1);
+  return {file, static_cast<uint64_t>(index - starts_[file])};
+}
+
+Value ArrayRecordSource::Get(int64_t index) const {
+  const auto [file, position] = Locate(index);
+  return Value::Bytes(readers_[file]->ReadRecord(position));
+}
+
+std::vector<std::string> ArrayRecordSource::ReadMany(std::span<const int64_t> indices,
+                                                     int num_threads) const {
+  // Split the request by file, read each file's share in one parallel call, put back in order.
+  std::vector<std::vector<uint64_t>> positions(readers_.size());
+  std::vector<std::vector<size_t>> slots(readers_.size());
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const auto [file, position] = Locate(indices[i]);
+    positions[file].push_back(position);
+    slots[file].push_back(i);
+  }
+  std::vector<std::string> out(indices.size());
+  for (size_t f = 0; f < readers_.size(); ++f) {
+    if (positions[f].empty()) continue;
+    std::vector<std::string> records = readers_[f]->ReadRecords(positions[f], num_threads);
+    for (size_t j = 0; j < records.size(); ++j) out[slots[f][j]] = std::move(records[j]);
+  }
+  return out;
+}
+
+std::vector<Value> ArrayRecordSource::GetMany(std::span<const int64_t> indices) const {
+  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::vector<std::string> records = ReadMany(indices, threads);
+  std::vector<Value> out;
+  out.reserve(records.size());
+  for (std::string& r : records) out.push_back(Value::Bytes(std::move(r)));
+  return out;
+}
+
+}  // namespace spelt

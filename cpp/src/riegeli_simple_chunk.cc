@@ -1,0 +1,102 @@
+#include "riegeli_simple_chunk.h"
+
+#include <limits>
+#include <string>
+#include <utility>
+
+#include "riegeli_varint.h"
+
+namespace spelt::internal::riegeli {
+namespace {
+
+std::string Num(uint64_t n) { return std::to_string(n); }
+
+// The record sizes as end offsets; they must add up to `decoded_data_size`.
+std::vector<uint64_t> ParseRecordEnds(std::string_view sizes, uint64_t num_records,
+                                      uint64_t decoded_data_size) {
+  std::vector<uint64_t> ends;
+  ends.reserve(num_records);
+  uint64_t end = 0;
+  for (uint64_t i = 0; i < num_records; ++i) {
+    uint64_t size = 0;
+    if (!ReadVarint64(sizes, size)) {
+      throw FormatError("record sizes end after " + Num(i) + " of " + Num(num_records) +
+                        " records");
+    }
+    if (size > decoded_data_size - end) {
+      throw FormatError("record sizes add up to more than decoded_data_size " +
+                        Num(decoded_data_size));
+    }
+    end += size;
+    ends.push_back(end);
+  }
+  if (!sizes.empty()) throw FormatError("bytes left after the last record size");
+  if (end != decoded_data_size) {
+    throw FormatError("record sizes add up to " + Num(end) + ", not decoded_data_size " +
+                      Num(decoded_data_size));
+  }
+  return ends;
+}
+
+}  // namespace
+
+DecodedChunk DecodeSimpleChunk(Chunk chunk, uint64_t max_decoded_size) {
+  const uint64_t num_records = chunk.header.num_records;
+  const uint64_t decoded_data_size = chunk.header.decoded_data_size;
+  if (decoded_data_size > max_decoded_size) {
+    throw FormatError("decoded_data_size " + Num(decoded_data_size) + " exceeds the limit " +
+                      Num(max_decoded_size));
+  }
+  std::string_view data = chunk.data;
+  if (data.empty()) throw FormatError("simple chunk has no data");
+  const CompressionType type = ParseCompressionType(static_cast<uint8_t>(data[0]));
+  data.remove_prefix(1);
+  uint64_t sizes_length = 0;
+  if (!ReadVarint64(data, sizes_length) || sizes_length > data.size()) {
+    throw FormatError("bad length of the record sizes");
+  }
+  const uint64_t max_sizes_length =
+      num_records > std::numeric_limits<uint64_t>::max() / kMaxVarint64Size
+          ? std::numeric_limits<uint64_t>::max()
+          : num_records * kMaxVarint64Size;
+  Buffer sizes_storage;
+  const std::string_view sizes =
+      Decompress(type, data.substr(0, sizes_length), max_sizes_length, sizes_storage);
+  std::vector<uint64_t> ends = ParseRecordEnds(sizes, num_records, decoded_data_size);
+
+  Buffer values_storage;
+  const std::string_view values =
+      Decompress(type, data.substr(sizes_length), decoded_data_size, values_storage);
+  if (values.size() != decoded_data_size) {
+    throw FormatError("records take " + Num(values.size()) + " bytes, not decoded_data_size " +
+                      Num(decoded_data_size));
+  }
+  // Uncompressed records stay in the chunk's own buffer.
+  Buffer owner = type == CompressionType::kNone ? std::move(chunk.storage)
+                                                : std::move(values_storage);
+  return DecodedChunk(std::move(owner), values, std::move(ends));
+}
+
+void SimpleChunkEncoder::Add(std::string_view record) {
+  AppendVarint64(record.size(), sizes_);
+  values_.append(record);
+  ++num_records_;
+}
+
+EncodedChunk SimpleChunkEncoder::Encode() {
+  std::string compressed_sizes;
+  AppendCompressed(options_, sizes_, compressed_sizes);
+  std::string data;
+  data.push_back(static_cast<char>(options_.type));
+  AppendVarint64(compressed_sizes.size(), data);
+  data.append(compressed_sizes);
+  AppendCompressed(options_, values_, data);
+  EncodedChunk chunk{ChunkHeader::For(ChunkType::kSimple, data, num_records_, values_.size()),
+                     std::move(data)};
+  num_records_ = 0;
+  sizes_.clear();
+  values_.clear();
+  return chunk;
+}
+
+}  // namespace spelt::internal::riegeli

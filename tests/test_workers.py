@@ -1,0 +1,326 @@
+"""Worker processes (mp_prefetch, DataLoader(worker_count=N)): same output and state as
+0 workers, restore across worker counts, failures that never hang or leak.
+
+Worker processes take a fraction of a second to start, so tests reuse pipelines and keep
+datasets small. Pipelines live in worker_pipelines.py (workers import it by reference).
+"""
+
+import gc
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import pipelines
+from pipelines import timeout  # noqa: F401  (autouse fixture)
+import spelt
+from spelt import _core
+from spelt._workers import arena
+import worker_pipelines as wp
+
+TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
+WORKER_COUNTS = [1, 2, 3, 5]
+
+
+def _normalized(elements):
+  return json.loads(json.dumps([pipelines.describe(x) for x in elements], default=repr))
+
+
+def _no_children_within(seconds):
+  deadline = time.monotonic() + seconds
+  while wp.children(os.getpid()):
+    assert time.monotonic() < deadline, f"worker processes remain: {wp.children(os.getpid())}"
+    time.sleep(0.02)
+
+
+def _arena_view_base(array):
+  """The ArenaView at the end of array's .base chain, or None."""
+  base = array
+  while base is not None and not isinstance(base, _core.ArenaView):
+    base = getattr(base, "base", None)
+  return base
+
+
+# ---------------------------------------------------------------------------------------------
+# Output and state do not depend on the worker count.
+
+
+@pytest.fixture(scope="module")
+def reference():
+  """name -> (outputs, states) of each pipeline with 0 workers."""
+  return {name: pipelines.run_with_states(iter(wp.pipeline(name, 0)), None)
+          for name in wp.FILTERS}
+
+
+@pytest.mark.parametrize("name", list(wp.FILTERS))
+def test_output_and_states_equal_zero_workers(name, reference):
+  want_outputs, want_states = reference[name]
+  assert want_outputs
+  for n in WORKER_COUNTS:
+    it = iter(wp.pipeline(name, n))
+    outputs, states = pipelines.run_with_states(it, None)
+    assert states == want_states, f"{n} workers"
+    assert _normalized(outputs) == _normalized(want_outputs), f"{n} workers"
+  _no_children_within(2)
+
+
+def test_loader_output_equals_zero_workers():
+  want = list(wp.loader(0))
+  for n in (2, 3):
+    pipelines.assert_same(list(wp.loader(n)), want)
+
+
+def _shape(state):
+  """The state with every number replaced by 0."""
+  if isinstance(state, dict):
+    return {k: _shape(v) for k, v in state.items()}
+  return 0 if isinstance(state, int) else state
+
+
+def test_state_size_does_not_grow():
+  it = iter(wp.pipeline("all", 2, length=2000))
+  first = it.get_state()
+  for _ in range(150):
+    next(it)
+  assert _shape(it.get_state()) == _shape(first)
+  assert "next_index" in json.dumps(first)
+  it.close()
+
+
+def test_random_map_after_mp_prefetch_keeps_default_seed():
+  ds = spelt.MapDataset.range(30).seed(3).map(abs).to_iter_dataset()
+  parallel = ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
+  assert list(parallel.random_map(wp.add_noise)) == list(ds.random_map(wp.add_noise))
+
+
+# ---------------------------------------------------------------------------------------------
+# Checkpoints: taken with N workers, restored with M in a new process.
+
+
+def _restore_in_child(requests):
+  code = (f"import sys; sys.path.insert(0, {TESTS_DIR!r}); import worker_pipelines;"
+          " worker_pipelines.restore_main()")
+  proc = subprocess.run([sys.executable, "-c", code], input=json.dumps(requests),
+                        capture_output=True, text=True, timeout=120, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout)
+
+
+def test_checkpoint_restores_with_other_worker_counts_in_new_process(reference):
+  outputs, _ = reference["two_of_three"]
+  requests, expected = [], []
+  for saved_with, restored_with in ((2, 3), (3, 1)):
+    it = iter(wp.pipeline("two_of_three", saved_with))
+    ks = [0, 1, 4, len(outputs) // 2, len(outputs)]
+    got, states = pipelines.run_with_states(it, None)
+    assert _normalized(got) == _normalized(outputs)
+    requests.append({"kind": "pipeline", "name": "two_of_three", "workers": restored_with,
+                     "states": [[k, states[k]] for k in ks], "limit": len(outputs)})
+    expected.append([[k, _normalized(outputs[k:])] for k in ks])
+  loader_outputs = list(wp.loader(0))
+  it = iter(wp.loader(3))
+  ks = [0, 2, 9, len(loader_outputs)]
+  got, states = pipelines.run_with_states(it, None)
+  pipelines.assert_same(got, loader_outputs)
+  requests.append({"kind": "loader", "name": "", "workers": 2,
+                   "states": [[k, states[k].decode()] for k in ks],
+                   "limit": len(loader_outputs)})
+  expected.append([[k, _normalized(loader_outputs[k:])] for k in ks])
+  assert _restore_in_child(requests) == expected
+
+
+def test_set_state_on_one_iterator_moves_both_ways(reference):
+  outputs, states = reference["one_in_ten"]
+  it = iter(wp.pipeline("one_in_ten", 2))
+  for k in (len(outputs) - 1, 0, 3, len(outputs), 1):
+    it.set_state(states[k])
+    assert it.get_state() == states[k]
+    assert _normalized(list(it)) == _normalized(outputs[k:]), f"restored at {k}"
+  with pytest.raises(ValueError, match="next_index"):
+    it.set_state({"next_index": -1})
+  it.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Workers: worker_init_fn, threads for native pipelines, zero-copy arenas.
+
+
+def test_worker_init_fn_gets_index_and_count(tmp_path):
+  ds = spelt.MapDataset.range(20).map(abs).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=3), worker_init_fn=wp.write_init_marker(tmp_path))
+  assert list(ds) == list(range(20))
+  calls = sorted(json.loads((tmp_path / f"init-{i}").read_text()) for i in range(3))
+  assert [c[:2] for c in calls] == [[0, 3], [1, 3], [2, 3]]
+  assert len({c[2] for c in calls} | {os.getpid()}) == 4  # three distinct worker processes
+
+
+def test_native_pipeline_uses_threads_not_processes():
+  ds = spelt.MapDataset.range(1000).seed(1).shuffle().to_iter_dataset().batch(10)
+  parallel = ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=4))
+  it = iter(parallel)
+  first = next(it)
+  assert not wp.children(os.getpid())
+  pipelines.assert_same([first, *it], list(ds))
+
+
+def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
+  # 2,000 arrays of 256 KiB (500 MiB) through 256 MiB arenas: only reuse keeps every one of
+  # them zero-copy, and the shared memory in use stays small.
+  ds = spelt.MapDataset.range(2000).map(wp.big_array).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  for i, x in enumerate(ds):
+    assert x[0, 0] == i
+    assert isinstance(_arena_view_base(x), _core.ArenaView), f"element {i} was copied"
+    assert x.flags.writeable
+  with open("/proc/self/status") as f:
+    shmem_kib = next(int(line.split()[1]) for line in f if line.startswith("RssShmem:"))
+  assert shmem_kib < 128 << 10
+
+
+def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
+  monkeypatch.setattr(arena, "ARENA_BYTES", 1 << 20)
+  ds = spelt.MapDataset.range(6).map(wp.big_array_mib).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  got = list(ds)
+  assert [x[0, 0] for x in got] == list(range(6))
+  assert all(_arena_view_base(x) is None and x.flags.writeable for x in got)
+
+
+# ---------------------------------------------------------------------------------------------
+# Failures.
+
+
+def test_exception_in_worker_keeps_type_and_traceback():
+  ds = spelt.MapDataset.range(12).map(wp.explode).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  it = iter(ds)
+  got = []
+  with pytest.raises(wp.TransformError, match="cannot handle 7") as info:
+    for x in it:
+      got.append(x)
+  assert got == list(range(7))
+  remote = info.value.__cause__
+  assert "in explode" in str(remote) and "TransformError: cannot handle 7" in str(remote)
+  assert any("worker process" in note and "element 7" in note for note in info.value.__notes__)
+  assert list(it) == list(range(8, 12))  # continues after the failing element
+  assert it.get_state() == {"next_index": 12}
+
+
+def test_failing_worker_init_fn_is_raised():
+  ds = spelt.MapDataset.range(5).map(abs).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2), worker_init_fn=wp.failing_init)
+  it = iter(ds)
+  with pytest.raises(wp.TransformError, match="no accelerator for worker") as info:
+    next(it)
+  assert "starting worker process" in " ".join(info.value.__notes__)
+  _no_children_within(2)
+
+
+def test_unpicklable_element_is_raised_at_its_index():
+  ds = spelt.MapDataset.range(6).map(wp.lock_at_three).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  it = iter(ds)
+  assert [next(it) for _ in range(3)] == [0, 1, 2]
+  with pytest.raises(TypeError, match="pickle") as info:
+    next(it)
+  assert "element 3 cannot be pickled" in " ".join(info.value.__notes__)
+  assert list(it) == [4, 5]
+
+
+def test_unpicklable_pipeline_names_the_object():
+  class Locked:
+    def __init__(self):
+      self.lock = threading.Lock()
+
+    def __call__(self, x):
+      return x
+
+  ds = spelt.MapDataset.range(5).map(Locked()).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  with pytest.raises(TypeError, match="lock") as info:
+    iter(ds)
+  note = " ".join(info.value.__notes__)
+  assert "MapMapDataset._args[0].lock" in note and "cannot be pickled" in note
+  assert not wp.children(os.getpid())
+
+
+def test_killed_worker_is_reported_within_two_seconds():
+  ds = spelt.MapDataset.range(100_000).map(wp.slow).to_iter_dataset().batch(4).mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  it = iter(ds)
+  next(it)
+  workers = wp.children(os.getpid())
+  assert len(workers) == 2
+  os.kill(workers[1], signal.SIGKILL)
+  start = time.monotonic()
+  with pytest.raises(RuntimeError, match=r"worker process \d of 2 .* killed by signal SIGKILL"):
+    for _ in it:
+      pass
+  assert time.monotonic() - start < 2
+  state = it.get_state()
+  assert next(it)[0] == state["next_index"]  # new workers continue where it stopped
+  it.close()
+  _no_children_within(2)
+
+
+@pytest.mark.parametrize("how", ["close", "gc", "close_chained"])
+def test_close_and_gc_stop_workers(how):
+  ds = spelt.MapDataset.range(10_000).map(wp.big_array).to_iter_dataset()
+  if how == "close_chained":
+    ds = ds.batch(2)
+  it = iter(ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=2)))
+  next(it)
+  assert len(wp.children(os.getpid())) == 2
+  if how == "gc":
+    del it
+    gc.collect()
+  else:
+    it.close()
+    with pytest.raises(ValueError, match="closed"):
+      next(it)
+  _no_children_within(2)
+
+
+_CONSUMER = """
+import json, os, sys, time
+sys.path.insert(0, {tests!r})
+import spelt, worker_pipelines as wp
+ds = spelt.MapDataset.range(10**6).map(wp.big_array).to_iter_dataset().batch(2).mp_prefetch(
+    spelt.MultiprocessingOptions(num_workers=2))
+it = iter(ds)
+next(it)
+print(json.dumps(wp.children(os.getpid())), flush=True)
+if sys.argv[1] == "exit":
+  sys.exit(0)
+for _ in it:
+  pass
+"""
+
+
+@pytest.mark.parametrize("how", ["sigint", "exit", "sigkill"])
+def test_consumer_end_stops_workers(how):
+  """Ctrl-C, interpreter exit and SIGKILL of the consumer: its workers are gone within 2 s,
+  and nothing new is left in /dev/shm."""
+  shm_before = set(os.listdir("/dev/shm"))
+  proc = subprocess.Popen(
+      [sys.executable, "-c", _CONSUMER.format(tests=TESTS_DIR), how],
+      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  workers = json.loads(proc.stdout.readline())
+  assert len(workers) == 2
+  if how != "exit":
+    time.sleep(0.2)
+    proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+  start = time.monotonic()
+  _, stderr = proc.communicate(timeout=10)
+  if how == "sigint":
+    assert "KeyboardInterrupt" in stderr
+  while any(wp.is_running(pid) for pid in workers):
+    assert time.monotonic() - start < 2, f"workers still running after {how}"
+    time.sleep(0.02)
+  assert set(os.listdir("/dev/shm")) <= shm_before
