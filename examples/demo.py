@@ -38,8 +38,9 @@ CHECKPOINT_FRACTION = 0.4
 
 def describe_pipeline(source, sizes: dict[str, int], total_steps: int) -> None:
   dropped = len(source) - demo_train.count_kept(source)
+  spec = Path(demo_data.shard_spec("train")).relative_to(demo_data.REPO_ROOT)
   print(f"data:     {sizes['train']:,} train / {sizes['test']:,} test digits (8x8), stored as"
-        f" .npy in {demo_data.DATA_DIR.relative_to(demo_data.REPO_ROOT)}")
+        f" ArrayRecord shards {spec} (+ test), read by ArrayRecordDataSource")
   print(f"sampler:  IndexSampler(shuffle=True, seed={demo_train.SEED},"
         f" num_epochs={demo_train.NUM_EPOCHS}): a new global shuffle each epoch")
   print(f"filter:   drop faint scans (fewer than {demo_train.MIN_INKED_PIXELS} of 64 pixels"

@@ -63,6 +63,7 @@ def make_loader(source) -> grain.DataLoader:
       data_source=source,
       sampler=sampler,
       operations=[
+          demo_data.ParseDigit(),
           DropFaintScans(),
           ShiftAndNoise(),
           grain.transforms.Batch(batch_size=BATCH_SIZE, drop_remainder=True),
@@ -73,7 +74,7 @@ def make_loader(source) -> grain.DataLoader:
 def count_kept(source) -> int:
   """Records of one epoch that DropFaintScans keeps."""
   keep = DropFaintScans()
-  return sum(keep.filter(source[i]) for i in range(len(source)))
+  return sum(keep.filter(demo_data.decode(source[i])) for i in range(len(source)))
 
 
 def total_steps(source) -> int:
@@ -127,7 +128,7 @@ def train_step(weights, images: np.ndarray, labels: np.ndarray):
 
 def accuracy(weights, source) -> float:
   """Accuracy on a split, un-augmented."""
-  records = [source[i] for i in range(len(source))]
+  records = [demo_data.decode(source[i]) for i in range(len(source))]
   images = np.stack([r["image"] for r in records]).astype(np.float32) / 16
   labels = np.array([r["label"] for r in records])
   probs, _ = predict(weights, images)
