@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo test bench setup cpp python test-cpp test-python clean
+.PHONY: demo test bench setup cpp python test-cpp test-python fuzz clean
 
 $(VENV)/.deps: requirements-dev.txt
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
@@ -44,6 +44,16 @@ demo: python
 
 bench: python
 	$(PY) bench/bench.py
+
+# Fuzzes the ArrayRecord reader under ASan + UBSan (FUZZ_SECONDS, default 300). Not part of
+# `make test`; needs clang (installed here if missing).
+FUZZ_SECONDS ?= 300
+fuzz: python
+	@command -v clang++ >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq clang)
+	PATH=$(abspath $(VENV))/bin:$$PATH CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DSPELT_BUILD_FUZZERS=ON >/dev/null
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build build/fuzz --target array_record_fuzz -j $(JOBS)
+	$(PY) cpp/fuzz/seed_corpus.py build/fuzz/corpus
+	build/fuzz/array_record_fuzz -max_len=300000 -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus
 
 clean:
 	rm -rf build $(VENV)

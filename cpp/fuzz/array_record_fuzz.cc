@@ -4,16 +4,12 @@
 // UnsupportedError); any other exception, a crash, a sanitizer report, a hang or an allocation
 // over -malloc_limit_mb is a bug.
 //
-// Build (from the repository root; not part of the CMake build):
-//   clang++ -std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined \
-//     -fno-sanitize-recover=undefined -Icpp/include cpp/fuzz/array_record_fuzz.cc \
-//     cpp/src/array_record_{chunk_cache,errors,file,layout,read_plan,reader}.cc \
-//     cpp/src/riegeli_{buffer,chunk_reader,compression,format,hash,simple_chunk}.cc \
-//     cpp/src/thread_pool.cc -lzstd -lbrotlienc -lbrotlidec -lsnappy -lhighwayhash -lpthread \
-//     -o /tmp/array_record_fuzz
+// Build and run: `make fuzz` (CMake option SPELT_BUILD_FUZZERS, clang, ASan + UBSan), or
+//   CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DSPELT_BUILD_FUZZERS=ON
+//   cmake --build build/fuzz --target array_record_fuzz
 // Run with a corpus of small valid files (written by ArrayRecordWriter, each prefixed with one
 // options byte; files are at least 128 KiB, so raise -max_len):
-//   /tmp/array_record_fuzz -max_len=300000 -timeout=10 CORPUS_DIR
+//   build/fuzz/array_record_fuzz -max_len=300000 -timeout=10 CORPUS_DIR
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -38,7 +34,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.verify_header_hashes = (flags & 1) == 0;
   options.verify_data_hash = (flags & 2) == 0;
   options.cache_chunks = (flags >> 2) & 3;
-  options.max_threads = 2;
   const int batch_threads = (flags & 16) ? 2 : 1;
 
   const int fd = memfd_create("array_record_fuzz", MFD_CLOEXEC);

@@ -100,6 +100,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
  private:
   // A ReadRecords() call: its plan, its result, and the state its workers share.
   struct Batch {
+    const ArrayRecordReaderImpl* reader;  // used only while a run is left to read
     std::span<const uint64_t> indices;
     ReadPlan plan;
     std::vector<std::string> records;  // the result, by position in `indices`
@@ -143,8 +144,9 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   std::vector<ChunkPtr> ReadDataChunks(uint64_t first, uint64_t end) const;
 
   void ReadRun(Batch& batch, const ReadPlan::Run& run) const;
-  void Work(Batch& batch) const;
-  internal::ThreadPool& Pool() const;
+  // Reads runs of `batch` until none is left. Static: a helper may start after the call (and
+  // the reader) is gone, and then touches only `batch`.
+  static void Work(Batch& batch);
 
   const ArrayRecordReaderOptions options_;
   const internal::riegeli::ChunkChecks checks_{options_.verify_header_hashes,
@@ -158,9 +160,15 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   std::vector<uint64_t> chunk_offsets_;  // one per data chunk, then the footer offset
   std::vector<uint64_t> decoded_sizes_;  // one per data chunk
   mutable ChunkCache cache_;
-  mutable std::once_flag pool_once_;
-  mutable std::unique_ptr<internal::ThreadPool> pool_;  // last: its threads stop first
 };
+
+// The helpers of ReadRecords(), shared by all readers. Never destroyed: helpers may still be
+// queued when static destructors run.
+internal::ThreadPool& SharedPool() {
+  static internal::ThreadPool* const pool = new internal::ThreadPool(
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  return *pool;
+}
 
 void ArrayRecordReaderImpl::ReadIndex() {
   const uint64_t size = file_.size();
@@ -333,16 +341,16 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
                                                             int num_threads) const {
   for (const uint64_t index : indices) CheckIndex(index);
   auto batch = std::make_shared<Batch>();
+  batch->reader = this;
   batch->indices = indices;
   batch->plan = internal::array_record::PlanReads(
       indices, group_size_, chunk_offsets_, kMaxRunBytes,
       [&](uint64_t c) { return cache_.Find(c) != nullptr; });
   batch->records.resize(indices.size());
-  // The caller works too; helpers on the pool take runs until none is left. A helper that
-  // starts after the last run only touches `batch`, which it keeps alive.
+  // The caller works too, so the call finishes even if no helper ever starts.
   const size_t num_runs = batch->plan.runs.size();
   const size_t num_workers = std::min<size_t>(std::max(num_threads, 1), num_runs);
-  for (size_t i = 1; i < num_workers; ++i) Pool().Submit([this, batch] { Work(*batch); });
+  for (size_t i = 1; i < num_workers; ++i) SharedPool().Submit([batch] { Work(*batch); });
   Work(*batch);
   std::unique_lock<std::mutex> lock(batch->mu);
   batch->all_done.wait(lock, [&] { return batch->runs_done.load() == num_runs; });
@@ -369,12 +377,12 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   cache_.Insert(plan.groups[run.end - 1].chunk, chunks.back());
 }
 
-void ArrayRecordReaderImpl::Work(Batch& batch) const {
+void ArrayRecordReaderImpl::Work(Batch& batch) {
   const size_t num_runs = batch.plan.runs.size();
   for (size_t r; (r = batch.next_run.fetch_add(1)) < num_runs;) {
     if (!batch.failed.load()) {
       try {
-        ReadRun(batch, batch.plan.runs[r]);
+        batch.reader->ReadRun(batch, batch.plan.runs[r]);
       } catch (...) {
         std::lock_guard<std::mutex> lock(batch.mu);
         if (!batch.error) batch.error = std::current_exception();
@@ -386,16 +394,6 @@ void ArrayRecordReaderImpl::Work(Batch& batch) const {
       batch.all_done.notify_all();
     }
   }
-}
-
-internal::ThreadPool& ArrayRecordReaderImpl::Pool() const {
-  std::call_once(pool_once_, [&] {
-    const int threads = options_.max_threads > 0
-                            ? options_.max_threads
-                            : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    pool_ = std::make_unique<internal::ThreadPool>(threads);
-  });
-  return *pool_;
 }
 
 ArrayRecordInfo ArrayRecordReaderImpl::Info() const {

@@ -1,10 +1,12 @@
 // ArrayRecordWriterOptions: array_record's option strings, defaults and validation.
 #include "array_record_writer_options.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace spelt {
 namespace {
@@ -47,6 +49,7 @@ bool IsZstdOrBrotli(ArrayRecordCompression compression) {
 
 ArrayRecordWriterOptions ArrayRecordWriterOptions::FromString(std::string_view text) {
   ArrayRecordWriterOptions options;
+  std::vector<std::string> seen;  // each option (compression counting as one) at most once
   while (!text.empty()) {
     const size_t comma = text.find(',');
     const std::string_view option = text.substr(0, comma);
@@ -56,6 +59,13 @@ ArrayRecordWriterOptions ArrayRecordWriterOptions::FromString(std::string_view t
     const std::string_view key = option.substr(0, colon);
     const bool has_value = colon != std::string_view::npos;
     const std::string_view value = has_value ? option.substr(colon + 1) : std::string_view();
+    const bool is_compression =
+        key == "uncompressed" || key == "zstd" || key == "brotli" || key == "snappy";
+    const std::string slot = is_compression ? "compression" : std::string(key);
+    if (std::find(seen.begin(), seen.end(), slot) != seen.end()) {
+      Invalid("\"" + std::string(option) + "\": " + slot + " is given more than once");
+    }
+    seen.push_back(slot);
     const auto no_value = [&] {
       if (has_value) Invalid("\"" + std::string(key) + "\" takes no value");
     };
@@ -77,10 +87,15 @@ ArrayRecordWriterOptions ArrayRecordWriterOptions::FromString(std::string_view t
       compression(ArrayRecordCompression::kSnappy, false);
     } else if (key == "window_log") {
       options.window_log = ParseNumber<int>(option, value);
-    } else if (key == "pad_to_block_boundary" && (value.empty() || value == "true")) {
+    } else if (key == "pad_to_block_boundary" && value == "true") {
       options.pad_to_block_boundary = true;
-    } else if (key == "pad_to_block_boundary" && value == "false") {
+    } else if (key == "pad_to_block_boundary" && (value.empty() || value == "false")) {
+      // A bare pad_to_block_boundary means false since array_record 0.8.4.
       options.pad_to_block_boundary = false;
+    } else if (key == "default") {
+      no_value();  // array_record's explicit "all defaults"
+    } else if (key == "transpose_bucket_size") {
+      ParseNumber<uint64_t>(option, value);  // applies only to transposed chunks: ignored
     } else if (key == "transpose" && value == "false") {
       // The default.
     } else if (key == "transpose") {

@@ -259,9 +259,7 @@ TEST(ArrayRecordTest, ParallelReadRecordsEqualsSequentialReads) {
   for (const char* options : {"group_size:1", "group_size:16,snappy", "group_size:500,brotli:1"}) {
     const std::string path = TempPath("parallel");
     WriteFile(path, records, ArrayRecordWriterOptions::FromString(options));
-    ArrayRecordReaderOptions reader_options;
-    reader_options.max_threads = 4;
-    const auto reader = ArrayRecordReader::Open(path, reader_options);
+    const auto reader = ArrayRecordReader::Open(path);
     std::vector<std::string> expected;
     for (uint64_t i : indices) expected.push_back(records[i]);
     for (int threads : {1, 2, 8}) {

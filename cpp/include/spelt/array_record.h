@@ -83,9 +83,6 @@ struct ArrayRecordReaderOptions {
   // decode their chunk once. 0 disables the cache. Each entry holds one decoded chunk
   // (group_size records), so keep this small for large groups.
   size_t cache_chunks = 4;
-  // Threads of the pool that ReadRecords() uses, started on its first parallel call;
-  // 0 means std::thread::hardware_concurrency().
-  int max_threads = 0;
 };
 
 // Facts about one file, for tools such as `inspect`.
@@ -128,9 +125,11 @@ class ArrayRecordReader {
   virtual std::string ReadRecord(uint64_t index) const = 0;
 
   // Copies of the records at `indices` (in that order; repeats allowed). Indices are grouped by
-  // chunk and each chunk is decoded once, by up to `num_threads` threads (the caller and pool
-  // threads; <= 1 reads in the calling thread). Every index is checked before anything is read
-  // (std::out_of_range). If chunks are bad, throws the error of one of them.
+  // chunk, each chunk is decoded once, and neighbouring chunks are read with one pread. Up to
+  // `num_threads` threads work on it: the caller and helpers from a pool that all readers share
+  // (std::thread::hardware_concurrency() threads, started on first use); <= 1 reads in the
+  // calling thread only. Every index is checked before anything is read (std::out_of_range).
+  // If chunks are bad, throws the error of one of them.
   virtual std::vector<std::string> ReadRecords(std::span<const uint64_t> indices,
                                                int num_threads = 1) const = 0;
 
@@ -163,9 +162,11 @@ struct ArrayRecordWriterOptions {
   bool pad_to_block_boundary = false;
 
   // Parses array_record's option syntax, a comma-separated list of: group_size:N,
-  // uncompressed, zstd[:L], brotli[:L], snappy, window_log:N, pad_to_block_boundary[:true|false],
+  // uncompressed, zstd[:L], brotli[:L], snappy, window_log:N, pad_to_block_boundary[:true|false]
+  // (bare = false, as array_record >= 0.8.4), default, transpose_bucket_size:N (ignored),
   // transpose:false, max_parallelism:N|auto (accepted and ignored: encoding is serial).
-  // An empty string gives the defaults. Throws std::invalid_argument naming the bad option
+  // Each option at most once (one compression). An empty string gives the defaults.
+  // Throws std::invalid_argument naming the bad option
   // (also for `transpose`/`transpose:true`, which is not supported).
   static ArrayRecordWriterOptions FromString(std::string_view text);
   // array_record's description of these options, stored in the footer, e.g.
