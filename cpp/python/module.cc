@@ -25,8 +25,12 @@ namespace spelt::python {
 namespace {
 
 // An engine iterator owned by Python; destroyed without the GIL (it may join threads).
+// A serial pipeline (one that calls Python per element, see DatasetNode::Serial) runs with
+// the GIL held by the calling thread: its work is mostly Python calls, which would otherwise
+// take and drop the GIL several times per element. Other pipelines run without the GIL.
 struct Iterator {
   std::unique_ptr<DatasetIterator> it;
+  bool serial = false;
   bool closed = false;
   ~Iterator() {
     nb::gil_scoped_release release;
@@ -159,6 +163,7 @@ NB_MODULE(_core, m) {
       .def("flat_map", [](const IterDataset& d, nb::object fn) { return d.FlatMap(PyFlatMapFn(fn)); })
       .def("make_iterator", [](const IterDataset& d) {
         auto out = std::make_unique<Iterator>();
+        out->serial = d.node()->Serial();
         {
           nb::gil_scoped_release release;
           out->it = d.MakeIterator();
@@ -169,7 +174,9 @@ NB_MODULE(_core, m) {
   nb::class_<Iterator>(m, "Iterator")
       .def("next", [](Iterator& self) {
         std::optional<Value> v;
-        {
+        if (self.serial) {
+          v = self.get().Next();
+        } else {
           nb::gil_scoped_release release;
           v = self.get().Next();
         }
