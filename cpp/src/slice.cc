@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "nodes.h"
+#include "range_length.h"
 
 namespace spelt::internal {
 namespace {
@@ -12,18 +13,7 @@ class SliceNode final : public MapNode {
   SliceNode(MapNodePtr parent, int64_t start, int64_t stop, int64_t step)
       : MapNode({parent}), parent_(std::move(parent)), start_(start), step_(step),
         parent_length_(parent_->Length()) {
-    if (step > 0) {
-      // Unsigned arithmetic: no overflow for huge steps (Python: len(range(0, 10, 2**63-1)) == 1).
-      length_ = stop > start ? static_cast<int64_t>((static_cast<uint64_t>(stop) -
-                                                     static_cast<uint64_t>(start) - 1) /
-                                                    static_cast<uint64_t>(step) + 1)
-                             : 0;
-    } else {
-      length_ = start > stop ? static_cast<int64_t>((static_cast<uint64_t>(start) -
-                                                     static_cast<uint64_t>(stop) - 1) /
-                                                    (0 - static_cast<uint64_t>(step)) + 1)
-                             : 0;
-    }
+    length_ = RangeLength(start, stop, step);
   }
   std::string Name() const override { return "SliceMapDataset"; }
   int64_t Length() const override { return length_; }

@@ -1,6 +1,8 @@
 // Implementation of spelt/source.h.
 #include "spelt/source.h"
 
+#include "range_length.h"
+
 #include <stdexcept>
 
 namespace spelt {
@@ -24,18 +26,7 @@ void CheckIndex(int64_t index, int64_t length, const RandomAccessSource& source)
 RangeSource::RangeSource(int64_t start, int64_t stop, int64_t step)
     : start_(start), stop_(stop), step_(step) {
   if (step == 0) throw std::invalid_argument("RangeSource: step must not be 0");
-  if (step > 0) {
-    // Unsigned arithmetic: no overflow for huge steps (Python: len(range(0, 10, 2**63-1)) == 1).
-    length_ = stop > start ? static_cast<int64_t>((static_cast<uint64_t>(stop) -
-                                                   static_cast<uint64_t>(start) - 1) /
-                                                  static_cast<uint64_t>(step) + 1)
-                           : 0;
-  } else {
-    length_ = start > stop ? static_cast<int64_t>((static_cast<uint64_t>(start) -
-                                                   static_cast<uint64_t>(stop) - 1) /
-                                                  (0 - static_cast<uint64_t>(step)) + 1)
-                           : 0;
-  }
+  length_ = internal::RangeLength(start, stop, step);
 }
 
 Value RangeSource::Get(int64_t index) const {
