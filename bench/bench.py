@@ -296,6 +296,8 @@ def main() -> None:
   lowest = min(r.ratio for r in results)
   verdict = "met" if lowest >= GOAL_RATIO else "NOT met"
   print(f"\ngoal Spelt >= {GOAL_RATIO:g}x Grain: {verdict} (lowest ratio {lowest:.1f}x)")
+  import bench_array_record  # ArrayRecord reads, Spelt vs array-record; same -k filter
+  bench_array_record.main(["-k", args.k])
 
 
 if __name__ == "__main__":
