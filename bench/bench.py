@@ -298,6 +298,8 @@ def main() -> None:
   print(f"\ngoal Spelt >= {GOAL_RATIO:g}x Grain: {verdict} (lowest ratio {lowest:.1f}x)")
   import bench_array_record  # ArrayRecord reads, Spelt vs array-record; same -k filter
   bench_array_record.main(["-k", args.k])
+  import bench_workers  # worker processes, Spelt vs Grain; same -k filter
+  bench_workers.main(["-k", args.k])
 
 
 if __name__ == "__main__":

@@ -43,7 +43,7 @@ TRANSFORM_US = 200
 TRANSFORM_RECORDS = 64 * 150
 TRANSFORM_BATCH = 64
 LARGE_FLOATS = (1 << 20) // 4
-LARGE_RECORDS = 32 * 40
+LARGE_RECORDS = 32 * 80
 LARGE_BATCH = 32
 SAMPLE_SECONDS = 0.02
 
@@ -169,10 +169,6 @@ class MemorySampler:
 # One repetition, in a fresh interpreter.
 
 
-def _records(batch: np.ndarray) -> int:
-  return len(batch)
-
-
 def child(spec: dict[str, Any]) -> dict[str, Any]:
   if spec["engine"] == "grain":
     logging.getLogger("absl").setLevel(logging.ERROR)
@@ -181,36 +177,34 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     import spelt as g  # pylint: disable=import-outside-toplevel
   case, workers, rounds = spec["case"], spec["workers"], spec["rounds"]
   if case == "check":
-    import spelt  # pylint: disable=import-outside-toplevel
     for name in ("transform", "large"):
-      want = list(build(spelt, name, 0, rounds))[:4]
-      got = list(build(spelt, name, 2, rounds))[:4]
-      assert all(np.array_equal(a, b) for a, b in zip(got, want)) and len(got) == 4, name
+      want = list(build(g, name, 0, rounds))[:4]
+      got = list(build(g, name, 2, rounds))[:4]
+      assert len(got) == 4 and all(np.array_equal(a, b) for a, b in zip(got, want)), name
     return {}
-  memory = MemorySampler()
-  start = time.perf_counter()
-  it = iter(build(g, case, workers, rounds))
-  records = _records(next(it))
-  first = time.perf_counter()
   if case == "first batch":
-    it2 = iter(build(g, "transform", workers, rounds))
-    next(it2)
-    second = time.perf_counter() - first
-    memory.stop()
-    return {"first": first - start, "second": second}
+    seconds = []
+    for _ in range(2):  # the first iterator of a process, then another one
+      start = time.perf_counter()
+      it = iter(build(g, "transform", workers, rounds))
+      next(it)
+      seconds.append(time.perf_counter() - start)
+      it.close()
+    return {"first": seconds[0], "second": seconds[1]}
+  memory = MemorySampler()
+  it = iter(build(g, case, workers, rounds))
+  records = len(next(it))
+  first = time.perf_counter()
   for batch in it:
-    records += _records(batch)
+    records += len(batch)
   end = time.perf_counter()
   memory.sample()
   memory.stop()
+  batch_size = LARGE_BATCH if case == "large" else TRANSFORM_BATCH
   expected = LARGE_RECORDS if case == "large" else TRANSFORM_RECORDS
   assert records == expected, f"{records} records, not {expected}"
-  rate = (records - _records_in_first(case)) / (end - first)
-  return {"rate": rate, "pss": memory.peak_pss, "rss": memory.peak_rss}
-
-
-def _records_in_first(case: str) -> int:
-  return LARGE_BATCH if case == "large" else TRANSFORM_BATCH
+  return {"rate": (records - batch_size) / (end - first), "pss": memory.peak_pss,
+          "rss": memory.peak_rss}
 
 
 def run_child(spec: dict[str, Any]) -> dict[str, Any]:
@@ -245,55 +239,59 @@ CONFIGS = [
 ]
 
 
+# (what, numerator, denominator, result key, goal): the issue's goals as ratios of medians.
+GOALS = [
+    ("transform: Spelt 2w / Grain 2w records/s", Config("transform", "spelt", 2),
+     Config("transform", "grain", 2), "rate", 1.2),
+    ("transform: Spelt 2w / Spelt 0w records/s", Config("transform", "spelt", 2),
+     Config("transform", "spelt", 0), "rate", 1.7),
+    ("large: Spelt / Grain bytes/s", Config("large", "spelt", 2), Config("large", "grain", 2),
+     "rate", 3.0),
+    ("first batch 2w: Grain / Spelt time", Config("first batch", "grain", 2),
+     Config("first batch", "spelt", 2), "first", 1.0),
+    ("first batch 4w: Grain / Spelt time", Config("first batch", "grain", 4),
+     Config("first batch", "spelt", 4), "first", 1.0),
+    ("transform: Grain / Spelt peak PSS", Config("transform", "grain", 2),
+     Config("transform", "spelt", 2), "pss", 1.0),
+    ("large: Grain / Spelt peak PSS", Config("large", "grain", 2), Config("large", "spelt", 2),
+     "pss", 1.0),
+]
+
+
 def _median(results: list[dict[str, Any]], key: str) -> float:
   return statistics.median(r[key] for r in results)
 
 
 def _spread(results: list[dict[str, Any]], key: str, scale: float, fmt: str) -> str:
+  """Median (min-max) of results[key] * scale."""
   values = [r[key] * scale for r in results]
-  return (f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})")
+  return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
+
+
+def _rows(config: Config, results: list[dict[str, Any]]) -> list[tuple[str, str]]:
+  """(measure, value) rows of one configuration."""
+  if config.case == "first batch":
+    return [("s, 1st iterator", _spread(results, "first", 1, ".3f")),
+            ("s, 2nd iterator", _spread(results, "second", 1, ".3f"))]
+  unit = "MiB/s" if config.case == "large" else "records/s"  # a large record is 1 MiB
+  rows = [(unit, _spread(results, "rate", 1, ",.0f"))]
+  if config.workers:
+    rows += [("peak PSS MiB", _spread(results, "pss", 2**-20, ",.0f")),
+             ("peak RSS MiB", _spread(results, "rss", 2**-20, ",.0f"))]
+  return rows
 
 
 def report(results: dict[Config, list[dict[str, Any]]]) -> None:
-  def get(case, engine, workers):
-    return results.get(Config(case, engine, workers))
-
-  rows = []
-  for config, rs in results.items():
-    if config.case == "transform":
-      rows.append((config.case, config.label, "records/s", _spread(rs, "rate", 1, ",.0f")))
-    elif config.case == "large":
-      rows.append((config.case, config.label, "MiB/s",
-                   _spread(rs, "rate", 1, ",.0f")))  # 1 record = 1 MiB
-    else:
-      rows.append((config.case, config.label, "s, 1st iterator", _spread(rs, "first", 1, ".3f")))
-      rows.append((config.case, config.label, "s, 2nd iterator", _spread(rs, "second", 1, ".3f")))
-    if config.case in ("transform", "large") and config.workers:
-      rows.append((config.case, config.label, "peak PSS MiB", _spread(rs, "pss", 2**-20, ",.0f")))
-      rows.append((config.case, config.label, "peak RSS MiB", _spread(rs, "rss", 2**-20, ",.0f")))
+  rows = [(config.case, config.label, *row)
+          for config, rs in results.items() for row in _rows(config, rs)]
   widths = [max(len(r[i]) for r in rows) for i in range(4)]
   for row in rows:
     print("  ".join(f"{v:<{w}}" for v, w in zip(row, widths)))
   print()
-  goals = []
-  s2, g2, s0 = get("transform", "spelt", 2), get("transform", "grain", 2), get("transform", "spelt", 0)
-  if s2 and g2:
-    goals.append(("transform: Spelt 2w / Grain 2w records/s", _median(s2, "rate") / _median(g2, "rate"), 1.2))
-  if s2 and s0:
-    goals.append(("transform: Spelt 2w / Spelt 0w records/s", _median(s2, "rate") / _median(s0, "rate"), 1.7))
-  ls, lg = get("large", "spelt", 2), get("large", "grain", 2)
-  if ls and lg:
-    goals.append(("large: Spelt / Grain bytes/s", _median(ls, "rate") / _median(lg, "rate"), 3.0))
-  for w in (2, 4):
-    fs, fg = get("first batch", "spelt", w), get("first batch", "grain", w)
-    if fs and fg:
-      goals.append((f"first batch {w}w: Grain / Spelt time", _median(fg, "first") / _median(fs, "first"), 1.0))
-  for case in ("transform", "large"):
-    cs, cg = get(case, "spelt", 2), get(case, "grain", 2)
-    if cs and cg:
-      goals.append((f"{case}: Grain / Spelt peak PSS", _median(cg, "pss") / _median(cs, "pss"), 1.0))
-  for name, ratio, goal in goals:
-    print(f"{name}: {ratio:.2f}x (goal >= {goal:g}x: {'met' if ratio >= goal else 'NOT met'})")
+  for what, numerator, denominator, key, goal in GOALS:
+    if numerator in results and denominator in results:
+      ratio = _median(results[numerator], key) / _median(results[denominator], key)
+      print(f"{what}: {ratio:.2f}x (goal >= {goal:g}x: {'met' if ratio >= goal else 'NOT met'})")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -306,6 +304,8 @@ def main(argv: list[str] | None = None) -> None:
     print(json.dumps(child(json.loads(args.child))))
     return
   configs = [c for c in CONFIGS if args.k in c.case]
+  if not configs:  # e.g. a -k meant for another bench module
+    return
   rounds = calibrate_rounds()
   per_call_us = _time_augment(rounds)
   print(f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}; transform: {rounds}"

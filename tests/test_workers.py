@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 
-import numpy as np
 import pytest
 
 import pipelines
@@ -183,6 +182,19 @@ def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
   assert shmem_kib < 128 << 10
 
 
+def test_region_allocator_reuses_and_merges_free_space():
+  allocator = arena.RegionAllocator(1024)
+  a, b, c = (allocator.allocate(256) for _ in range(3))
+  assert (a, b, c) == (0, 256, 512)
+  assert allocator.allocate(512) is None
+  allocator.free(b)
+  assert allocator.allocate(128) == 256  # lowest hole first
+  allocator.free(256)
+  allocator.free(a)
+  allocator.free(c)  # merges with both neighbours: one hole again
+  assert allocator.allocate(1024) == 0
+
+
 def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
   monkeypatch.setattr(arena, "ARENA_BYTES", 1 << 20)
   ds = spelt.MapDataset.range(6).map(wp.big_array_mib).to_iter_dataset().mp_prefetch(
@@ -288,7 +300,7 @@ def test_close_and_gc_stop_workers(how):
 
 
 _CONSUMER = """
-import json, os, sys, time
+import json, os, sys
 sys.path.insert(0, {tests!r})
 import spelt, worker_pipelines as wp
 ds = spelt.MapDataset.range(10**6).map(wp.big_array).to_iter_dataset().batch(2).mp_prefetch(

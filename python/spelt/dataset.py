@@ -314,7 +314,17 @@ class DatasetIterator(abc.ABC, Iterator[Any]):
     """Releases resources; idempotent."""
 
 
-class _NativeDatasetIterator(DatasetIterator):
+class _Unpicklable:
+  """Mixin for iterators that hold live resources (threads, processes)."""
+
+  def __getstate__(self):
+    raise TypeError(
+        "a DatasetIterator cannot be pickled; save get_state() and restore it with"
+        " set_state() on a new iterator"
+    )
+
+
+class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
   """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
 
   def __init__(self, it: Any):
@@ -339,12 +349,6 @@ class _NativeDatasetIterator(DatasetIterator):
     if not self._closed:
       self._closed = True
       self._it.close()
-
-  def __getstate__(self):
-    raise TypeError(
-        "a DatasetIterator cannot be pickled; save get_state() and restore it with"
-        " set_state() on a new iterator"
-    )
 
 
 def _native_or_python(source: Any) -> Any:

@@ -2,18 +2,18 @@
 
 A chunk should be long enough that the fixed cost of a request and its reply (tens of
 microseconds on each side) is small against the work, and short enough that the consumer does
-not wait long for the first element, nor fill an arena. The sizer starts at one element, then
-aims at TARGET_SECONDS of worker time per chunk, capped by element count and by bytes (a share
-of the worker's arena). Sizes affect only speed: the output never depends on them.
+not wait long for the first element. The sizer starts at one element, then aims at
+TARGET_SECONDS of worker time per chunk, capped by element count and by bytes: with large
+arrays, smaller chunks keep the copies of workers and consumer overlapping (8 MiB beat 32 MiB
+by ~20% with 1 MiB elements on 2 cores) and touch less of the arenas. Sizes affect only speed:
+the output never depends on them.
 """
 
 from __future__ import annotations
 
-from spelt._workers import arena
-
 TARGET_SECONDS = 0.01
 MAX_ELEMENTS = 1024
-MAX_BYTES = arena.ARENA_BYTES // 8
+MAX_BYTES = 8 << 20
 _SMOOTHING = 0.3  # weight of the newest observation
 
 

@@ -32,15 +32,14 @@ from spelt._workers import protocol
 _NAME = "ProcessPrefetchIterDataset"
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class _Chunk:
   begin: int
   size: int
   worker: int
-  stale: bool = False  # requested before a set_state / error: its reply is dropped
 
 
-class ProcessPrefetchIterator(dataset.DatasetIterator):
+class ProcessPrefetchIterator(dataset._Unpicklable, dataset.DatasetIterator):  # pylint: disable=protected-access
   """Elements of a MapDataset, computed by a WorkerPool, in index order (see module doc)."""
 
   def __init__(
@@ -115,23 +114,18 @@ class ProcessPrefetchIterator(dataset.DatasetIterator):
       self._closed = True
       self._stop()
 
-  def __getstate__(self):
-    raise TypeError(
-        "a DatasetIterator cannot be pickled; save get_state() and restore it with"
-        " set_state() on a new iterator"
-    )
-
   # Scheduling.
   def _restart(self) -> None:
-    """Continues from _next_index: drops the current chunk and what is in flight."""
-    for chunk in self._in_flight:
-      chunk.stale = True
+    """Continues from _next_index: drops the current chunk and what is in flight (the
+    replies to chunks no longer in _in_flight are discarded as they arrive)."""
     self._in_flight.clear()
     self._values, self._values_begin, self._position = [], self._next_index, 0
     self._error = None
     self._submit_index = self._next_index
 
   def _refill(self) -> None:
+    if self._submit_index >= self._length:
+      return
     pool = self._ensure_pool()
     limit = pool.num_workers * self._chunks_per_worker
     while len(self._in_flight) < limit and self._submit_index < self._length:
@@ -148,10 +142,8 @@ class ProcessPrefetchIterator(dataset.DatasetIterator):
     chunk = self._in_flight.popleft()
     self._refill()  # keep every worker busy while this chunk is consumed
     outstanding = self._outstanding[chunk.worker]
-    while outstanding[0].stale:
-      outstanding.popleft()
+    while outstanding.popleft() is not chunk:  # replies come in request order
       self._pool.discard(chunk.worker)
-    assert outstanding.popleft() is chunk
     reply = self._pool.receive(chunk.worker)
     self._sizer.observe(len(reply.values), reply.seconds, reply.nbytes)
     self._values, self._values_begin, self._position = reply.values, chunk.begin, 0

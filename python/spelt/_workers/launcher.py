@@ -17,6 +17,7 @@ import os
 import signal
 import subprocess
 import sys
+from multiprocessing import connection
 
 _BOOTSTRAP = (
     "import json, sys; sys.path[:] = json.loads(sys.argv[1]);"
@@ -60,8 +61,12 @@ class WorkerProcess:
 
   def wait(self, timeout: float) -> bool:
     """Waits up to `timeout` seconds for the exit; True if the process has exited."""
+    timeout = max(timeout, 0.0)
+    if self.sentinel is not None:  # wakes up at the exit (Popen.wait polls with sleeps)
+      connection.wait([self.sentinel], timeout)
+      return self.exitcode is not None
     try:
-      self._popen.wait(timeout=max(timeout, 0.0))
+      self._popen.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
       return False
     return True

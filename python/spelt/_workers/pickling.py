@@ -15,7 +15,7 @@ import cloudpickle
 
 _SEARCH_DEPTH = 4
 # Dataset attributes that are not part of what it computes.
-_SKIPPED = ("_parents", "_node_cache", "_payload")
+_SKIPPED = ("_parents", "_node_cache")
 
 
 def dumps(obj: Any, what: str) -> bytes:

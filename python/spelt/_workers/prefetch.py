@@ -45,31 +45,26 @@ class ProcessPrefetchIterDataset(dataset.IterDataset):
     self._allow_nones = allow_nones
     self._options = options
     self._worker_init_fn = worker_init_fn
-    self._payload: tuple[bytes, bytes] | None = None  # pickled once, on first iteration
 
   def _make_node(self):
     # The MapDataset is the node's parent for default seeds of later random transformations.
     return _core.python_iter_dataset(self, self._parents[0]._node)
 
   def __iter__(self) -> iterator_lib.ProcessPrefetchIterator:
-    parent = self._parents[0]
-    if self._payload is None:
-      self._payload = (
-          pickling.dumps(parent, "the pipeline"),
-          pickling.dumps(self._worker_init_fn, "worker_init_fn"),
-      )
     return iterator_lib.ProcessPrefetchIterator(
-        functools.partial(pool_lib.WorkerPool, *self._payload, self._options.num_workers),
-        length=len(parent),
+        self._start_pool,
+        length=len(self._parents[0]),
         allow_nones=self._allow_nones,
         # One chunk being computed, the others ready: at least two per worker.
         chunks_per_worker=self._options.per_worker_buffer_size + 1,
     )
 
-  def __getstate__(self):
-    state = super().__getstate__()
-    state.pop("_payload", None)
-    return state
+  def _start_pool(self) -> pool_lib.WorkerPool:
+    # Pickled for each pool and not kept: for an in-memory source the pickle is as large as
+    # the data.
+    return pool_lib.WorkerPool(pickling.dumps(self._parents[0], "the pipeline"),
+                               pickling.dumps(self._worker_init_fn, "worker_init_fn"),
+                               self._options.num_workers)
 
   def __str__(self) -> str:
     return (

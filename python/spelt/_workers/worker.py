@@ -48,7 +48,7 @@ def _exit_with_parent(parent_pid: int) -> None:
 
 
 def _load_payload(fd: int, size: int) -> tuple:
-  """(dataset, worker_init_fn) from the payload memfd, after adopting the consumer's path."""
+  """(dataset, worker_init_fn) from the payload memfd (sys.path is already the consumer's)."""
   with mmap.mmap(fd, size, prot=mmap.PROT_READ) as mm:
     dataset_bytes, init_bytes = pickle.loads(mm)
   os.close(fd)
