@@ -69,7 +69,58 @@ class _Node:
     self.__dict__.update(state)
 
 
-class MapDataset(_Node, abc.ABC):
+class _Transformations(_Node):
+  """The transformations MapDataset and IterDataset share; each returns a new dataset of the
+  same kind, built by ``self._derive(name, *args)`` on the engine node."""
+
+  def _derive(self, op: str, *args: Any) -> Any:
+    raise NotImplementedError
+
+  def seed(self, seed: int) -> Any:
+    """Sets the seed from which later random transformations derive default seeds."""
+    return self._derive("seed", _check_seed(seed, "seed"))
+
+  def map(self, transform: transforms.Map | Callable[[Any], Any]) -> Any:
+    return self._derive("map", _callables.map_fn(transform))
+
+  def random_map(
+      self,
+      transform: transforms.RandomMap | Callable[[Any, Any], Any],
+      *,
+      seed: int | None = None,
+  ) -> Any:
+    """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, k], where k
+    is the global index on a MapDataset and the element count on an IterDataset."""
+    fn = _callables.random_map_fn(transform)
+    seed = _resolve_seed(seed, self._node, "random_map")
+    return self._derive("random_map", _callables.RandomMapCall(fn, seed), seed)
+
+  def map_with_index(
+      self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
+  ) -> Any:
+    return self._derive("map_with_index", _callables.map_with_index_fn(transform))
+
+  def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> Any:
+    return self._derive("filter", _callables.filter_fn(transform))
+
+  def batch(
+      self,
+      batch_size: int,
+      *,
+      drop_remainder: bool = False,
+      batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+  ) -> Any:
+    """Stacks batch_size consecutive elements (on a MapDataset, never across epochs)."""
+    return self._derive("batch", batch_size, drop_remainder, batch_fn)
+
+  def apply(self, transformations: Any) -> Any:
+    return _apply(self, transformations)
+
+  def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
+    return func(self, *args, **kwargs)
+
+
+class MapDataset(_Transformations, abc.ABC):
   """A random-access dataset (Grain's ``MapDataset``).
 
   Subclass it with ``__len__`` and ``__getitem__(index)`` (global index; return None for a
@@ -122,63 +173,24 @@ class MapDataset(_Node, abc.ABC):
     return self.to_iter_dataset().__iter__()
 
   # Transformations.
-  def seed(self, seed: int) -> MapDataset:
-    """Sets the seed from which later random transformations derive default seeds."""
-    return _OpMapDataset(self, "seed", _check_seed(seed, "seed"))
+  def _derive(self, op: str, *args: Any) -> MapDataset:
+    return _OpMapDataset(self, op, *args)
 
   def shuffle(self, seed: int | None = None) -> MapDataset:
     """Global shuffle, a new permutation each epoch (epoch e uses seed + e)."""
-    return _OpMapDataset(self, "shuffle", _resolve_seed(seed, self._node, "shuffle"))
+    return self._derive("shuffle", _resolve_seed(seed, self._node, "shuffle"))
 
   def slice(self, sl: builtins.slice) -> MapDataset:
     """Python slice of one epoch."""
     if not isinstance(sl, builtins.slice):
       raise ValueError(f"sl is not a slice: {type(sl)}")
-    return _OpMapDataset(self, "slice", sl.start, sl.stop, sl.step)
+    return self._derive("slice", sl.start, sl.stop, sl.step)
 
   def repeat(
       self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
   ) -> MapDataset:
     """Repeats num_epochs times (None: forever)."""
-    return _OpMapDataset(self, "repeat", num_epochs, reseed_each_epoch)
-
-  def map(self, transform: transforms.Map | Callable[[Any], Any]) -> MapDataset:
-    return _OpMapDataset(self, "map", _callables.map_fn(transform))
-
-  def random_map(
-      self,
-      transform: transforms.RandomMap | Callable[[Any, Any], Any],
-      *,
-      seed: int | None = None,
-  ) -> MapDataset:
-    """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, index]."""
-    fn = _callables.random_map_fn(transform)
-    seed = _resolve_seed(seed, self._node, "random_map")
-    return _OpMapDataset(self, "random_map", _callables.RandomMapCall(fn, seed), seed)
-
-  def map_with_index(
-      self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
-  ) -> MapDataset:
-    return _OpMapDataset(self, "map_with_index", _callables.map_with_index_fn(transform))
-
-  def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> MapDataset:
-    return _OpMapDataset(self, "filter", _callables.filter_fn(transform))
-
-  def batch(
-      self,
-      batch_size: int,
-      *,
-      drop_remainder: bool = False,
-      batch_fn: Callable[[Sequence[Any]], Any] | None = None,
-  ) -> MapDataset:
-    """Stacks batch_size consecutive elements; batches never span epochs."""
-    return _OpMapDataset(self, "batch", batch_size, drop_remainder, batch_fn)
-
-  def apply(self, transformations: Any) -> Any:
-    return _apply(self, transformations)
-
-  def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
-    return func(self, *args, **kwargs)
+    return self._derive("repeat", num_epochs, reseed_each_epoch)
 
   def to_iter_dataset(
       self,
@@ -190,7 +202,7 @@ class MapDataset(_Node, abc.ABC):
     return _PrefetchIterDataset(self, read_options or options_lib.ReadOptions(), allow_nones)
 
 
-class IterDataset(_Node, abc.ABC):
+class IterDataset(_Transformations, abc.ABC):
   """A stream dataset (Grain's ``IterDataset``); ``iter()`` gives a DatasetIterator.
 
   Subclass it with ``__iter__`` returning a :class:`DatasetIterator` (``__next__``,
@@ -212,45 +224,8 @@ class IterDataset(_Node, abc.ABC):
   def __iter__(self) -> DatasetIterator:
     return _NativeDatasetIterator(self._node.make_iterator())
 
-  def seed(self, seed: int) -> IterDataset:
-    return _OpIterDataset(self, "seed", _check_seed(seed, "seed"))
-
-  def map(self, transform: transforms.Map | Callable[[Any], Any]) -> IterDataset:
-    return _OpIterDataset(self, "map", _callables.map_fn(transform))
-
-  def random_map(
-      self,
-      transform: transforms.RandomMap | Callable[[Any, Any], Any],
-      *,
-      seed: int | None = None,
-  ) -> IterDataset:
-    """fn(element, rng); the k-th element's rng is Philox(seed) at counter [0, 0, 0, k]."""
-    fn = _callables.random_map_fn(transform)
-    seed = _resolve_seed(seed, self._node, "random_map")
-    return _OpIterDataset(self, "random_map", _callables.RandomMapCall(fn, seed), seed)
-
-  def map_with_index(
-      self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
-  ) -> IterDataset:
-    return _OpIterDataset(self, "map_with_index", _callables.map_with_index_fn(transform))
-
-  def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> IterDataset:
-    return _OpIterDataset(self, "filter", _callables.filter_fn(transform))
-
-  def batch(
-      self,
-      batch_size: int,
-      *,
-      drop_remainder: bool = False,
-      batch_fn: Callable[[Sequence[Any]], Any] | None = None,
-  ) -> IterDataset:
-    return _OpIterDataset(self, "batch", batch_size, drop_remainder, batch_fn)
-
-  def apply(self, transformations: Any) -> Any:
-    return _apply(self, transformations)
-
-  def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
-    return func(self, *args, **kwargs)
+  def _derive(self, op: str, *args: Any) -> IterDataset:
+    return _OpIterDataset(self, op, *args)
 
   def mp_prefetch(
       self,
