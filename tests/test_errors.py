@@ -99,8 +99,11 @@ def test_bad_arguments_types():
     spelt.MapDataset.range(3).map(3)
   with pytest.raises(ValueError):
     spelt.MapDataset.range(3).slice(1)
+  # A negative index counts from the end of the first epoch (Grain: ds[-1] == ds[len - 1]
+  # too on unshuffled datasets); one past the start is an error.
+  assert spelt.MapDataset.range(3)[-1] == 2
   with pytest.raises(IndexError):
-    spelt.MapDataset.range(3)[-1]
+    spelt.MapDataset.range(3)[-4]
 
 
 # ---------------------------------------------------------------------------------------------

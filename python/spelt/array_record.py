@@ -43,6 +43,8 @@ def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[str]:
     match = _SHARD_SPEC.match(spec)
     if match and not os.path.exists(spec):
       count = int(match["count"])
+      if count == 0:
+        raise ValueError(f"ArrayRecordDataSource: sharded spec {spec!r} has 0 shards")
       out.extend(f"{match['base']}-{i:05d}-of-{count:05d}" for i in range(count))
     elif _GLOB_CHARS.search(spec) and not os.path.exists(spec):
       matches = sorted(glob.glob(spec))
@@ -142,6 +144,8 @@ class ArrayRecordWriter:
   def write(self, record: bytes) -> None:
     if self._writer is None:
       raise ValueError(f"write() on closed ArrayRecordWriter({self._path!r})")
+    if isinstance(record, str):
+      raise TypeError(f"a record must be bytes, not str (encode it first): {record[:40]!r}")
     self._writer.write(bytes(record))
 
   @property

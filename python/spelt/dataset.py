@@ -16,6 +16,7 @@ from __future__ import annotations
 import abc
 import builtins
 import operator
+import operator
 from typing import Any, Callable, Iterator, Sequence
 
 from spelt import _callables
@@ -151,6 +152,7 @@ class MapDataset(_Transformations, abc.ABC):
     """Python's ``range`` as a dataset of ints. ValueError if step == 0."""
     if stop is None:
       start, stop = 0, start
+    start, stop, step = (operator.index(v) for v in (start, stop, step))  # TypeError as range()
     if step == 0:
       raise ValueError("range() arg 3 must not be zero")
     return _RangeMapDataset(start, stop, step)
@@ -162,8 +164,11 @@ class MapDataset(_Transformations, abc.ABC):
   def __getitem__(self, index):
     if isinstance(index, slice):
       return self.slice(index)
-    if index < 0:
-      raise IndexError(f"negative index {index} into {type(self).__name__}")
+    if index < 0:  # counts from the end of the first epoch, as Grain does
+      index += len(self)
+      if index < 0:
+        raise IndexError(f"index {index - len(self)} out of range for a dataset of length"
+                         f" {len(self)}")
     return self._node.get(index)
 
   def _getitems(self, indices: Sequence[int]) -> list[Any]:
