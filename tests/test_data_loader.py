@@ -382,12 +382,6 @@ def test_loader_pickle_round_trip():
   assert_same(list(pickle.loads(pickle.dumps(loader))), expected)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "python/spelt/data_loader.py gives every RandomMap after a Batch/FlatMap "
-    "ds.random_map(op, seed=sampler seed): two such RandomMaps get the same Philox stream and "
-    "draw identical numbers (Grain hands them one shared generator). Left unfixed: the "
-    "stream-RandomMap semantics are a documented Spelt choice (docs/compatibility.md); a fix "
-    "(e.g. a distinct seed per op) changes outputs and states"))
 def test_two_random_maps_after_batch_draw_different_numbers():
   class Draw(spelt.transforms.RandomMap):
 

@@ -226,9 +226,13 @@ class DataLoader:
       ds = self._apply_per_index(ds, op, record_rng, reuse_rng=random_maps > 0)
       random_maps += isinstance(op, transforms.RandomMap)
     ds = ds.to_iter_dataset(self._read_options)
-    for op in ops[self._per_index_count :]:
+    for position, op in enumerate(ops[self._per_index_count :]):
       if isinstance(op, transforms.RandomMap):
-        ds = ds.random_map(op, seed=record_rng._seed or 0)  # pylint: disable=protected-access
+        # Stream-level: Philox keyed by (sampler seed, position of the op), so that two such
+        # RandomMaps draw different numbers.
+        entropy = [record_rng._seed or 0, position]  # pylint: disable=protected-access
+        seed = int(np.random.SeedSequence(entropy).generate_state(1, np.uint32)[0])
+        ds = ds.random_map(op, seed=seed)
       elif isinstance(op, (transforms.Batch, transforms.Map, transforms.Filter,
                            transforms.MapWithIndex, transforms.FlatMap)):
         ds = ds.apply(op)
