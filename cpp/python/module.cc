@@ -9,6 +9,7 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
 #include "py_adapters.h"
 #include "py_array_record.h"
@@ -140,6 +141,12 @@ NB_MODULE(_core, m) {
   m.def("range", [](int64_t start, int64_t stop, int64_t step) {
     return MapDataset::Range(start, stop, step);
   });
+  m.def("concatenate", [](std::vector<MapDataset> datasets) {
+    return MapDataset::Concatenate(std::move(datasets));
+  }, "datasets"_a);
+  m.def("mix", [](std::vector<MapDataset> datasets, std::optional<std::vector<double>> weights) {
+    return MapDataset::Mix(std::move(datasets), std::move(weights));
+  }, "datasets"_a, "weights"_a.none());
   m.def("python_map_dataset", [](nb::object ds) { return PyMapDataset(ds); });
   m.def("python_iter_dataset", [](nb::object ds, const MapDataset* parent) {
     return PyIterDataset(ds, parent != nullptr ? parent->node() : nullptr);

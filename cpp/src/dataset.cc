@@ -78,6 +78,19 @@ MapDataset MapDataset::Source(std::shared_ptr<const RandomAccessSource> source) 
   return MapDataset(internal::MakeSourceNode(std::move(source)));
 }
 
+MapDataset MapDataset::Concatenate(std::vector<MapDataset> datasets) {
+  std::vector<MapNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return MapDataset(internal::MakeConcatenateNode(std::move(nodes)));
+}
+
+MapDataset MapDataset::Mix(std::vector<MapDataset> datasets,
+                           std::optional<std::vector<double>> weights) {
+  std::vector<MapNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return MapDataset(internal::MakeMixNode(std::move(nodes), weights));
+}
+
 MapDataset MapDataset::Range(int64_t start, int64_t stop, int64_t step) {
   return Source(std::make_shared<RangeSource>(start, stop, step));
 }

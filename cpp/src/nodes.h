@@ -4,6 +4,8 @@
 #define SPELT_SRC_NODES_H_
 
 #include <memory>
+#include <optional>
+#include <vector>
 
 #include "spelt/dataset.h"
 
@@ -35,6 +37,11 @@ MapNodePtr MakeBatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_rem
                             BatchFn fn);
 IterNodePtr MakeBatchIterNode(IterNodePtr parent, int64_t batch_size, bool drop_remainder,
                               BatchFn fn);
+// concatenate.cc
+MapNodePtr MakeConcatenateNode(std::vector<MapNodePtr> parents);
+// mix.cc
+MapNodePtr MakeMixNode(std::vector<MapNodePtr> parents,
+                       const std::optional<std::vector<double>>& weights);
 // prefetch.cc (to_iter_dataset)
 IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones);
 // iter_map.cc

@@ -157,6 +157,20 @@ class MapDataset(_Transformations, abc.ABC):
       raise ValueError("range() arg 3 must not be zero")
     return _RangeMapDataset(start, stop, step)
 
+  @classmethod
+  def concatenate(cls, datasets: Sequence[MapDataset]) -> MapDataset:
+    """The datasets one after the other; epoch n of the result is epoch n of each.
+    ValueError if one is infinite."""
+    return _ConcatenateMapDataset(datasets)
+
+  @classmethod
+  def mix(
+      cls, datasets: Sequence[MapDataset], weights: Sequence[float] | None = None
+  ) -> MapDataset:
+    """Deterministic mixture by weights (default uniform), Grain's selection; length is
+    min over i of len(datasets[i]) / normalized weight i."""
+    return _MixMapDataset(datasets, weights)
+
   # Access.
   def __len__(self) -> int:
     return len(self._node)
@@ -368,6 +382,43 @@ class _RangeMapDataset(MapDataset):
   def __str__(self) -> str:
     start, stop, step = self._args
     return f"RangeMapDataset(start={start}, stop={stop}, step={step})"
+
+
+def _check_map_datasets(datasets: Any, what: str) -> tuple[MapDataset, ...]:
+  datasets = tuple(datasets)
+  for d in datasets:
+    if not isinstance(d, MapDataset):
+      raise TypeError(f"{what}: expected MapDatasets, got {type(d).__name__}")
+  return datasets
+
+
+class _ConcatenateMapDataset(MapDataset):
+  """Grain's ConcatenateMapDataset; the components are the parents."""
+
+  def __init__(self, datasets: Sequence[MapDataset]):
+    super().__init__(_check_map_datasets(datasets, "concatenate"))
+    self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
+
+  def _make_node(self):
+    return _core.concatenate([p._node for p in self._parents])
+
+  def __str__(self) -> str:
+    return f"ConcatenateMapDataset[{len(self._parents)} parents]"
+
+
+class _MixMapDataset(MapDataset):
+  """Grain's MixedMapDataset; the components are the parents."""
+
+  def __init__(self, datasets: Sequence[MapDataset], weights: Sequence[float] | None):
+    super().__init__(_check_map_datasets(datasets, "mix"))
+    self._weights = None if weights is None else [float(w) for w in weights]
+    self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
+
+  def _make_node(self):
+    return _core.mix([p._node for p in self._parents], self._weights)
+
+  def __str__(self) -> str:
+    return f"MixedMapDataset[{len(self._parents)} parents]"
 
 
 class _OpMapDataset(MapDataset):

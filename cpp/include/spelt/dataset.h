@@ -127,6 +127,16 @@ class MapDataset {
   static MapDataset Range(int64_t start, int64_t stop, int64_t step = 1);
   static MapDataset Range(int64_t stop) { return Range(0, stop, 1); }
 
+  // Grain's MapDataset.concatenate: the datasets one after the other; epoch e of the result
+  // reads epoch e of each. Throws std::invalid_argument if one is infinite.
+  static MapDataset Concatenate(std::vector<MapDataset> datasets);
+  // Grain's MapDataset.mix: deterministic interleaving by weights (default uniform), scaled so
+  // the smallest is 100 and truncated to ints. Length = min_i len_i / (w_i / sum w).
+  // Throws std::invalid_argument on no datasets, a zero/negative weight, a weight count
+  // mismatch, or a zero-length result component.
+  static MapDataset Mix(std::vector<MapDataset> datasets,
+                        std::optional<std::vector<double>> weights = std::nullopt);
+
   int64_t Length() const { return node_->Length(); }
   // Element at global index (see MapNode::Get). Throws std::out_of_range if index < 0.
   std::optional<Value> Get(int64_t index) const;
