@@ -129,7 +129,12 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   void ReadFooter(uint64_t footer_offset);
 
   // Throws unless `chunk`, which begins at `begin`, is a simple chunk.
-  void CheckRecordsChunk(const Chunk& chunk, uint64_t begin) const;
+  void CheckRecordsChunk(const Chunk& chunk, uint64_t begin) const {
+    CheckRecordsChunk(chunk.header, begin);
+  }
+  void CheckRecordsChunk(const internal::riegeli::ChunkHeader& header, uint64_t begin) const;
+  // Throws unless `header` is that of data chunk `c` as the footer describes it.
+  void CheckDataChunk(uint64_t c, const internal::riegeli::ChunkHeader& header) const;
   DecodedChunk Decode(Chunk chunk, uint64_t begin) const;
   // The chunk at [begin, end), decoded.
   DecodedChunk ReadRecordsChunk(uint64_t begin, uint64_t end) const;
@@ -140,8 +145,6 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   ChunkPtr DecodeDataChunk(uint64_t c, Chunk chunk) const;
   // Data chunk `c`, from the cache or the file (then cached).
   ChunkPtr GetChunk(uint64_t c) const;
-  // Data chunks [first, end) with one pread (not cached).
-  std::vector<ChunkPtr> ReadDataChunks(uint64_t first, uint64_t end) const;
 
   void ReadRun(Batch& batch, const ReadPlan::Run& run) const;
   // Reads runs of `batch` until none is left. Static: a helper may start after the call (and
@@ -275,14 +278,15 @@ void ArrayRecordReaderImpl::ReadFooter(uint64_t footer_offset) {
   }
 }
 
-void ArrayRecordReaderImpl::CheckRecordsChunk(const Chunk& chunk, uint64_t begin) const {
-  if (chunk.header.chunk_type == ChunkType::kTransposed) {
+void ArrayRecordReaderImpl::CheckRecordsChunk(const internal::riegeli::ChunkHeader& header,
+                                              uint64_t begin) const {
+  if (header.chunk_type == ChunkType::kTransposed) {
     throw UnsupportedError(path(), begin,
                            "transposed chunks (written with the transpose option) are not "
                            "supported");
   }
-  if (chunk.header.chunk_type != ChunkType::kSimple) {
-    Corrupt(begin, "chunk of type " + Hex(static_cast<uint8_t>(chunk.header.chunk_type)) +
+  if (header.chunk_type != ChunkType::kSimple) {
+    Corrupt(begin, "chunk of type " + Hex(static_cast<uint8_t>(header.chunk_type)) +
                        " where a chunk of records was expected");
   }
 }
@@ -301,15 +305,20 @@ DecodedChunk ArrayRecordReaderImpl::ReadRecordsChunk(uint64_t begin, uint64_t en
   return Decode(std::move(chunk), begin);
 }
 
-ChunkPtr ArrayRecordReaderImpl::DecodeDataChunk(uint64_t c, Chunk chunk) const {
+void ArrayRecordReaderImpl::CheckDataChunk(uint64_t c,
+                                           const internal::riegeli::ChunkHeader& header) const {
   const uint64_t begin = chunk_offsets_[c];
-  CheckRecordsChunk(chunk, begin);
-  if (chunk.header.num_records != RecordsInChunk(c) ||
-      chunk.header.decoded_data_size != decoded_sizes_[c]) {
-    Corrupt(begin, "chunk header states " + Num(chunk.header.num_records) + " records of " +
-                       Num(chunk.header.decoded_data_size) + " bytes; the footer says " +
+  CheckRecordsChunk(header, begin);
+  if (header.num_records != RecordsInChunk(c) || header.decoded_data_size != decoded_sizes_[c]) {
+    Corrupt(begin, "chunk header states " + Num(header.num_records) + " records of " +
+                       Num(header.decoded_data_size) + " bytes; the footer says " +
                        Num(RecordsInChunk(c)) + " of " + Num(decoded_sizes_[c]));
   }
+}
+
+ChunkPtr ArrayRecordReaderImpl::DecodeDataChunk(uint64_t c, Chunk chunk) const {
+  const uint64_t begin = chunk_offsets_[c];
+  CheckDataChunk(c, chunk.header);
   return std::make_shared<const DecodedChunk>(Decode(std::move(chunk), begin));
 }
 
@@ -319,22 +328,6 @@ ChunkPtr ArrayRecordReaderImpl::GetChunk(uint64_t c) const {
       c, internal::riegeli::ReadChunk(file_, chunk_offsets_[c], chunk_offsets_[c + 1], checks_));
   cache_.Insert(c, chunk);
   return chunk;
-}
-
-std::vector<ChunkPtr> ArrayRecordReaderImpl::ReadDataChunks(uint64_t first, uint64_t end) const {
-  const uint64_t begin = chunk_offsets_[first];
-  Buffer run(chunk_offsets_[end] - begin);
-  file_.ReadAt(begin, run.data(), run.size());
-  std::vector<ChunkPtr> chunks;
-  for (uint64_t c = first; c < end; ++c) {
-    // Each chunk gets its own buffer: decoding works in place, and a decoded uncompressed
-    // chunk keeps its buffer.
-    Buffer bytes(chunk_offsets_[c + 1] - chunk_offsets_[c]);
-    std::memcpy(bytes.data(), run.data() + (chunk_offsets_[c] - begin), bytes.size());
-    chunks.push_back(DecodeDataChunk(
-        c, internal::riegeli::ParseChunk(path(), chunk_offsets_[c], std::move(bytes), checks_)));
-  }
-  return chunks;
 }
 
 std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint64_t> indices,
@@ -368,13 +361,48 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   };
   const ReadPlan::Group& first = plan.groups[run.begin];
   if (run.end - run.begin == 1) return copy_records(first, *GetChunk(first.chunk));
-  const std::vector<ChunkPtr> chunks =
-      ReadDataChunks(first.chunk, first.chunk + (run.end - run.begin));
-  for (size_t g = run.begin; g < run.end; ++g) {
-    copy_records(plan.groups[g], *chunks[g - run.begin]);
+  // Chunks first.chunk, first.chunk + 1, ...: one pread into a per-thread buffer that is
+  // reused from run to run. Every chunk but the last is decoded in that buffer and its records
+  // copied straight out of it (or out of a reused decompression buffer); the last is decoded
+  // into its own buffer and cached: a read of the records that follow is the likeliest next.
+  thread_local internal::riegeli::ScratchBuffer run_scratch, sizes_scratch, values_scratch;
+  thread_local std::vector<uint64_t> ends;
+  const uint64_t first_chunk = first.chunk;
+  const uint64_t last_chunk = first_chunk + (run.end - run.begin) - 1;
+  const uint64_t begin = chunk_offsets_[first_chunk];
+  char* const bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
+  file_.ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
+  for (size_t g = run.begin; g + 1 < run.end; ++g) {
+    const uint64_t c = first_chunk + (g - run.begin);
+    const internal::riegeli::ChunkView chunk = internal::riegeli::ParseChunkInPlace(
+        path(), chunk_offsets_[c], bytes + (chunk_offsets_[c] - begin),
+        chunk_offsets_[c + 1] - chunk_offsets_[c], checks_);
+    CheckDataChunk(c, chunk.header);
+    std::string_view values;
+    try {
+      values = internal::riegeli::DecodeSimpleChunkRecords(
+          chunk.header, chunk.data, max_decoded_size_, sizes_scratch, values_scratch, ends);
+    } catch (const FormatError& e) {
+      Corrupt(chunk_offsets_[c], e.what());
+    }
+    const ReadPlan::Group& group = plan.groups[g];
+    for (size_t i = group.begin; i < group.end; ++i) {
+      const size_t position = plan.order[i];
+      const uint64_t r = batch.indices[position] % group_size_;
+      const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
+      batch.records[position].assign(values.data() + record_begin, ends[r] - record_begin);
+    }
   }
-  // Keep the last chunk: a read of the records that follow is the likeliest next read.
-  cache_.Insert(plan.groups[run.end - 1].chunk, chunks.back());
+  const uint64_t c = last_chunk;
+  Buffer last(chunk_offsets_[c + 1] - chunk_offsets_[c]);
+  std::memcpy(last.data(), bytes + (chunk_offsets_[c] - begin), last.size());
+  const ChunkPtr chunk = DecodeDataChunk(
+      c, internal::riegeli::ParseChunk(path(), chunk_offsets_[c], std::move(last), checks_));
+  copy_records(plan.groups[run.end - 1], *chunk);
+  cache_.Insert(c, chunk);
+  run_scratch.Trim(internal::riegeli::kMaxKeptScratch);
+  sizes_scratch.Trim(internal::riegeli::kMaxKeptScratch);
+  values_scratch.Trim(internal::riegeli::kMaxKeptScratch);
 }
 
 void ArrayRecordReaderImpl::Work(Batch& batch) {

@@ -31,6 +31,26 @@ class Buffer {
   size_t size_ = 0;
 };
 
+// A reusable scratch area (meant to be thread-local): grows as needed and keeps its memory
+// between uses, so that reading chunk after chunk does not allocate, free and fault in fresh
+// pages each time. Not zero-filled.
+class ScratchBuffer {
+ public:
+  // At least `size` bytes, valid until the next Get() or Release(). Contents are not kept.
+  char* Get(size_t size) {
+    if (size > buffer_.size()) buffer_ = Buffer(size + size / 4);
+    return buffer_.data();
+  }
+  // Frees the memory if more than `max_kept` bytes are held.
+  void Trim(size_t max_kept) {
+    if (buffer_.size() > max_kept) buffer_ = Buffer();
+  }
+  size_t capacity() const { return buffer_.size(); }
+
+ private:
+  Buffer buffer_;
+};
+
 }  // namespace spelt::internal::riegeli
 
 #endif  // SPELT_SRC_RIEGELI_BUFFER_H_

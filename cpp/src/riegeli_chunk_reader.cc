@@ -18,8 +18,9 @@ namespace {
 // boundary inside it is not moved at all.
 class LogicalBytes {
  public:
-  LogicalBytes(const std::string& path, uint64_t begin, Buffer& buffer, bool verify_hashes)
-      : path_(path), begin_(begin), buffer_(buffer), verify_hashes_(verify_hashes),
+  LogicalBytes(const std::string& path, uint64_t begin, char* data, size_t size,
+               bool verify_hashes)
+      : path_(path), begin_(begin), data_(data), size_(size), verify_hashes_(verify_hashes),
         position_(begin) {}
 
   // Gathers the next `n` logical bytes. Returns where they start.
@@ -29,7 +30,7 @@ class LogicalBytes {
       if (IsBlockBoundary(position_)) ReadBlockHeader();
       const uint64_t length = std::min({n, RemainingInBlock(position_), end() - position_});
       if (length == 0) Fail(position_, "chunk runs past the end of its region");
-      char* const src = buffer_.data() + (position_ - begin_);
+      char* const src = data_ + (position_ - begin_);
       if (logical_begin_ == nullptr) logical_begin_ = logical_end_ = src;
       if (logical_end_ != src) std::memmove(logical_end_, src, length);
       logical_end_ += length;
@@ -52,7 +53,7 @@ class LogicalBytes {
   }
 
  private:
-  uint64_t end() const { return begin_ + buffer_.size(); }
+  uint64_t end() const { return begin_ + size_; }
 
   void ReadBlockHeader() {
     const uint64_t block = position_;
@@ -60,7 +61,7 @@ class LogicalBytes {
     BlockHeader header;
     try {
       header = BlockHeader::Decode(
-          std::string_view(buffer_.data() + (block - begin_), kBlockHeaderSize), verify_hashes_);
+          std::string_view(data_ + (block - begin_), kBlockHeaderSize), verify_hashes_);
     } catch (const FormatError& e) {
       Fail(block, e.what());
     }
@@ -85,7 +86,8 @@ class LogicalBytes {
 
   const std::string& path_;
   const uint64_t begin_;
-  Buffer& buffer_;
+  char* const data_;
+  const size_t size_;
   const bool verify_hashes_;
   uint64_t position_;           // file offset of the next physical byte
   uint64_t chunk_end_ = 0;      // 0 until known
@@ -96,13 +98,13 @@ class LogicalBytes {
 
 }  // namespace
 
-Chunk ParseChunk(const std::string& path, uint64_t begin, Buffer bytes, ChunkChecks checks) {
+ChunkView ParseChunkInPlace(const std::string& path, uint64_t begin, char* bytes, size_t size,
+                            ChunkChecks checks) {
   if (!IsPossibleChunkBoundary(begin)) {
     throw CorruptFileError(path, begin, "offset is inside a block header, not a chunk start");
   }
-  Chunk chunk;
-  chunk.storage = std::move(bytes);
-  LogicalBytes logical(path, begin, chunk.storage, checks.header_hashes);
+  ChunkView chunk;
+  LogicalBytes logical(path, begin, bytes, size, checks.header_hashes);
 
   const char* header_bytes = logical.Gather(kChunkHeaderSize);
   try {
@@ -111,7 +113,7 @@ Chunk ParseChunk(const std::string& path, uint64_t begin, Buffer bytes, ChunkChe
   } catch (const FormatError& e) {
     logical.Fail(begin, e.what());
   }
-  const uint64_t span = chunk.storage.size();
+  const uint64_t span = size;
   if (chunk.header.data_size > span || chunk.header.num_records > span) {
     logical.Fail(begin, "chunk header states " + std::to_string(chunk.header.data_size) +
                             " data bytes and " + std::to_string(chunk.header.num_records) +
@@ -128,6 +130,16 @@ Chunk ParseChunk(const std::string& path, uint64_t begin, Buffer bytes, ChunkChe
   if (checks.data_hash && Hash(chunk.data) != chunk.header.data_hash) {
     logical.Fail(begin, "chunk data hash mismatch");
   }
+  return chunk;
+}
+
+Chunk ParseChunk(const std::string& path, uint64_t begin, Buffer bytes, ChunkChecks checks) {
+  Chunk chunk;
+  chunk.storage = std::move(bytes);
+  const ChunkView view =
+      ParseChunkInPlace(path, begin, chunk.storage.data(), chunk.storage.size(), checks);
+  chunk.header = view.header;
+  chunk.data = view.data;
   return chunk;
 }
 

@@ -25,6 +25,17 @@ struct ChunkChecks {
 // Throws CorruptFileError naming `path` and the offset.
 Chunk ParseChunk(const std::string& path, uint64_t begin, Buffer bytes, ChunkChecks checks);
 
+// A parsed chunk whose data points into bytes owned by the caller.
+struct ChunkView {
+  ChunkHeader header;
+  std::string_view data;
+};
+
+// ParseChunk() on the caller's `size` bytes at `bytes`, which it may rearrange (block headers
+// are removed in place, within those bytes only). The result points into them.
+ChunkView ParseChunkInPlace(const std::string& path, uint64_t begin, char* bytes, size_t size,
+                            ChunkChecks checks);
+
 // Reads the region [begin, end) of `file` and parses the chunk at its start (ParseChunk).
 // REQUIRES: begin < end <= file.size().
 Chunk ReadChunk(const array_record::RandomAccessFile& file, uint64_t begin, uint64_t end,

@@ -98,23 +98,23 @@ void AppendSnappy(std::string_view src, std::string& out) {
   out.resize(old_size + n);
 }
 
-void DecompressZstd(std::string_view src, Buffer& dst) {
+void DecompressZstd(std::string_view src, char* dst_data, size_t dst_size) {
   const size_t n =
-      ZSTD_decompressDCtx(ThreadZstdDCtx(), dst.data(), dst.size(), src.data(), src.size());
+      ZSTD_decompressDCtx(ThreadZstdDCtx(), dst_data, dst_size, src.data(), src.size());
   if (ZSTD_isError(n)) throw FormatError(std::string("zstd: ") + ZSTD_getErrorName(n));
-  if (n != dst.size()) {
+  if (n != dst_size) {
     throw FormatError("zstd stream decodes to " + std::to_string(n) + " bytes, not the stated " +
-                      std::to_string(dst.size()));
+                      std::to_string(dst_size));
   }
 }
 
-void DecompressBrotli(std::string_view src, Buffer& dst) {
+void DecompressBrotli(std::string_view src, char* dst_data, size_t dst_size) {
   BrotliDecoder decoder(NotNull(BrotliDecoderCreateInstance(nullptr, nullptr, nullptr)));
   BrotliDecoderSetParameter(decoder.get(), BROTLI_DECODER_PARAM_LARGE_WINDOW, 1);
   size_t available_in = src.size();
   const auto* next_in = reinterpret_cast<const uint8_t*>(src.data());
-  size_t available_out = dst.size();
-  auto* next_out = reinterpret_cast<uint8_t*>(dst.data());
+  size_t available_out = dst_size;
+  auto* next_out = reinterpret_cast<uint8_t*>(dst_data);
   switch (BrotliDecoderDecompressStream(decoder.get(), &available_in, &next_in, &available_out,
                                         &next_out, nullptr)) {
     case BROTLI_DECODER_RESULT_SUCCESS:
@@ -132,12 +132,12 @@ void DecompressBrotli(std::string_view src, Buffer& dst) {
                     BrotliDecoderErrorString(BrotliDecoderGetErrorCode(decoder.get())));
 }
 
-void DecompressSnappy(std::string_view src, Buffer& dst) {
+void DecompressSnappy(std::string_view src, char* dst_data, size_t dst_size) {
   size_t n = 0;
-  if (!snappy::GetUncompressedLength(src.data(), src.size(), &n) || n != dst.size()) {
+  if (!snappy::GetUncompressedLength(src.data(), src.size(), &n) || n != dst_size) {
     throw FormatError("snappy block does not state the expected size");
   }
-  if (!snappy::RawUncompress(src.data(), src.size(), dst.data())) {
+  if (!snappy::RawUncompress(src.data(), src.size(), dst_data)) {
     throw FormatError("snappy block is corrupt");
   }
 }
@@ -179,8 +179,12 @@ void AppendCompressed(const CompressionOptions& options, std::string_view src, s
   }
 }
 
-std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
-                            Buffer& storage) {
+namespace {
+
+// Decompress() with the output placed in `allocate(size)`.
+template <typename Allocate>
+std::string_view DecompressWith(CompressionType type, std::string_view framed, uint64_t max_size,
+                                Allocate allocate) {
   if (type == CompressionType::kNone) {
     if (framed.size() > max_size) {
       throw FormatError("buffer of " + std::to_string(framed.size()) + " bytes exceeds the limit " +
@@ -194,14 +198,30 @@ std::string_view Decompress(CompressionType type, std::string_view framed, uint6
     throw FormatError("stated decompressed size " + std::to_string(size) + " exceeds the limit " +
                       std::to_string(max_size));
   }
-  storage = Buffer(size);
+  char* const dst = allocate(size);
   switch (type) {
-    case CompressionType::kZstd: DecompressZstd(framed, storage); break;
-    case CompressionType::kBrotli: DecompressBrotli(framed, storage); break;
-    case CompressionType::kSnappy: DecompressSnappy(framed, storage); break;
+    case CompressionType::kZstd: DecompressZstd(framed, dst, size); break;
+    case CompressionType::kBrotli: DecompressBrotli(framed, dst, size); break;
+    case CompressionType::kSnappy: DecompressSnappy(framed, dst, size); break;
     case CompressionType::kNone: break;
   }
-  return storage.view();
+  return std::string_view(dst, size);
+}
+
+}  // namespace
+
+std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
+                            Buffer& storage) {
+  return DecompressWith(type, framed, max_size, [&](uint64_t size) {
+    storage = Buffer(size);
+    return storage.data();
+  });
+}
+
+std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
+                            ScratchBuffer& scratch) {
+  return DecompressWith(type, framed, max_size,
+                        [&](uint64_t size) { return scratch.Get(size); });
 }
 
 }  // namespace spelt::internal::riegeli

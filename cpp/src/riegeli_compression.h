@@ -37,6 +37,9 @@ void AppendCompressed(const CompressionOptions& options, std::string_view src, s
 // its stated size, or that size exceeds `max_size`.
 std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
                             Buffer& storage);
+// As above, with the decompressed bytes in `scratch` (valid until its next use).
+std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
+                            ScratchBuffer& scratch);
 
 }  // namespace spelt::internal::riegeli
 

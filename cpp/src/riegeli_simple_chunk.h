@@ -39,6 +39,17 @@ class DecodedChunk {
 // chunk is inconsistent.
 DecodedChunk DecodeSimpleChunk(Chunk chunk, uint64_t max_decoded_size);
 
+// Scratch buffers kept per thread are freed when they grow past this.
+inline constexpr size_t kMaxKeptScratch = size_t{64} << 20;
+
+// As DecodeSimpleChunk, without keeping the records: fills `ends` (end of each record) and
+// returns the concatenated records, which point into `data` (uncompressed) or into
+// `values_scratch`. Record sizes are decompressed into `sizes_scratch`.
+std::string_view DecodeSimpleChunkRecords(const ChunkHeader& header, std::string_view data,
+                                          uint64_t max_decoded_size, ScratchBuffer& sizes_scratch,
+                                          ScratchBuffer& values_scratch,
+                                          std::vector<uint64_t>& ends);
+
 // A chunk ready to be written.
 struct EncodedChunk {
   ChunkHeader header;
