@@ -74,6 +74,16 @@ class _Transformations(_Node):
   """The transformations MapDataset and IterDataset share; each returns a new dataset of the
   same kind, built by ``self._derive(name, *args)`` on the engine node."""
 
+  def __init__(self, parents: Any = ()):
+    """parents: one dataset or a sequence of them (what user subclasses pass, as in Grain)."""
+    if isinstance(parents, _Transformations):
+      parents = (parents,)
+    self._parents = tuple(parents)
+
+  @property
+  def parents(self) -> Sequence[Any]:
+    return getattr(self, "_parents", ())
+
   def _derive(self, op: str, *args: Any) -> Any:
     raise NotImplementedError
 
@@ -128,15 +138,6 @@ class MapDataset(_Transformations, abc.ABC):
   dropped element) to make a custom dataset, or build one with :meth:`source` /
   :meth:`range` and the transformation methods. Datasets are immutable and thread-safe.
   """
-
-  def __init__(self, parents: MapDataset | Sequence[MapDataset] = ()):
-    if isinstance(parents, MapDataset):
-      parents = (parents,)
-    self._parents = tuple(parents)
-
-  @property
-  def parents(self) -> Sequence[Any]:
-    return getattr(self, "_parents", ())
 
   def _make_node(self):
     return _core.python_map_dataset(self)
@@ -227,15 +228,6 @@ class IterDataset(_Transformations, abc.ABC):
   Subclass it with ``__iter__`` returning a :class:`DatasetIterator` (``__next__``,
   ``get_state``, ``set_state``) to make a custom stream.
   """
-
-  def __init__(self, parents: Any = ()):
-    if isinstance(parents, (MapDataset, IterDataset)):
-      parents = (parents,)
-    self._parents = tuple(parents)
-
-  @property
-  def parents(self) -> Sequence[Any]:
-    return getattr(self, "_parents", ())
 
   def _make_node(self):
     return _core.python_iter_dataset(self)
