@@ -15,7 +15,7 @@
 #include "py_array_record.h"
 #include "py_arena.h"
 #include "py_value.h"
-#include "spelt/batch.h"
+#include "spelt/stack.h"
 #include "spelt/random.h"
 #include "spelt/sampler.h"
 

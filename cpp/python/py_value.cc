@@ -7,7 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 
-#include "spelt/batch.h"
+#include "spelt/stack.h"
 
 namespace spelt::python {
 namespace {

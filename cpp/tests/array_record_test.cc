@@ -22,12 +22,12 @@
 
 #include <gtest/gtest.h>
 
-#include "../src/array_record_chunk_cache.h"
-#include "../src/array_record_file.h"
-#include "../src/array_record_layout.h"
-#include "../src/array_record_read_plan.h"
-#include "../src/riegeli_chunk_writer.h"
-#include "../src/riegeli_simple_chunk.h"
+#include "array_record/chunk_cache.h"
+#include "io/file.h"
+#include "array_record/layout.h"
+#include "array_record/read_plan.h"
+#include "riegeli/chunk_writer.h"
+#include "riegeli/simple_chunk.h"
 
 namespace spelt {
 namespace {
@@ -436,7 +436,7 @@ TEST(ArrayRecordErrorTest, NotAnArrayRecordFile) {
 
   // A valid Riegeli file that is not an ArrayRecord file: records but no postscript.
   {
-    internal::array_record::AppendFile file(path);
+    internal::io::AppendFile file(path);
     internal::riegeli::ChunkWriter chunks(file);
     chunks.PadToBlockBoundary();
     internal::riegeli::SimpleChunkEncoder encoder({internal::riegeli::CompressionType::kNone});
@@ -495,7 +495,7 @@ TEST(ArrayRecordErrorTest, TransposedChunkIsUnsupported) {
   namespace layout = internal::array_record;
   const std::string path = TempPath("transposed");
   {
-    layout::AppendFile file(path);
+    internal::io::AppendFile file(path);
     internal::riegeli::ChunkWriter chunks(file);
     const uint64_t chunk_offset = chunks.pos();
     const std::string data(20, '\0');  // contents are never looked at

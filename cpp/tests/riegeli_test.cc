@@ -8,12 +8,12 @@
 
 #include <gtest/gtest.h>
 
-#include "../src/array_record_layout.h"
-#include "../src/riegeli_compression.h"
-#include "../src/riegeli_format.h"
-#include "../src/riegeli_hash.h"
-#include "../src/riegeli_simple_chunk.h"
-#include "../src/riegeli_varint.h"
+#include "array_record/layout.h"
+#include "riegeli/compression.h"
+#include "riegeli/format.h"
+#include "riegeli/hash.h"
+#include "riegeli/simple_chunk.h"
+#include "riegeli/varint.h"
 
 namespace spelt::internal::riegeli {
 namespace {

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "spelt/batch.h"
+#include "spelt/stack.h"
 #include "spelt/value.h"
 
 namespace spelt {

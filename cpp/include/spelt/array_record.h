@@ -35,37 +35,9 @@
 #include <string_view>
 #include <vector>
 
+#include "spelt/errors.h"
+
 namespace spelt {
-
-// A problem with a file's contents at a known byte offset. Base of the two errors below.
-class FileFormatError : public std::runtime_error {
- public:
-  const std::string& path() const noexcept { return path_; }
-  // Byte offset in the file of the structure found wrong (a block header, a chunk, ...).
-  uint64_t offset() const noexcept { return offset_; }
-
- protected:
-  FileFormatError(std::string_view kind, std::string path, uint64_t offset,
-                  std::string_view detail);
-
- private:
-  std::string path_;
-  uint64_t offset_;
-};
-
-// The file is not a valid ArrayRecord file. Message: "<path>: corrupt ArrayRecord file at byte
-// offset <offset>: <detail>".
-class CorruptFileError final : public FileFormatError {
- public:
-  CorruptFileError(std::string path, uint64_t offset, std::string_view detail);
-};
-
-// The file is valid but uses a feature that is not implemented. Message: "<path>: unsupported
-// ArrayRecord feature at byte offset <offset>: <detail>".
-class UnsupportedError final : public FileFormatError {
- public:
-  UnsupportedError(std::string path, uint64_t offset, std::string_view detail);
-};
 
 // ---------------------------------------------------------------------------------------------
 // Reading

@@ -1,0 +1,47 @@
+// spelt/errors.h: exceptions for bad file contents, shared by every file format that Spelt
+// reads (Riegeli/ArrayRecord today). what() names the file and the byte offset; callers
+// catch FileFormatError for any of them. The Python face raises them as ValueError
+// subclasses (cpp/python/errors.cc translates every engine exception in one place).
+#ifndef SPELT_ERRORS_H_
+#define SPELT_ERRORS_H_
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace spelt {
+
+// A problem with a file's contents at a known byte offset. Base of the two errors below.
+class FileFormatError : public std::runtime_error {
+ public:
+  const std::string& path() const noexcept { return path_; }
+  // Byte offset in the file of the structure found wrong (a block header, a chunk, ...).
+  uint64_t offset() const noexcept { return offset_; }
+
+ protected:
+  FileFormatError(std::string_view kind, std::string path, uint64_t offset,
+                  std::string_view detail);
+
+ private:
+  std::string path_;
+  uint64_t offset_;
+};
+
+// The file is not a valid ArrayRecord file. Message: "<path>: corrupt ArrayRecord file at byte
+// offset <offset>: <detail>".
+class CorruptFileError final : public FileFormatError {
+ public:
+  CorruptFileError(std::string path, uint64_t offset, std::string_view detail);
+};
+
+// The file is valid but uses a feature that is not implemented. Message: "<path>: unsupported
+// ArrayRecord feature at byte offset <offset>: <detail>".
+class UnsupportedError final : public FileFormatError {
+ public:
+  UnsupportedError(std::string path, uint64_t offset, std::string_view detail);
+};
+
+}  // namespace spelt
+
+#endif  // SPELT_ERRORS_H_

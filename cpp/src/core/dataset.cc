@@ -1,0 +1,235 @@
+// The public dataset handles (spelt/dataset.h): argument checks, default seeds, and dispatch
+// to the node factories in nodes.h.
+#include "spelt/dataset.h"
+
+#include <deque>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+#include "core/nodes.h"
+
+namespace spelt {
+namespace {
+
+using internal::IterNodePtr;
+using internal::MapNodePtr;
+
+uint32_t CheckSeed(int64_t seed, const char* what) {
+  if (seed < 0 || seed > int64_t{0xFFFFFFFF}) {
+    throw std::invalid_argument(std::string(what) + ": seed must be in [0, 2**32), got " +
+                                std::to_string(seed));
+  }
+  return static_cast<uint32_t>(seed);
+}
+
+// The explicit seed if given, else the default seed derived from ds.seed() upstream.
+uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, const char* what) {
+  if (seed) return CheckSeed(*seed, what);
+  if (auto derived = parent.DefaultSeed()) return *derived;
+  throw std::invalid_argument(std::string(what) +
+                              ": no seed given and no upstream dataset has one; pass seed= "
+                              "or call .seed(...) earlier in the pipeline");
+}
+
+
+}  // namespace
+
+void ReadOptions::Validate() const {
+  if (num_threads < 0) {
+    throw std::invalid_argument("ReadOptions: num_threads must be >= 0, got " +
+                                std::to_string(num_threads));
+  }
+  if (prefetch_buffer_size < 0) {
+    throw std::invalid_argument("ReadOptions: prefetch_buffer_size must be >= 0, got " +
+                                std::to_string(prefetch_buffer_size));
+  }
+}
+
+DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
+                         bool serial_self)
+    : parents_(std::move(parents)), serial_(serial_self) {
+  for (const auto& p : parents_) serial_ = serial_ || p->Serial();
+}
+
+std::optional<uint32_t> DatasetNode::DefaultSeed() const {
+  std::vector<uint64_t> entropy;
+  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit{{this, 1}};  // depth of the new node's parent
+  while (!to_visit.empty()) {
+    auto [node, depth] = to_visit.front();
+    to_visit.pop_front();
+    if (auto s = node->seed_rng_seed()) {
+      entropy.push_back(*s);
+      entropy.push_back(depth);
+    } else {
+      for (const auto& p : node->parents()) to_visit.emplace_back(p.get(), depth + 1);
+    }
+  }
+  if (entropy.empty()) return std::nullopt;
+  return SeedSequenceGenerateState(entropy, 1)[0];
+}
+
+MapDataset::MapDataset(std::shared_ptr<const MapNode> node) : node_(std::move(node)) {
+  if (!node_) throw std::invalid_argument("MapDataset: null node");
+}
+
+MapDataset MapDataset::Source(std::shared_ptr<const RandomAccessSource> source) {
+  if (!source) throw std::invalid_argument("MapDataset::Source: null source");
+  return MapDataset(internal::MakeSourceNode(std::move(source)));
+}
+
+MapDataset MapDataset::Concatenate(std::vector<MapDataset> datasets) {
+  std::vector<MapNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return MapDataset(internal::MakeConcatenateNode(std::move(nodes)));
+}
+
+MapDataset MapDataset::Mix(std::vector<MapDataset> datasets,
+                           std::optional<std::vector<double>> weights) {
+  std::vector<MapNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return MapDataset(internal::MakeMixNode(std::move(nodes), weights));
+}
+
+MapDataset MapDataset::Range(int64_t start, int64_t stop, int64_t step) {
+  return Source(std::make_shared<RangeSource>(start, stop, step));
+}
+
+std::optional<Value> MapDataset::Get(int64_t index) const {
+  if (index < 0) {
+    throw std::out_of_range("MapDataset: negative index " + std::to_string(index));
+  }
+  return node_->Get(index);
+}
+
+MapDataset MapDataset::Seed(int64_t seed) const {
+  return MapDataset(internal::MakeSeedMapNode(node_, CheckSeed(seed, "seed")));
+}
+
+MapDataset MapDataset::Shuffle(std::optional<int64_t> seed) const {
+  return MapDataset(internal::MakeShuffleNode(node_, ResolveSeed(seed, *node_, "shuffle")));
+}
+
+MapDataset MapDataset::Slice(std::optional<int64_t> start, std::optional<int64_t> stop,
+                             std::optional<int64_t> step) const {
+  // Python's slice.indices(length).
+  const int64_t length = Length();
+  const int64_t st = step.value_or(1);
+  if (st == 0) throw std::invalid_argument("slice: step must not be zero");
+  auto clamp = [&](std::optional<int64_t> v, int64_t dflt) {
+    if (!v) return dflt;
+    int64_t x = *v;
+    if (x < 0) {
+      x += length;
+      if (x < 0) x = st < 0 ? -1 : 0;
+    } else if (x >= length) {
+      x = st < 0 ? length - 1 : length;
+    }
+    return x;
+  };
+  int64_t b = clamp(start, st < 0 ? length - 1 : 0);
+  int64_t e = clamp(stop, st < 0 ? -1 : length);
+  return MapDataset(internal::MakeSliceNode(node_, b, e, st));
+}
+
+MapDataset MapDataset::Repeat(std::optional<int64_t> num_epochs, bool reseed_each_epoch) const {
+  if (num_epochs && *num_epochs <= 0) {
+    throw std::invalid_argument("repeat: num_epochs must be positive, got " +
+                                std::to_string(*num_epochs));
+  }
+  if (Length() == kInfiniteLength) {
+    throw std::invalid_argument("repeat: the dataset is already infinite");
+  }
+  return MapDataset(internal::MakeRepeatNode(node_, num_epochs, reseed_each_epoch));
+}
+
+MapDataset MapDataset::Map(MapFn fn, bool serial) const {
+  if (!fn) throw std::invalid_argument("map: empty function");
+  return MapDataset(internal::MakeMapNode(node_, std::move(fn), serial));
+}
+
+MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<int64_t> seed, bool serial) const {
+  if (!fn) throw std::invalid_argument("random_map: empty function");
+  uint32_t s = ResolveSeed(seed, *node_, "random_map");
+  return MapDataset(internal::MakeRandomMapNode(node_, std::move(fn), s, serial));
+}
+
+MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool serial) const {
+  if (!fn) throw std::invalid_argument("map_with_index: empty function");
+  return MapDataset(internal::MakeMapWithIndexNode(node_, std::move(fn), serial));
+}
+
+MapDataset MapDataset::Filter(FilterFn fn, bool serial) const {
+  if (!fn) throw std::invalid_argument("filter: empty function");
+  return MapDataset(internal::MakeFilterNode(node_, std::move(fn), serial));
+}
+
+MapDataset MapDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn batch_fn) const {
+  if (batch_size <= 0) {
+    throw std::invalid_argument("batch: batch_size must be positive, got " +
+                                std::to_string(batch_size));
+  }
+  std::deque<const DatasetNode*> to_visit{node_.get()};
+  while (!to_visit.empty()) {
+    const DatasetNode* n = to_visit.front();
+    to_visit.pop_front();
+    if (n->Name() == "FilterMapDataset") {
+      throw std::invalid_argument(
+          "batch: cannot batch a MapDataset after filter (the batch sizes would vary); "
+          "call .to_iter_dataset() first and batch the IterDataset");
+    }
+    for (const auto& p : n->parents()) to_visit.push_back(p.get());
+  }
+  return MapDataset(
+      internal::MakeBatchMapNode(node_, batch_size, drop_remainder, std::move(batch_fn)));
+}
+
+IterDataset MapDataset::ToIter(ReadOptions options, bool allow_nones) const {
+  options.Validate();
+  return IterDataset(internal::MakePrefetchNode(node_, options, allow_nones));
+}
+
+IterDataset::IterDataset(std::shared_ptr<const IterNode> node) : node_(std::move(node)) {
+  if (!node_) throw std::invalid_argument("IterDataset: null node");
+}
+
+IterDataset IterDataset::Seed(int64_t seed) const {
+  return IterDataset(internal::MakeSeedIterNode(node_, CheckSeed(seed, "seed")));
+}
+
+IterDataset IterDataset::Map(MapFn fn) const {
+  if (!fn) throw std::invalid_argument("map: empty function");
+  return IterDataset(internal::MakeIterMapNode(node_, std::move(fn)));
+}
+
+IterDataset IterDataset::RandomMap(RandomMapFn fn, std::optional<int64_t> seed) const {
+  if (!fn) throw std::invalid_argument("random_map: empty function");
+  uint32_t s = ResolveSeed(seed, *node_, "random_map");
+  return IterDataset(internal::MakeIterRandomMapNode(node_, std::move(fn), s));
+}
+
+IterDataset IterDataset::MapWithIndex(MapWithIndexFn fn) const {
+  if (!fn) throw std::invalid_argument("map_with_index: empty function");
+  return IterDataset(internal::MakeIterMapWithIndexNode(node_, std::move(fn)));
+}
+
+IterDataset IterDataset::Filter(FilterFn fn) const {
+  if (!fn) throw std::invalid_argument("filter: empty function");
+  return IterDataset(internal::MakeIterFilterNode(node_, std::move(fn)));
+}
+
+IterDataset IterDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn batch_fn) const {
+  if (batch_size <= 0) {
+    throw std::invalid_argument("batch: batch_size must be positive, got " +
+                                std::to_string(batch_size));
+  }
+  return IterDataset(
+      internal::MakeBatchIterNode(node_, batch_size, drop_remainder, std::move(batch_fn)));
+}
+
+IterDataset IterDataset::FlatMap(FlatMapFn fn) const {
+  if (!fn) throw std::invalid_argument("flat_map: empty function");
+  return IterDataset(internal::MakeFlatMapNode(node_, std::move(fn)));
+}
+
+}  // namespace spelt

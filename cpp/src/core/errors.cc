@@ -1,0 +1,22 @@
+// The exception types of spelt/errors.h.
+#include <string>
+#include <utility>
+
+#include "spelt/errors.h"
+
+namespace spelt {
+
+FileFormatError::FileFormatError(std::string_view kind, std::string path, uint64_t offset,
+                                 std::string_view detail)
+    : std::runtime_error(path + ": " + std::string(kind) + " at byte offset " +
+                         std::to_string(offset) + ": " + std::string(detail)),
+      path_(std::move(path)),
+      offset_(offset) {}
+
+CorruptFileError::CorruptFileError(std::string path, uint64_t offset, std::string_view detail)
+    : FileFormatError("corrupt ArrayRecord file", std::move(path), offset, detail) {}
+
+UnsupportedError::UnsupportedError(std::string path, uint64_t offset, std::string_view detail)
+    : FileFormatError("unsupported ArrayRecord feature", std::move(path), offset, detail) {}
+
+}  // namespace spelt

@@ -1,0 +1,44 @@
+#include "core/thread_pool.h"
+
+namespace spelt::internal {
+
+ThreadPool::ThreadPool(int num_threads) {
+  threads_.reserve(static_cast<size_t>(num_threads));
+  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { Run(); });
+}
+
+ThreadPool::~ThreadPool() {
+  std::deque<std::function<void()>> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+    dropped.swap(tasks_);
+  }
+  cv_.notify_all();
+  for (std::thread& t : threads_) t.join();
+  // `dropped` is destroyed here, outside the lock.
+}
+
+void ThreadPool::Submit(std::function<void()> task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.push_back(std::move(task));
+  }
+  cv_.notify_one();
+}
+
+void ThreadPool::Run() {
+  for (;;) {
+    std::function<void()> task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !tasks_.empty(); });
+      if (stopping_) return;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    task();
+  }
+}
+
+}  // namespace spelt::internal

@@ -1,0 +1,46 @@
+// ds.seed(s): a pass-through node that carries the seed for default-seed derivation
+// (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed).
+#include "core/nodes.h"
+
+namespace spelt::internal {
+namespace {
+
+class SeedMapNode final : public MapNode {
+ public:
+  SeedMapNode(MapNodePtr parent, uint32_t seed) : MapNode({parent}), parent_(std::move(parent)) {
+    set_seed_rng_seed(seed);
+  }
+  std::string Name() const override { return "WithOptionsMapDataset"; }
+  int64_t Length() const override { return parent_->Length(); }
+  std::optional<Value> Get(int64_t index) const override { return parent_->Get(index); }
+
+ private:
+  MapNodePtr parent_;
+};
+
+class SeedIterNode final : public IterNode {
+ public:
+  SeedIterNode(IterNodePtr parent, uint32_t seed)
+      : IterNode({parent}), parent_(std::move(parent)) {
+    set_seed_rng_seed(seed);
+  }
+  std::string Name() const override { return "WithOptionsIterDataset"; }
+  std::unique_ptr<DatasetIterator> MakeIterator() const override {
+    return parent_->MakeIterator();
+  }
+
+ private:
+  IterNodePtr parent_;
+};
+
+}  // namespace
+
+MapNodePtr MakeSeedMapNode(MapNodePtr parent, uint32_t seed) {
+  return std::make_shared<SeedMapNode>(std::move(parent), seed);
+}
+
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, uint32_t seed) {
+  return std::make_shared<SeedIterNode>(std::move(parent), seed);
+}
+
+}  // namespace spelt::internal
