@@ -1,19 +1,16 @@
 // Bindings of spelt/array_record.h and spelt/array_record_source.h. Reads release the GIL.
-#include "py_array_record.h"
-
-#include <system_error>
-
+#include <nanobind/nanobind.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include "bindings.h"
 #include "py_value.h"
 #include "spelt/array_record.h"
 #include "spelt/array_record_source.h"
 
-namespace nb = nanobind;
-using namespace nb::literals;
+using namespace nanobind::literals;
 
 namespace spelt::python {
 namespace {
@@ -23,20 +20,6 @@ nb::bytes ToBytes(const std::string& s) { return nb::bytes(s.data(), s.size()); 
 }  // namespace
 
 void RegisterArrayRecord(nb::module_& m) {
-  // File-format errors become Python exceptions of these classes (both subclass ValueError).
-  static nb::exception<CorruptFileError> corrupt(m, "CorruptFileError", PyExc_ValueError);
-  static nb::exception<UnsupportedError> unsupported(m, "UnsupportedError",
-                                                     PyExc_NotImplementedError);
-  // Failures of the operating system (open, read, write) become OSError with their errno.
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const std::system_error& e) {
-      nb::object args = nb::make_tuple(e.code().value(), e.what());
-      PyErr_SetObject(PyExc_OSError, args.ptr());
-    }
-  });
-
   nb::class_<RandomAccessSource>(m, "NativeSource")
       .def("__len__", &RandomAccessSource::Length)
       .def("__repr__", &RandomAccessSource::Repr)

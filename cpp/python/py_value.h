@@ -63,6 +63,12 @@ State StateFromPython(nb::handle obj);
 // Called once at module import: caches numpy types and functions.
 void InitPyValue();
 
+// None -> nullopt, else the int (TypeError if it is not one).
+inline std::optional<int64_t> OptInt(const nb::object& o) {
+  if (o.is_none()) return std::nullopt;
+  return nb::cast<int64_t>(o);
+}
+
 }  // namespace spelt::python
 
 #endif  // SPELT_PYTHON_PY_VALUE_H_

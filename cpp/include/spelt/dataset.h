@@ -22,6 +22,7 @@
 #include <limits>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -91,6 +92,13 @@ class MapNode : public DatasetNode {
   // Element at global index `index` (>= 0; may exceed Length() to address later epochs);
   // nullopt if filtered out. Throws on bad input, naming the index.
   virtual std::optional<Value> Get(int64_t index) const = 0;
+  // Elements at global indices `indices` (each >= 0), appended to *out in order: what Get()
+  // returns for each, computed together so that sources see many indices at once (one
+  // batched read, one gather). On an exception, *out holds exactly the elements before the
+  // failing index and the exception is the one Get() would raise for it.
+  // The default calls Get() for each index; nodes that can do better override it.
+  virtual void GetMany(std::span<const int64_t> indices,
+                       std::vector<std::optional<Value>>* out) const;
 };
 
 class DatasetIterator {

@@ -165,14 +165,6 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   mutable ChunkCache cache_;
 };
 
-// The helpers of ReadRecords(), shared by all readers. Never destroyed: helpers may still be
-// queued when static destructors run.
-internal::ThreadPool& SharedPool() {
-  static internal::ThreadPool* const pool = new internal::ThreadPool(
-      std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
-  return *pool;
-}
-
 void ArrayRecordReaderImpl::ReadIndex() {
   const uint64_t size = file_.size();
   if (size < kBlockSize) {
@@ -343,7 +335,7 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
   // The caller works too, so the call finishes even if no helper ever starts.
   const size_t num_runs = batch->plan.runs.size();
   const size_t num_workers = std::min<size_t>(std::max(num_threads, 1), num_runs);
-  for (size_t i = 1; i < num_workers; ++i) SharedPool().Submit([batch] { Work(*batch); });
+  for (size_t i = 1; i < num_workers; ++i) internal::SharedThreadPool().Submit([batch] { Work(*batch); });
   Work(*batch);
   std::unique_lock<std::mutex> lock(batch->mu);
   batch->all_done.wait(lock, [&] { return batch->runs_done.load() == num_runs; });

@@ -69,6 +69,12 @@ std::optional<uint32_t> DatasetNode::DefaultSeed() const {
   return SeedSequenceGenerateState(entropy, 1)[0];
 }
 
+void MapNode::GetMany(std::span<const int64_t> indices,
+                      std::vector<std::optional<Value>>* out) const {
+  out->reserve(out->size() + indices.size());
+  for (const int64_t index : indices) out->push_back(Get(index));
+}
+
 MapDataset::MapDataset(std::shared_ptr<const MapNode> node) : node_(std::move(node)) {
   if (!node_) throw std::invalid_argument("MapDataset: null node");
 }

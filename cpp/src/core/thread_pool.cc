@@ -1,10 +1,22 @@
 #include "core/thread_pool.h"
 
+#include <algorithm>
+
 namespace spelt::internal {
 
-ThreadPool::ThreadPool(int num_threads) {
-  threads_.reserve(static_cast<size_t>(num_threads));
-  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { Run(); });
+ThreadPool::ThreadPool(int num_threads) { Reserve(num_threads); }
+
+void ThreadPool::Reserve(int num_threads) {
+  std::lock_guard<std::mutex> lock(mu_);
+  while (static_cast<int>(threads_.size()) < num_threads) {
+    threads_.emplace_back([this] { Run(); });
+  }
+}
+
+ThreadPool& SharedThreadPool() {
+  static ThreadPool* const pool =
+      new ThreadPool(std::max(1, static_cast<int>(std::thread::hardware_concurrency())));
+  return *pool;
 }
 
 ThreadPool::~ThreadPool() {

@@ -1,4 +1,5 @@
-// Internal: a fixed-size pool of threads running queued tasks in FIFO order.
+// Internal: a pool of threads running queued tasks in FIFO order, and the one process-wide
+// pool that every executor and the ArrayRecord reader share.
 // Thread-safe. The destructor drops tasks that have not started and joins the threads.
 #ifndef SPELT_SRC_CORE_THREAD_POOL_H_
 #define SPELT_SRC_CORE_THREAD_POOL_H_
@@ -21,6 +22,8 @@ class ThreadPool {
 
   // Queues `task`; it must not throw (catch inside and store the error).
   void Submit(std::function<void()> task);
+  // Adds threads until there are at least `num_threads`.
+  void Reserve(int num_threads);
 
  private:
   void Run();
@@ -31,6 +34,12 @@ class ThreadPool {
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
+
+// The process-wide pool: starts with one thread per core and grows with Reserve() (e.g. to
+// ReadOptions.num_threads). Never destroyed: tasks may still be queued when static
+// destructors run. A task that waits for other tasks of this pool must also work itself
+// (as the ArrayRecord reader does), so that nested use never deadlocks.
+ThreadPool& SharedThreadPool();
 
 }  // namespace spelt::internal
 

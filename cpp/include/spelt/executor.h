@@ -1,0 +1,93 @@
+// spelt/executor.h: the one ordered-execution core of Spelt.
+//
+// Every read-ahead in Spelt (to_iter_dataset with threads, worker processes, and later remote
+// actors) is the same iterator: it asks an *executor* to compute chunks of consecutive global
+// indices of a MapDataset, keeps several in flight, and hands out their elements strictly in
+// index order. Executors differ only in where a chunk is computed:
+//   - MakeInlineExecutor: in the calling thread, when the consumer asks for it (num_threads 0,
+//     or pipelines that call Python and so hold the GIL);
+//   - MakeThreadPoolExecutor: on the process-wide thread pool (pipelines that call no Python);
+//   - worker processes (the Python package plugs one in, cpp/python/).
+// The state rules are written once, in MakeOrderedIterator: the state is Grain's
+// {"next_index": n}, the number of indices consumed up to and including the last element
+// returned; read-ahead never counts, so a state restores with any executor.
+//
+// Thread-safety: an executor and its PendingChunks are used by the one thread that drives the
+// ordered iterator; what they do inside (pool threads, processes) is their own business.
+#ifndef SPELT_EXECUTOR_H_
+#define SPELT_EXECUTOR_H_
+
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "spelt/dataset.h"
+
+namespace spelt {
+
+// The elements of global indices [begin, begin + count) of a MapDataset.
+struct ChunkResult {
+  int64_t begin = 0;
+  int64_t count = 0;
+  // values[k] is element begin + k; nullopt where a filter removed it. If `error` is set,
+  // values.size() < count and `error` was raised by element begin + values.size(); the
+  // elements after it were not computed.
+  std::vector<std::optional<Value>> values;
+  std::exception_ptr error;
+};
+
+// Computes indices [begin, begin + count) of `node` (MapNode::GetMany, then MapNode::Get one at
+// a time from the first failure to find the failing index). Never throws: errors go into the
+// result. This is the per-chunk work of every executor (worker processes call it too).
+ChunkResult ComputeChunk(const MapNode& node, int64_t begin, int64_t count);
+
+// A chunk that an executor is computing. Destroying it without Take() abandons it (the
+// executor drops the result when it arrives).
+class PendingChunk {
+ public:
+  virtual ~PendingChunk() = default;
+  // Blocks until the chunk is computed and returns it. Called at most once. May throw if the
+  // executor itself failed (e.g. a worker process died); the ordered iterator then keeps its
+  // position, drops everything in flight and raises the error.
+  virtual ChunkResult Take() = 0;
+};
+
+class ChunkExecutor {
+ public:
+  virtual ~ChunkExecutor() = default;
+  // Most chunks worth keeping in flight (>= 1).
+  virtual int64_t MaxInFlight() const = 0;
+  // Size of the next chunk to submit (>= 1); executors may adapt it to measured cost.
+  virtual int64_t NextChunkSize() = 0;
+  // Starts computing [begin, begin + count). Chunks are taken in submission order, except that
+  // abandoned ones are skipped.
+  virtual std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) = 0;
+};
+
+// Computes chunks in the calling thread, inside Take(). Chunk sizes grow 1, 2, 4, ... up to
+// `max_chunk_size`, so the first element comes after one element's work.
+// REQUIRES: max_chunk_size >= 1.
+std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode> node,
+                                                  int64_t max_chunk_size = 64);
+
+// Computes chunks on the process-wide thread pool (shared by every iterator and by the
+// ArrayRecord reader; it grows to the largest num_threads asked for). At most
+// options.num_threads chunks of this iterator run at once, and about
+// options.prefetch_buffer_size elements are read ahead.
+// REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1; the node must not be
+// Serial().
+std::unique_ptr<ChunkExecutor> MakeThreadPoolExecutor(std::shared_ptr<const MapNode> node,
+                                                      ReadOptions options);
+
+// The ordered iterator over indices [0, length) computed by `executor` (see the file comment).
+// Elements that a filter removed are skipped, or returned as None (Value()) if allow_nones.
+// An error in element i is raised when the consumer reaches i, after every element before it;
+// the next Next() continues with element i + 1.
+std::unique_ptr<DatasetIterator> MakeOrderedIterator(int64_t length, bool allow_nones,
+                                                     std::unique_ptr<ChunkExecutor> executor);
+
+}  // namespace spelt
+
+#endif  // SPELT_EXECUTOR_H_

@@ -1,0 +1,30 @@
+// The one place where engine exceptions become Python exceptions (see bindings.h).
+// nanobind already maps std::invalid_argument to ValueError, std::out_of_range to IndexError
+// and other std::exception to RuntimeError; Python exceptions raised in callbacks cross the
+// engine unchanged as nb::python_error.
+#include <system_error>
+
+#include <nanobind/nanobind.h>
+
+#include "bindings.h"
+#include "spelt/errors.h"
+
+namespace spelt::python {
+
+void RegisterErrors(nb::module_& m) {
+  // File-format errors: their messages name the file and the byte offset.
+  static nb::exception<CorruptFileError> corrupt(m, "CorruptFileError", PyExc_ValueError);
+  static nb::exception<UnsupportedError> unsupported(m, "UnsupportedError",
+                                                     PyExc_NotImplementedError);
+  // Failures of the operating system (open, read, write) become OSError with their errno.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const std::system_error& e) {
+      nb::object args = nb::make_tuple(e.code().value(), e.what());
+      PyErr_SetObject(PyExc_OSError, args.ptr());
+    }
+  });
+}
+
+}  // namespace spelt::python

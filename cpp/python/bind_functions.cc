@@ -1,0 +1,51 @@
+// index_shuffle and stack in spelt._core.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "py_value.h"
+#include "spelt/random.h"
+#include "spelt/stack.h"
+
+using namespace nanobind::literals;
+
+namespace spelt::python {
+
+void RegisterFunctions(nb::module_& m) {
+  m.def("index_shuffle", [](int64_t index, int64_t max_index, int64_t seed, int64_t rounds) {
+    if (index < 0 || max_index < 0 || index > max_index) {
+      throw std::invalid_argument("index_shuffle: need 0 <= index <= max_index, got index=" +
+                                  std::to_string(index) + ", max_index=" +
+                                  std::to_string(max_index));
+    }
+    if (seed < 0 || seed > int64_t{0xFFFFFFFF}) {
+      throw std::invalid_argument("index_shuffle: seed must be in [0, 2**32), got " +
+                                  std::to_string(seed));
+    }
+    if (rounds < 4 || rounds > 1024) {
+      throw std::invalid_argument("index_shuffle: rounds must be even and in [4, 1024]");
+    }
+    return static_cast<int64_t>(IndexShuffle(static_cast<uint64_t>(index),
+                                             static_cast<uint64_t>(max_index),
+                                             static_cast<uint32_t>(seed),
+                                             static_cast<uint32_t>(rounds)));
+  }, "index"_a, "max_index"_a, "seed"_a, "rounds"_a = 4);
+
+
+  m.def("stack", [](nb::list elements) {
+    std::vector<Value> values;
+    for (nb::handle e : elements) values.push_back(ToValue(e));
+    Value out;
+    {
+      nb::gil_scoped_release release;
+      out = Stack(values);
+    }
+    return ToPython(out);
+  }, "elements"_a, "Grain's default batch function: stacks leaves along a new axis 0.");
+}
+
+}  // namespace spelt::python

@@ -1,0 +1,37 @@
+// The parts of the spelt._core module, one Register function per concept (module.cc calls
+// them in order). Engine types are exported under their C++/Grain names (MapDataset,
+// IterDataset, DatasetIterator, Sampler, ...); python/spelt/_core.pyi describes them.
+#ifndef SPELT_PYTHON_BINDINGS_H_
+#define SPELT_PYTHON_BINDINGS_H_
+
+#include <nanobind/nanobind.h>
+
+#include "spelt/dataset.h"
+
+namespace spelt::python {
+
+namespace nb = nanobind;
+
+// bind_errors.cc: the exception classes and the one translation of engine exceptions into
+// Python ones (std::invalid_argument -> ValueError, std::out_of_range -> IndexError,
+// std::system_error -> OSError with its errno, CorruptFileError -> spelt._core.CorruptFileError
+// (a ValueError), UnsupportedError -> spelt._core.UnsupportedError (a NotImplementedError)).
+void RegisterErrors(nb::module_& m);
+// bind_functions.cc: index_shuffle and stack.
+void RegisterFunctions(nb::module_& m);
+// bind_dataset.cc: MapDataset and IterDataset handles and their factories.
+void RegisterDatasets(nb::module_& m);
+// bind_iterator.cc: DatasetIterator, the engine iterator owned by Python.
+void RegisterIterator(nb::module_& m);
+// Wraps an engine iterator for Python (GIL handling as in bind_iterator.cc).
+nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial);
+// bind_sampler.cc: Sampler and the sampler factories.
+void RegisterSamplers(nb::module_& m);
+// py_array_record.cc: NativeSource, ArrayRecordSource, ArrayRecordWriter, array_record_info.
+void RegisterArrayRecord(nb::module_& m);
+// py_arena.cc: Arena and ArenaView (see py_arena.cc).
+void RegisterArena(nb::module_& m);
+
+}  // namespace spelt::python
+
+#endif  // SPELT_PYTHON_BINDINGS_H_

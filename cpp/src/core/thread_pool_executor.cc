@@ -1,0 +1,123 @@
+// MakeThreadPoolExecutor (spelt/executor.h): chunks computed on the process-wide thread pool,
+// at most num_threads of one iterator at a time, in submission (= index) order.
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <stdexcept>
+
+#include "core/thread_pool.h"
+#include "spelt/executor.h"
+
+namespace spelt {
+namespace {
+
+struct ChunkTask {
+  int64_t begin = 0, count = 0;
+  std::atomic<bool> abandoned{false};
+  std::mutex mu;
+  std::condition_variable done_cv;
+  bool done = false;
+  ChunkResult result;
+};
+
+// The executor's queue, shared with its runners on the pool (which may outlive the executor).
+struct Queue {
+  std::shared_ptr<const MapNode> node;
+  int64_t max_runners = 1;
+  std::mutex mu;
+  std::deque<std::shared_ptr<ChunkTask>> tasks;
+  int64_t runners = 0;
+};
+
+// Runs this iterator's queued chunks one after the other until the queue is empty.
+void RunQueue(const std::shared_ptr<Queue>& queue) {
+  for (;;) {
+    std::shared_ptr<ChunkTask> task;
+    {
+      std::lock_guard<std::mutex> lock(queue->mu);
+      if (queue->tasks.empty()) {
+        --queue->runners;
+        return;
+      }
+      task = std::move(queue->tasks.front());
+      queue->tasks.pop_front();
+    }
+    if (task->abandoned.load(std::memory_order_relaxed)) continue;
+    ChunkResult result = ComputeChunk(*queue->node, task->begin, task->count);
+    {
+      std::lock_guard<std::mutex> lock(task->mu);
+      task->result = std::move(result);
+      task->done = true;
+    }
+    task->done_cv.notify_one();
+  }
+}
+
+class PoolChunk final : public PendingChunk {
+ public:
+  explicit PoolChunk(std::shared_ptr<ChunkTask> task) : task_(std::move(task)) {}
+  ~PoolChunk() override { task_->abandoned.store(true, std::memory_order_relaxed); }
+  ChunkResult Take() override {
+    std::unique_lock<std::mutex> lock(task_->mu);
+    task_->done_cv.wait(lock, [this] { return task_->done; });
+    return std::move(task_->result);
+  }
+
+ private:
+  std::shared_ptr<ChunkTask> task_;
+};
+
+class ThreadPoolExecutor final : public ChunkExecutor {
+ public:
+  ThreadPoolExecutor(std::shared_ptr<const MapNode> node, ReadOptions options)
+      : queue_(std::make_shared<Queue>()) {
+    if (options.num_threads < 1 || options.prefetch_buffer_size < 1) {
+      throw std::invalid_argument(
+          "MakeThreadPoolExecutor: num_threads and prefetch_buffer_size must be >= 1");
+    }
+    if (node->Serial()) {
+      throw std::invalid_argument("MakeThreadPoolExecutor: " + node->Name() +
+                                  " must be computed serially");
+    }
+    queue_->node = std::move(node);
+    queue_->max_runners = options.num_threads;
+    chunk_size_ = std::clamp<int64_t>(
+        options.prefetch_buffer_size / (2 * options.num_threads), 1, 64);
+    max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
+    internal::SharedThreadPool().Reserve(
+        static_cast<int>(std::min<int64_t>(options.num_threads, 1024)));
+  }
+  int64_t MaxInFlight() const override { return max_in_flight_; }
+  int64_t NextChunkSize() override { return chunk_size_; }
+  std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
+    auto task = std::make_shared<ChunkTask>();
+    task->begin = begin;
+    task->count = count;
+    bool start_runner = false;
+    {
+      std::lock_guard<std::mutex> lock(queue_->mu);
+      queue_->tasks.push_back(task);
+      if (queue_->runners < queue_->max_runners) {
+        ++queue_->runners;
+        start_runner = true;
+      }
+    }
+    if (start_runner) internal::SharedThreadPool().Submit([queue = queue_] { RunQueue(queue); });
+    return std::make_unique<PoolChunk>(std::move(task));
+  }
+
+ private:
+  std::shared_ptr<Queue> queue_;
+  int64_t chunk_size_ = 1, max_in_flight_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<ChunkExecutor> MakeThreadPoolExecutor(std::shared_ptr<const MapNode> node,
+                                                      ReadOptions options) {
+  return std::make_unique<ThreadPoolExecutor>(std::move(node), options);
+}
+
+}  // namespace spelt
