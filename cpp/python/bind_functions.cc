@@ -17,24 +17,18 @@ namespace spelt::python {
 
 void RegisterFunctions(nb::module_& m) {
   m.def("index_shuffle", [](int64_t index, int64_t max_index, int64_t seed, int64_t rounds) {
-    if (index < 0 || max_index < 0 || index > max_index) {
-      throw std::invalid_argument("index_shuffle: need 0 <= index <= max_index, got index=" +
-                                  std::to_string(index) + ", max_index=" +
-                                  std::to_string(max_index));
-    }
-    if (seed < 0 || seed > int64_t{0xFFFFFFFF}) {
-      throw std::invalid_argument("index_shuffle: seed must be in [0, 2**32), got " +
-                                  std::to_string(seed));
-    }
-    if (rounds < 4 || rounds > 1024) {
-      throw std::invalid_argument("index_shuffle: rounds must be even and in [4, 1024]");
+    if (index < 0 || max_index < 0 || rounds < 0 || rounds > 1024) {
+      throw std::invalid_argument("index_shuffle: need 0 <= index <= max_index and rounds even"
+                                  " in [4, 1024], got index=" + std::to_string(index) +
+                                  ", max_index=" + std::to_string(max_index) +
+                                  ", rounds=" + std::to_string(rounds));
     }
     return static_cast<int64_t>(IndexShuffle(static_cast<uint64_t>(index),
                                              static_cast<uint64_t>(max_index),
-                                             static_cast<uint32_t>(seed),
+                                             CheckSeed(seed, "index_shuffle"),
                                              static_cast<uint32_t>(rounds)));
-  }, "index"_a, "max_index"_a, "seed"_a, "rounds"_a = 4);
-
+  }, "index"_a, "max_index"_a, "seed"_a, "rounds"_a = 4,
+  "Grain's index_shuffle: position of `index` in a permutation of [0, max_index] (spelt/random.h).");
 
   m.def("stack", [](nb::list elements) {
     std::vector<Value> values;

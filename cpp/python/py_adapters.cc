@@ -185,10 +185,25 @@ MapFn PyMapFn(nb::handle fn) {
   };
 }
 
+// The numpy Generator in the state of `rng` (spelt._callables.philox_generator: the one place
+// where Spelt's Philox streams become numpy Generators). REQUIRES: the GIL.
+nb::object ToNumpyGenerator(const Philox& rng) {
+  static PyObject* const philox_generator =
+      nb::object(nb::module_::import_("spelt._callables").attr("philox_generator")).release().ptr();
+  const auto& k = rng.key();
+  nb::object hi = nb::steal(PyLong_FromUnsignedLongLong(k[1]));
+  nb::object shift = nb::int_(64);
+  nb::object hi_shifted = nb::steal(PyNumber_Lshift(hi.ptr(), shift.ptr()));
+  nb::object lo = nb::steal(PyLong_FromUnsignedLongLong(k[0]));
+  nb::object key = nb::steal(PyNumber_Or(hi_shifted.ptr(), lo.ptr()));
+  const auto& c = rng.counter();
+  return nb::handle(philox_generator)(key, nb::make_tuple(c[0], c[1], c[2], c[3]));
+}
+
 RandomMapFn PyRandomMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v, Philox& rng) {
     nb::gil_scoped_acquire gil;
-    return WrapResult(f.get()(ToPython(v), nb::int_(rng.counter()[3])));
+    return WrapResult(f.get()(ToPython(v), ToNumpyGenerator(rng)));
   };
 }
 

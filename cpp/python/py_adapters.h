@@ -16,9 +16,9 @@ namespace spelt::python {
 
 // fn(element) -> element.
 MapFn PyMapFn(nb::handle fn);
-// fn(element, index) -> element; `index` is the rng counter's last word (the global index
-// for MapDataset.random_map, the element count for IterDataset.random_map). The Python side
-// builds the numpy Generator.
+// fn(element, rng) -> element; rng is the engine's Philox stream for the element (counter
+// [0, 0, 0, global index] on a MapDataset, [0, 0, 0, element count] on an IterDataset) as a
+// numpy Generator (spelt._callables.philox_generator).
 RandomMapFn PyRandomMapFn(nb::handle fn);
 // fn(index, element) -> element.
 MapWithIndexFn PyMapWithIndexFn(nb::handle fn);

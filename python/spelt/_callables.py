@@ -44,38 +44,37 @@ def random_map_fn(transform: Any) -> Callable:
   )
 
 
-def reset_philox_counter(rng: np.random.Generator, index: int) -> None:
-  """Sets rng's Philox counter to [0, 0, 0, index] with an empty buffer (Grain's scheme)."""
-  state = rng.bit_generator.state
-  state["state"]["counter"] = np.array([0, 0, 0, index], dtype=np.uint64)
-  state["buffer"] = np.zeros(4, dtype=np.uint64)
-  state["buffer_pos"] = 4
-  state["has_uint32"] = 0
-  state["uinteger"] = 0
-  rng.bit_generator.state = state
+_MASK64 = (1 << 64) - 1
+_local = threading.local()
 
 
-class RandomMapCall:
-  """Calls fn(element, rng) with rng = Generator(Philox(seed)) at counter [0, 0, 0, index].
+def philox_generator(key: int, counter: tuple[int, int, int, int] | int) -> np.random.Generator:
+  """The numpy Generator over Philox4x64-10 with exactly this 128-bit key and counter.
 
-  The engine passes (element, index). One Generator per thread is reused, as Grain does;
-  user code must not keep the rng beyond the call.
+  This is how Spelt hands its per-element random stream (computed in C++: the key from the
+  seed as numpy derives it, the counter from the element's index) to Python callables, in the
+  form Grain builds: ``Generator(Philox(seed))`` at counter ``[0, 0, 0, index]`` for
+  ``random_map`` (Grain's dataset/transformations/map.py), ``Generator(Philox(key=seed + g))``
+  for a DataLoader record (Grain's samplers.py). An int counter means ``[0, 0, 0, counter]``.
+  The output buffer is empty, so draws equal those of a fresh generator in that state.
+
+  One Generator per thread is reused (as Grain does): user code must not keep it beyond the
+  call it was given to.
   """
-
-  def __init__(self, fn: Callable, seed: int):
-    self._fn = fn
-    self._seed = seed
-    self._local = threading.local()
-
-  def __call__(self, element: Any, index: int) -> Any:
-    rng = getattr(self._local, "rng", None)
-    if rng is None:
-      rng = self._local.rng = np.random.Generator(np.random.Philox(self._seed))
-    reset_philox_counter(rng, index)
-    return self._fn(element, rng)
-
-  def __getstate__(self):
-    return {"fn": self._fn, "seed": self._seed}
-
-  def __setstate__(self, state):
-    self.__init__(state["fn"], state["seed"])
+  rng = getattr(_local, "rng", None)
+  if rng is None:
+    rng = _local.rng = np.random.Generator(np.random.Philox(0))
+  if isinstance(counter, int):
+    counter = (0, 0, 0, counter)
+  rng.bit_generator.state = {
+      "bit_generator": "Philox",
+      "state": {
+          "counter": np.array(counter, dtype=np.uint64),
+          "key": np.array([key & _MASK64, key >> 64], dtype=np.uint64),
+      },
+      "buffer": np.zeros(4, dtype=np.uint64),
+      "buffer_pos": 4,
+      "has_uint32": 0,
+      "uinteger": 0,
+  }
+  return rng

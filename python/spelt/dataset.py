@@ -16,7 +16,6 @@ from __future__ import annotations
 import abc
 import builtins
 import operator
-import operator
 from typing import Any, Callable, Iterator, Sequence
 
 from spelt import _callables
@@ -71,8 +70,15 @@ class _Node:
 
 
 class _Transformations(_Node):
-  """The transformations MapDataset and IterDataset share; each returns a new dataset of the
-  same kind, built by ``self._derive(name, *args)`` on the engine node."""
+  """The transformations MapDataset and IterDataset share. Each returns a new dataset of the
+  same kind: an instance of the class the kind names for it (``_Map``, ``_Filter``, ...)."""
+
+  _Seed: type
+  _Map: type
+  _RandomMap: type
+  _MapWithIndex: type
+  _Filter: type
+  _Batch: type
 
   def __init__(self, parents: Any = ()):
     """parents: one dataset or a sequence of them (what user subclasses pass, as in Grain)."""
@@ -84,15 +90,16 @@ class _Transformations(_Node):
   def parents(self) -> Sequence[Any]:
     return getattr(self, "_parents", ())
 
-  def _derive(self, op: str, *args: Any) -> Any:
-    raise NotImplementedError
-
   def seed(self, seed: int) -> Any:
-    """Sets the seed from which later random transformations derive default seeds."""
-    return self._derive("seed", _check_seed(seed, "seed"))
+    """Sets the seed from which later random transformations derive default seeds (Grain's
+    ``seed()``). TypeError if not an int, ValueError outside [0, 2**32)."""
+    return self._Seed(self, _check_seed(seed, "seed"))
 
   def map(self, transform: transforms.Map | Callable[[Any], Any]) -> Any:
-    return self._derive("map", _callables.map_fn(transform))
+    """Applies ``transform`` (a ``grain.transforms.Map`` or a callable) to each element.
+    On a MapDataset it runs per index (in parallel under ``mp_prefetch``), elements that are
+    None (filtered) are passed over. TypeError if ``transform`` is neither."""
+    return self._Map(self, _callables.map_fn(transform))
 
   def random_map(
       self,
@@ -101,18 +108,23 @@ class _Transformations(_Node):
       seed: int | None = None,
   ) -> Any:
     """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, k], where k
-    is the global index on a MapDataset and the element count on an IterDataset."""
+    is the global index on a MapDataset and the element count on an IterDataset (Grain's
+    scheme, so draws equal Grain's). Without ``seed``, the default seed derived from
+    ``seed()`` upstream; ValueError if there is none."""
     fn = _callables.random_map_fn(transform)
-    seed = _resolve_seed(seed, self._node, "random_map")
-    return self._derive("random_map", _callables.RandomMapCall(fn, seed), seed)
+    return self._RandomMap(self, fn, _resolve_seed(seed, self._node, "random_map"))
 
   def map_with_index(
       self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
   ) -> Any:
-    return self._derive("map_with_index", _callables.map_with_index_fn(transform))
+    """fn(index, element): the global index on a MapDataset, the running element count on an
+    IterDataset (Grain's MapWithIndex)."""
+    return self._MapWithIndex(self, _callables.map_with_index_fn(transform))
 
   def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> Any:
-    return self._derive("filter", _callables.filter_fn(transform))
+    """Keeps the elements for which ``transform`` is true. On a MapDataset the others become
+    None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change."""
+    return self._Filter(self, _callables.filter_fn(transform))
 
   def batch(
       self,
@@ -121,13 +133,18 @@ class _Transformations(_Node):
       drop_remainder: bool = False,
       batch_fn: Callable[[Sequence[Any]], Any] | None = None,
   ) -> Any:
-    """Stacks batch_size consecutive elements (on a MapDataset, never across epochs)."""
-    return self._derive("batch", batch_size, drop_remainder, batch_fn)
+    """Stacks ``batch_size`` consecutive elements leaf by leaf along a new axis 0 (numpy's
+    np.stack rules, or ``batch_fn(list_of_elements)``); on a MapDataset batches never span
+    epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
+    return self._Batch(self, batch_size, drop_remainder, batch_fn)
 
   def apply(self, transformations: Any) -> Any:
+    """Applies one ``grain.transforms`` transformation or a sequence of them, in order
+    (Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap). TypeError on anything else."""
     return _apply(self, transformations)
 
   def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
+    """``func(self, *args, **kwargs)``, for chaining user functions (Grain's ``pipe``)."""
     return func(self, *args, **kwargs)
 
 
@@ -193,24 +210,24 @@ class MapDataset(_Transformations, abc.ABC):
     return self.to_iter_dataset().__iter__()
 
   # Transformations.
-  def _derive(self, op: str, *args: Any) -> MapDataset:
-    return _OpMapDataset(self, op, *args)
-
   def shuffle(self, seed: int | None = None) -> MapDataset:
-    """Global shuffle, a new permutation each epoch (epoch e uses seed + e)."""
-    return self._derive("shuffle", _resolve_seed(seed, self._node, "shuffle"))
+    """Global shuffle, a new permutation each epoch (epoch e uses seed + e), by Grain's
+    index_shuffle (O(1) memory). Without ``seed``, the default seed derived from ``seed()``
+    upstream; ValueError if there is none."""
+    return _ShuffleMapDataset(self, _resolve_seed(seed, self._node, "shuffle"))
 
   def slice(self, sl: builtins.slice) -> MapDataset:
-    """Python slice of one epoch."""
+    """Python slice of one epoch (later epochs read the same positions of later epochs)."""
     if not isinstance(sl, builtins.slice):
       raise ValueError(f"sl is not a slice: {type(sl)}")
-    return self._derive("slice", sl.start, sl.stop, sl.step)
+    return _SliceMapDataset(self, sl.start, sl.stop, sl.step)
 
   def repeat(
       self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
   ) -> MapDataset:
-    """Repeats num_epochs times (None: forever)."""
-    return self._derive("repeat", num_epochs, reseed_each_epoch)
+    """Repeats num_epochs times (None: forever, len() is sys.maxsize as in Grain).
+    reseed_each_epoch=False replays epoch 0 exactly."""
+    return _RepeatMapDataset(self, num_epochs, reseed_each_epoch)
 
   def to_iter_dataset(
       self,
@@ -234,9 +251,6 @@ class IterDataset(_Transformations, abc.ABC):
 
   def __iter__(self) -> DatasetIterator:
     return _NativeDatasetIterator(self._node.make_iterator())
-
-  def _derive(self, op: str, *args: Any) -> IterDataset:
-    return _OpIterDataset(self, op, *args)
 
   def mp_prefetch(
       self,
@@ -414,35 +428,79 @@ class _MixMapDataset(MapDataset):
 
 
 class _OpMapDataset(MapDataset):
-  """parent.<op>(*args) on the engine node."""
+  """A transformation of one parent MapDataset: the engine node is
+  ``_build(parent_node, *args)``, a typed method of ``_core.MapDataset``."""
 
-  def __init__(self, parent: MapDataset, op: str, *args: Any):
+  _build: Callable[..., Any]
+
+  def __init__(self, parent: MapDataset, *args: Any):
     super().__init__(parent)
-    self._op = op
     self._args = args
     self._node  # build now so that argument errors surface here  # pylint: disable=pointless-statement
 
   def _make_node(self):
-    return getattr(self._parents[0]._node, self._op)(*self._args)
+    return self._build(self._parents[0]._node, *self._args)
 
   def __str__(self) -> str:
     return self._node.name()
 
 
 class _OpIterDataset(IterDataset):
-  """parent.<op>(*args) on the engine node."""
+  """A transformation of one parent IterDataset: the engine node is
+  ``_build(parent_node, *args)``, a typed method of ``_core.IterDataset``."""
 
-  def __init__(self, parent: IterDataset, op: str, *args: Any):
+  _build: Callable[..., Any]
+
+  def __init__(self, parent: IterDataset, *args: Any):
     super().__init__(parent)
-    self._op = op
     self._args = args
     self._node  # pylint: disable=pointless-statement
 
   def _make_node(self):
-    return getattr(self._parents[0]._node, self._op)(*self._args)
+    return self._build(self._parents[0]._node, *self._args)
 
   def __str__(self) -> str:
     return self._node.name()
+
+
+def _op(base: type, name: str, build: Callable[..., Any]) -> type:
+  """A module-level transformation class (picklable by reference) built by ``build``."""
+  cls = type(name, (base,), {"_build": staticmethod(build), "__module__": __name__})
+  cls.__qualname__ = name
+  return cls
+
+
+_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
+_ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle)
+_SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice)
+_RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat)
+_MapMapDataset = _op(_OpMapDataset, "_MapMapDataset", _core.MapDataset.map)
+_RandomMapMapDataset = _op(_OpMapDataset, "_RandomMapMapDataset", _core.MapDataset.random_map)
+_MapWithIndexMapDataset = _op(_OpMapDataset, "_MapWithIndexMapDataset",
+                              _core.MapDataset.map_with_index)
+_FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter)
+_BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch)
+_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed)
+_MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map)
+_RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset",
+                            _core.IterDataset.random_map)
+_MapWithIndexIterDataset = _op(_OpIterDataset, "_MapWithIndexIterDataset",
+                               _core.IterDataset.map_with_index)
+_FilterIterDataset = _op(_OpIterDataset, "_FilterIterDataset", _core.IterDataset.filter)
+_BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch)
+
+MapDataset._Seed = _SeedMapDataset
+MapDataset._Map = _MapMapDataset
+MapDataset._RandomMap = _RandomMapMapDataset
+MapDataset._MapWithIndex = _MapWithIndexMapDataset
+MapDataset._Filter = _FilterMapDataset
+MapDataset._Batch = _BatchMapDataset
+IterDataset._Seed = _SeedIterDataset
+IterDataset._Map = _MapIterDataset
+IterDataset._RandomMap = _RandomMapIterDataset
+IterDataset._MapWithIndex = _MapWithIndexIterDataset
+IterDataset._Filter = _FilterIterDataset
+IterDataset._Batch = _BatchIterDataset
 
 
 class _PrefetchIterDataset(IterDataset):

@@ -68,6 +68,9 @@ class DatasetNode {
   // True if this node or an ancestor must run its per-element work serially (e.g. it calls a
   // function that needs an interpreter lock). Read-ahead then happens in the calling thread.
   bool Serial() const { return serial_; }
+  // True if this node or an ancestor is a filter: elements at some indices may be removed
+  // (Grain forbids MapDataset.batch on top of one).
+  bool Filters() const { return filters_; }
   // Grain's default seed for a random transformation placed on top of this node:
   // SeedSequence of (seed, depth) pairs found by breadth-first search towards the sources,
   // not looking past a seeded node; nullopt if no ancestor (nor this node) is seeded.
@@ -75,13 +78,14 @@ class DatasetNode {
 
  protected:
   explicit DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
-                       bool serial_self = false);
+                       bool serial_self = false, bool filters_self = false);
   void set_seed_rng_seed(uint32_t seed) { seed_rng_seed_ = seed; }
 
  private:
   std::vector<std::shared_ptr<const DatasetNode>> parents_;
   std::optional<uint32_t> seed_rng_seed_;
   bool serial_ = false;
+  bool filters_ = false;
 };
 
 class MapNode : public DatasetNode {

@@ -20,9 +20,14 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace spelt {
+
+// Every seed of Spelt (shuffle, random_map, samplers, index_shuffle) is a uint32, as in Grain.
+// Returns `seed` as one; throws std::invalid_argument naming `what` if it is outside [0, 2^32).
+uint32_t CheckSeed(int64_t seed, std::string_view what);
 
 // Returns the position of `index` in a pseudo-random permutation of [0, max_index].
 // REQUIRES: index <= max_index; rounds even and in [4, 1024] (throws std::invalid_argument).

@@ -15,14 +15,6 @@ namespace {
 using internal::IterNodePtr;
 using internal::MapNodePtr;
 
-uint32_t CheckSeed(int64_t seed, const char* what) {
-  if (seed < 0 || seed > int64_t{0xFFFFFFFF}) {
-    throw std::invalid_argument(std::string(what) + ": seed must be in [0, 2**32), got " +
-                                std::to_string(seed));
-  }
-  return static_cast<uint32_t>(seed);
-}
-
 // The explicit seed if given, else the default seed derived from ds.seed() upstream.
 uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, const char* what) {
   if (seed) return CheckSeed(*seed, what);
@@ -47,9 +39,12 @@ void ReadOptions::Validate() const {
 }
 
 DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
-                         bool serial_self)
-    : parents_(std::move(parents)), serial_(serial_self) {
-  for (const auto& p : parents_) serial_ = serial_ || p->Serial();
+                         bool serial_self, bool filters_self)
+    : parents_(std::move(parents)), serial_(serial_self), filters_(filters_self) {
+  for (const auto& p : parents_) {
+    serial_ = serial_ || p->Serial();
+    filters_ = filters_ || p->Filters();
+  }
 }
 
 std::optional<uint32_t> DatasetNode::DefaultSeed() const {
@@ -175,16 +170,10 @@ MapDataset MapDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn ba
     throw std::invalid_argument("batch: batch_size must be positive, got " +
                                 std::to_string(batch_size));
   }
-  std::deque<const DatasetNode*> to_visit{node_.get()};
-  while (!to_visit.empty()) {
-    const DatasetNode* n = to_visit.front();
-    to_visit.pop_front();
-    if (n->Name() == "FilterMapDataset") {
-      throw std::invalid_argument(
-          "batch: cannot batch a MapDataset after filter (the batch sizes would vary); "
-          "call .to_iter_dataset() first and batch the IterDataset");
-    }
-    for (const auto& p : n->parents()) to_visit.push_back(p.get());
+  if (node_->Filters()) {
+    throw std::invalid_argument(
+        "batch: cannot batch a MapDataset after filter (the batch sizes would vary); "
+        "call .to_iter_dataset() first and batch the IterDataset");
   }
   return MapDataset(
       internal::MakeBatchMapNode(node_, batch_size, drop_remainder, std::move(batch_fn)));

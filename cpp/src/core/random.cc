@@ -101,6 +101,14 @@ int BlockBits(uint64_t max_index) {
 
 }  // namespace
 
+uint32_t CheckSeed(int64_t seed, std::string_view what) {
+  if (seed < 0 || seed > int64_t{0xFFFFFFFF}) {
+    throw std::invalid_argument(std::string(what) + ": seed must be in [0, 2**32), got " +
+                                std::to_string(seed));
+  }
+  return static_cast<uint32_t>(seed);
+}
+
 uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_t rounds) {
   if (rounds % 2 != 0 || rounds < kMinRounds || rounds > kMaxRounds) {
     throw std::invalid_argument("IndexShuffle: rounds must be an even integer in [" +

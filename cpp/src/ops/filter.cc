@@ -8,7 +8,7 @@ namespace {
 class FilterNode final : public MapNode {
  public:
   FilterNode(MapNodePtr parent, FilterFn fn, bool serial)
-      : MapNode({parent}, serial), parent_(std::move(parent)), fn_(std::move(fn)) {}
+      : MapNode({parent}, serial, /*filters_self=*/true), parent_(std::move(parent)), fn_(std::move(fn)) {}
   std::string Name() const override { return "FilterMapDataset"; }
   int64_t Length() const override { return parent_->Length(); }
   std::optional<Value> Get(int64_t index) const override {
