@@ -22,12 +22,48 @@ nb::object OptionalToPython(const std::optional<Value>& v) {
 
 }  // namespace
 
+// The transformations MapDataset and IterDataset share. Python callables make a MapDataset
+// node serial (computed with the GIL held, see DatasetNode::Serial).
+template <typename D>
+void BindTransformations(nb::class_<D>& cls) {
+  constexpr bool kMap = std::is_same_v<D, MapDataset>;
+  auto with_serial = [](auto&& f) {
+    if constexpr (kMap) return f(true);
+    else return f();
+  };
+  cls.def("name", [](const D& d) { return d.node()->Name(); },
+          "Grain's class name of the node, e.g. 'ShuffleMapDataset'.")
+      .def("default_seed", [](const D& d) { return d.node()->DefaultSeed(); },
+           "Grain's default seed for a random transformation on top (None if unseeded).")
+      .def("seed", &D::Seed, "seed"_a, "Marks the node as the source of default seeds.")
+      .def("map", [=](const D& d, nb::callable fn) {
+        return with_serial([&](auto... serial) { return d.Map(PyMapFn(fn), serial...); });
+      }, "fn"_a)
+      .def("random_map", [=](const D& d, nb::callable fn, int64_t seed) {
+        return with_serial(
+            [&](auto... serial) { return d.RandomMap(PyRandomMapFn(fn), seed, serial...); });
+      }, "fn"_a, "seed"_a, "fn(element, numpy.random.Generator) with Grain's Philox scheme.")
+      .def("map_with_index", [=](const D& d, nb::callable fn) {
+        return with_serial(
+            [&](auto... serial) { return d.MapWithIndex(PyMapWithIndexFn(fn), serial...); });
+      }, "fn"_a)
+      .def("filter", [=](const D& d, nb::callable fn) {
+        return with_serial([&](auto... serial) { return d.Filter(PyFilterFn(fn), serial...); });
+      }, "fn"_a)
+      .def("batch", [](const D& d, int64_t batch_size, bool drop_remainder,
+                       std::optional<nb::callable> fn) {
+        return d.Batch(batch_size, drop_remainder, fn ? PyBatchFn(*fn) : BatchFn{});
+      }, "batch_size"_a, "drop_remainder"_a, "batch_fn"_a.none());
+}
+
 void RegisterDatasets(nb::module_& m) {
-  nb::class_<MapDataset>(m, "MapDataset")
+  nb::class_<MapDataset> map_dataset(m, "MapDataset",
+                                     "Engine handle of a MapDataset (spelt/dataset.h).");
+  BindTransformations(map_dataset);
+  map_dataset
       .def("__len__", [](const MapDataset& d) { return d.Length(); })
-      .def("name", [](const MapDataset& d) { return d.node()->Name(); })
-      .def("serial", [](const MapDataset& d) { return d.node()->Serial(); })
-      .def("default_seed", [](const MapDataset& d) { return d.node()->DefaultSeed(); })
+      .def("serial", [](const MapDataset& d) { return d.node()->Serial(); },
+           "True if the node calls Python per element (computed with the GIL held).")
       .def("get", [](const MapDataset& d, int64_t index) {
         std::optional<Value> v;
         {
@@ -35,64 +71,50 @@ void RegisterDatasets(nb::module_& m) {
           v = d.Get(index);
         }
         return OptionalToPython(v);
-      })
-      .def("seed", &MapDataset::Seed)
-      .def("shuffle", [](const MapDataset& d, int64_t seed) { return d.Shuffle(seed); })
-      .def("slice", [](const MapDataset& d, nb::object start, nb::object stop, nb::object step) {
-        return d.Slice(OptInt(start), OptInt(stop), OptInt(step));
+      }, "index"_a, "Element at a global index (>= 0); None if filtered out.")
+      .def("shuffle", [](const MapDataset& d, int64_t seed) { return d.Shuffle(seed); },
+           "seed"_a)
+      .def("slice", [](const MapDataset& d, std::optional<int64_t> start,
+                       std::optional<int64_t> stop, std::optional<int64_t> step) {
+        return d.Slice(start, stop, step);
       }, "start"_a.none(), "stop"_a.none(), "step"_a.none())
-      .def("repeat", [](const MapDataset& d, nb::object n, bool reseed) {
-        return d.Repeat(OptInt(n), reseed);
+      .def("repeat", [](const MapDataset& d, std::optional<int64_t> n, bool reseed) {
+        return d.Repeat(n, reseed);
       }, "num_epochs"_a.none(), "reseed_each_epoch"_a)
-      .def("map", [](const MapDataset& d, nb::object fn) { return d.Map(PyMapFn(fn), true); })
-      .def("random_map", [](const MapDataset& d, nb::object fn, int64_t seed) {
-        return d.RandomMap(PyRandomMapFn(fn), seed, true);
-      })
-      .def("map_with_index", [](const MapDataset& d, nb::object fn) {
-        return d.MapWithIndex(PyMapWithIndexFn(fn), true);
-      })
-      .def("filter", [](const MapDataset& d, nb::object fn) { return d.Filter(PyFilterFn(fn), true); })
-      .def("batch", [](const MapDataset& d, int64_t batch_size, bool drop_remainder, nb::object fn) {
-        return d.Batch(batch_size, drop_remainder, fn.is_none() ? BatchFn{} : PyBatchFn(fn));
-      }, "batch_size"_a, "drop_remainder"_a, "batch_fn"_a.none())
-      .def("to_iter", [](const MapDataset& d, int64_t num_threads, int64_t buffer, bool allow_nones) {
-        return d.ToIter(ReadOptions{num_threads, buffer}, allow_nones);
-      });
+      .def("to_iter", [](const MapDataset& d, int64_t num_threads, int64_t prefetch_buffer_size,
+                         bool allow_nones) {
+        return d.ToIter(ReadOptions{num_threads, prefetch_buffer_size}, allow_nones);
+      }, "num_threads"_a, "prefetch_buffer_size"_a, "allow_nones"_a,
+         "Grain's to_iter_dataset: ordered read-ahead (spelt/executor.h).");
 
   m.def("source", [](std::shared_ptr<RandomAccessSource> source) {
     return MapDataset::Source(std::move(source));
-  });
-  m.def("source", [](nb::object source) { return MapDataset::Source(PySource(source)); });
+  }, "source"_a);
+  m.def("source", [](nb::object source) { return MapDataset::Source(PySource(source)); },
+        "source"_a, "A MapDataset over any object with __len__ and __getitem__.");
   m.def("range", [](int64_t start, int64_t stop, int64_t step) {
     return MapDataset::Range(start, stop, step);
-  });
+  }, "start"_a, "stop"_a, "step"_a);
   m.def("concatenate", [](std::vector<MapDataset> datasets) {
     return MapDataset::Concatenate(std::move(datasets));
   }, "datasets"_a);
   m.def("mix", [](std::vector<MapDataset> datasets, std::optional<std::vector<double>> weights) {
     return MapDataset::Mix(std::move(datasets), std::move(weights));
   }, "datasets"_a, "weights"_a.none());
-  m.def("python_map_dataset", [](nb::object ds) { return PyMapDataset(ds); });
+  m.def("python_map_dataset", [](nb::object ds) { return PyMapDataset(ds); }, "dataset"_a,
+        "A user's MapDataset subclass (__len__, __getitem__) as an engine node.");
   m.def("python_iter_dataset", [](nb::object ds, const MapDataset* parent) {
     return PyIterDataset(ds, parent != nullptr ? parent->node() : nullptr);
-  }, "dataset"_a, "parent"_a.none() = nb::none());
+  }, "dataset"_a, "parent"_a.none() = nb::none(),
+     "A user's IterDataset subclass (__iter__ -> DatasetIterator) as an engine node.");
 
-  nb::class_<IterDataset>(m, "IterDataset")
-      .def("name", [](const IterDataset& d) { return d.node()->Name(); })
-      .def("default_seed", [](const IterDataset& d) { return d.node()->DefaultSeed(); })
-      .def("seed", &IterDataset::Seed)
-      .def("map", [](const IterDataset& d, nb::object fn) { return d.Map(PyMapFn(fn)); })
-      .def("random_map", [](const IterDataset& d, nb::object fn, int64_t seed) {
-        return d.RandomMap(PyRandomMapFn(fn), seed);
-      })
-      .def("map_with_index", [](const IterDataset& d, nb::object fn) {
-        return d.MapWithIndex(PyMapWithIndexFn(fn));
-      })
-      .def("filter", [](const IterDataset& d, nb::object fn) { return d.Filter(PyFilterFn(fn)); })
-      .def("batch", [](const IterDataset& d, int64_t batch_size, bool drop_remainder, nb::object fn) {
-        return d.Batch(batch_size, drop_remainder, fn.is_none() ? BatchFn{} : PyBatchFn(fn));
-      }, "batch_size"_a, "drop_remainder"_a, "batch_fn"_a.none())
-      .def("flat_map", [](const IterDataset& d, nb::object fn) { return d.FlatMap(PyFlatMapFn(fn)); })
+  nb::class_<IterDataset> iter_dataset(m, "IterDataset",
+                                       "Engine handle of an IterDataset (spelt/dataset.h).");
+  BindTransformations(iter_dataset);
+  iter_dataset
+      .def("flat_map", [](const IterDataset& d, nb::callable fn) {
+        return d.FlatMap(PyFlatMapFn(fn));
+      }, "fn"_a)
       .def("make_iterator", [](const IterDataset& d) {
         std::unique_ptr<DatasetIterator> it;
         {
@@ -100,7 +122,7 @@ void RegisterDatasets(nb::module_& m) {
           it = d.MakeIterator();
         }
         return WrapIterator(std::move(it), d.node()->Serial());
-      });
+      }, nb::sig("def make_iterator(self) -> DatasetIterator"));
 }
 
 }  // namespace spelt::python

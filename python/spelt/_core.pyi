@@ -1,0 +1,187 @@
+"""libspelt bindings; use the `spelt` package instead of this module."""
+
+from collections.abc import Callable, Sequence
+from typing import overload
+
+
+class CorruptFileError(ValueError):
+    pass
+
+class UnsupportedError(NotImplementedError):
+    pass
+
+def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
+    """
+    Grain's index_shuffle: position of `index` in a permutation of [0, max_index] (spelt/random.h).
+    """
+
+def stack(elements: list) -> object:
+    """Grain's default batch function: stacks leaves along a new axis 0."""
+
+class MapDataset:
+    """Engine handle of a MapDataset (spelt/dataset.h)."""
+
+    def name(self) -> str:
+        """Grain's class name of the node, e.g. 'ShuffleMapDataset'."""
+
+    def default_seed(self) -> int | None:
+        """
+        Grain's default seed for a random transformation on top (None if unseeded).
+        """
+
+    def seed(self, seed: int) -> MapDataset:
+        """Marks the node as the source of default seeds."""
+
+    def map(self, fn: Callable) -> MapDataset: ...
+
+    def random_map(self, fn: Callable, seed: int) -> MapDataset:
+        """fn(element, numpy.random.Generator) with Grain's Philox scheme."""
+
+    def map_with_index(self, fn: Callable) -> MapDataset: ...
+
+    def filter(self, fn: Callable) -> MapDataset: ...
+
+    def batch(self, batch_size: int, drop_remainder: bool, batch_fn: Callable | None) -> MapDataset: ...
+
+    def __len__(self) -> int: ...
+
+    def serial(self) -> bool:
+        """
+        True if the node calls Python per element (computed with the GIL held).
+        """
+
+    def get(self, index: int) -> object:
+        """Element at a global index (>= 0); None if filtered out."""
+
+    def shuffle(self, seed: int) -> MapDataset: ...
+
+    def slice(self, start: int | None, stop: int | None, step: int | None) -> MapDataset: ...
+
+    def repeat(self, num_epochs: int | None, reseed_each_epoch: bool) -> MapDataset: ...
+
+    def to_iter(self, num_threads: int, prefetch_buffer_size: int, allow_nones: bool) -> IterDataset:
+        """Grain's to_iter_dataset: ordered read-ahead (spelt/executor.h)."""
+
+@overload
+def source(source: NativeSource) -> MapDataset: ...
+
+@overload
+def source(source: object) -> MapDataset:
+    """A MapDataset over any object with __len__ and __getitem__."""
+
+def range(start: int, stop: int, step: int) -> MapDataset: ...
+
+def concatenate(datasets: Sequence[MapDataset]) -> MapDataset: ...
+
+def mix(datasets: Sequence[MapDataset], weights: Sequence[float] | None) -> MapDataset: ...
+
+def python_map_dataset(dataset: object) -> MapDataset:
+    """A user's MapDataset subclass (__len__, __getitem__) as an engine node."""
+
+def python_iter_dataset(dataset: object, parent: MapDataset | None = None) -> IterDataset:
+    """
+    A user's IterDataset subclass (__iter__ -> DatasetIterator) as an engine node.
+    """
+
+class IterDataset:
+    """Engine handle of an IterDataset (spelt/dataset.h)."""
+
+    def name(self) -> str:
+        """Grain's class name of the node, e.g. 'ShuffleMapDataset'."""
+
+    def default_seed(self) -> int | None:
+        """
+        Grain's default seed for a random transformation on top (None if unseeded).
+        """
+
+    def seed(self, seed: int) -> IterDataset:
+        """Marks the node as the source of default seeds."""
+
+    def map(self, fn: Callable) -> IterDataset: ...
+
+    def random_map(self, fn: Callable, seed: int) -> IterDataset:
+        """fn(element, numpy.random.Generator) with Grain's Philox scheme."""
+
+    def map_with_index(self, fn: Callable) -> IterDataset: ...
+
+    def filter(self, fn: Callable) -> IterDataset: ...
+
+    def batch(self, batch_size: int, drop_remainder: bool, batch_fn: Callable | None) -> IterDataset: ...
+
+    def flat_map(self, fn: Callable) -> IterDataset: ...
+
+    def make_iterator(self) -> DatasetIterator: ...
+
+class DatasetIterator:
+    def next(self) -> object: ...
+
+    def get_state(self) -> object: ...
+
+    def set_state(self, arg: object, /) -> None: ...
+
+    def close(self) -> None: ...
+
+class Sampler:
+    def __len__(self) -> int: ...
+
+    def record_key(self, arg: int, /) -> int: ...
+
+def index_sampler(num_records: int, shard_index: int, shard_count: int, drop_remainder: bool, shuffle: bool, num_epochs: object | None, seed: object | None) -> Sampler: ...
+
+def sequential_sampler(arg0: int, arg1: int, arg2: int, arg3: bool, /) -> Sampler: ...
+
+def python_sampler(arg0: object, arg1: int, arg2: int, arg3: bool, /) -> Sampler: ...
+
+@overload
+def sampler_dataset(arg0: Sampler, arg1: NativeSource, arg2: int, arg3: int, /) -> MapDataset: ...
+
+@overload
+def sampler_dataset(arg0: Sampler, arg1: object, arg2: int, arg3: int, /) -> MapDataset: ...
+
+class NativeSource:
+    def __len__(self) -> int: ...
+
+    def __repr__(self) -> str: ...
+
+    def __getitem__(self, arg: int, /) -> object: ...
+
+class ArrayRecordSource(NativeSource):
+    def __init__(self, paths: Sequence[str], repr: str, verify_data_hash: bool = True) -> None: ...
+
+    def read_many(self, indices: Sequence[int], num_threads: int) -> list: ...
+
+    @property
+    def paths(self) -> list[str]: ...
+
+class ArrayRecordWriter:
+    @staticmethod
+    def open(path: str, options: str = '') -> ArrayRecordWriter: ...
+
+    def write(self, record: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    @property
+    def num_records(self) -> int: ...
+
+def array_record_info(path: str) -> dict:
+    """Facts about one ArrayRecord file (reads its index and first chunk)."""
+
+class ArenaView:
+    """A writable byte buffer inside an Arena (buffer protocol)."""
+
+    def __len__(self) -> int: ...
+
+class Arena:
+    """A shared-memory file mapped into this process (py_arena.h)."""
+
+    def __init__(self, fd: int, size: int) -> None: ...
+
+    @property
+    def size(self) -> int: ...
+
+    def write(self, offset: int, buffer: object) -> None: ...
+
+    def views(self, region: int, spans: Sequence[tuple[int, int]]) -> list[ArenaView]: ...
+
+    def take_released(self) -> list[int]: ...
