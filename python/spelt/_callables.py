@@ -25,20 +25,28 @@ def _method_or_callable(transform: Any, base: type, method: str, what: str) -> C
 
 
 def map_fn(transform: Any) -> Callable:
+  """The function to call for `transform`: its transforms.Map.map, or `transform` if it is a callable.
+  TypeError otherwise."""
   return _method_or_callable(transform, transforms.Map, "map", "map")
 
 
 def filter_fn(transform: Any) -> Callable:
+  """The function to call for `transform`: its transforms.Filter.filter, or `transform` if it is a callable.
+  TypeError otherwise."""
   return _method_or_callable(transform, transforms.Filter, "filter", "filter")
 
 
 def map_with_index_fn(transform: Any) -> Callable:
+  """The function to call for `transform`: its transforms.MapWithIndex.map_with_index, or `transform` if it is a callable.
+  TypeError otherwise."""
   return _method_or_callable(
       transform, transforms.MapWithIndex, "map_with_index", "map_with_index"
   )
 
 
 def random_map_fn(transform: Any) -> Callable:
+  """The function to call for `transform`: its transforms.RandomMap.random_map, or `transform` if it is a callable.
+  TypeError otherwise."""
   return _method_or_callable(
       transform, transforms.RandomMap, "random_map", "random_map"
   )

@@ -90,6 +90,7 @@ class ArrayRecordDataSource:
 
   @property
   def paths(self) -> list[str]:
+    """The shard files, in record order (record keys count through them in this order)."""
     return list(self._paths)
 
   def __len__(self) -> int:
@@ -142,6 +143,7 @@ class ArrayRecordWriter:
     self._writer = _core.ArrayRecordWriter.open(self._path, options)
 
   def write(self, record: bytes) -> None:
+    """Appends one record (bytes-like; TypeError for str). ValueError after close()."""
     if self._writer is None:
       raise ValueError(f"write() on closed ArrayRecordWriter({self._path!r})")
     if isinstance(record, str):
@@ -150,9 +152,11 @@ class ArrayRecordWriter:
 
   @property
   def num_records(self) -> int:
+    """Records written so far (0 after close())."""
     return 0 if self._writer is None else self._writer.num_records
 
   def close(self) -> None:
+    """Writes the footer and closes the file; idempotent. The file is readable only after."""
     if self._writer is not None:
       writer, self._writer = self._writer, None
       writer.close()

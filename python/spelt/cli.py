@@ -164,6 +164,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+  """Runs the `spelt` command with `argv` (default: sys.argv[1:]); returns the exit code."""
   parser = argparse.ArgumentParser(prog="spelt", description=__doc__.splitlines()[0])
   commands = parser.add_subparsers(dest="command", required=True)
   inspect = commands.add_parser("inspect", help="facts about ArrayRecord files")

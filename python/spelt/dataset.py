@@ -301,11 +301,15 @@ class DatasetIterator(abc.ABC, Iterator[Any]):
 
   @abc.abstractmethod
   def get_state(self) -> dict[str, Any]:
-    ...
+    """The state after the last element returned: a small JSON-serialisable dict in Grain's
+    layout for the same pipeline (e.g. ``{"next_index": n}`` for to_iter_dataset), never
+    O(records)."""
 
   @abc.abstractmethod
   def set_state(self, state: dict[str, Any]) -> None:
-    ...
+    """Resumes right after the element at which ``state`` was taken by ``get_state()`` of an
+    iterator of the same pipeline (in any process, with any number of threads or workers).
+    ValueError if the state is malformed or out of range, naming the field."""
 
   def start_prefetch(self) -> None:
     """Starts read-ahead before the first ``next``; idempotent."""
