@@ -1,4 +1,5 @@
-// Tests for MapDataset::ToIter (Grain's to_iter_dataset / PrefetchIterDataset): order, nones,
+// Tests for MapDataset::ToIter (Grain's to_iter_dataset / PrefetchIterDataset, ops/to_iter_dataset.cc
+// over the ordered core in core/ordered_iterator.cc): order, nones,
 // thread-count independence, {"next_index": n} states and checkpoint/restore at every
 // position, malformed states, errors raised in order, and teardown with work in flight.
 // Values marked "Grain 0.2.18" were computed with Grain 0.2.18.
@@ -18,27 +19,12 @@
 
 #include "spelt/dataset.h"
 #include "spelt/value.h"
+#include "test_util.h"
 
 namespace spelt {
 namespace {
 
-using Ints = std::vector<int64_t>;
-
-std::vector<Value> DrainValues(DatasetIterator& it, size_t limit = 100000) {
-  std::vector<Value> out;
-  while (out.size() < limit) {
-    std::optional<Value> v = it.Next();
-    if (!v) break;
-    out.push_back(std::move(*v));
-  }
-  return out;
-}
-
-Ints DrainInts(DatasetIterator& it) {
-  Ints out;
-  for (const Value& v : DrainValues(it)) out.push_back(v.AsInt());
-  return out;
-}
+using namespace spelt::testing;  // NOLINT
 
 ReadOptions Opts(int64_t threads, int64_t buffer) { return ReadOptions{threads, buffer}; }
 
@@ -138,7 +124,7 @@ TEST(PrefetchIterTest, EndOfStreamReturnsNulloptRepeatedly) {
     for (MapDataset ds : {MapDataset::Range(5), MapDataset::Range(0),
                           MapDataset::Range(8).Filter([](const Value&) { return false; })}) {
       auto it = ds.ToIter(o).MakeIterator();
-      DrainValues(*it);
+      Drain(*it);
       for (int i = 0; i < 5; ++i) EXPECT_FALSE(it->Next().has_value());
       EXPECT_EQ(it->GetState(), State({{"next_index", ds.Length()}}));
     }
@@ -158,33 +144,6 @@ TEST(PrefetchIterTest, InfiniteDatasetStreamsAndCanBeDropped) {
 TEST(PrefetchIterTest, InvalidReadOptionsThrow) {
   EXPECT_THROW(MapDataset::Range(5).ToIter(Opts(-1, 10)), std::invalid_argument);
   EXPECT_THROW(MapDataset::Range(5).ToIter(Opts(2, -1)), std::invalid_argument);
-}
-
-// Checkpoints after every k elements and restores into a fresh iterator.
-void CheckRestoreAtEveryPosition(const IterDataset& ds, const std::string& what) {
-  auto ref = ds.MakeIterator();
-  const std::vector<Value> expected = DrainValues(*ref);
-  ASSERT_FALSE(expected.empty()) << what;
-  for (size_t k = 0; k <= expected.size(); ++k) {
-    auto it = ds.MakeIterator();
-    for (size_t i = 0; i < k; ++i) {
-      std::optional<Value> v = it->Next();
-      ASSERT_TRUE(v.has_value()) << what << " k=" << k;
-      ASSERT_EQ(*v, expected[i]) << what << " k=" << k << " i=" << i;
-    }
-    const State state = it->GetState();
-    auto restored = ds.MakeIterator();
-    restored->SetState(state);
-    EXPECT_EQ(restored->GetState(), state) << what << " k=" << k;
-    const std::vector<Value> rest = DrainValues(*restored);
-    ASSERT_EQ(rest.size(), expected.size() - k) << what << " k=" << k << " state " << state;
-    for (size_t i = 0; i < rest.size(); ++i) {
-      ASSERT_EQ(rest[i], expected[k + i]) << what << " k=" << k << " i=" << i;
-    }
-    // The original iterator was not disturbed by GetState().
-    const std::vector<Value> original_rest = DrainValues(*it);
-    ASSERT_EQ(original_rest.size(), rest.size()) << what << " k=" << k;
-  }
 }
 
 TEST(PrefetchIterTest, CheckpointAtEveryPositionShuffledFilteredBatched) {

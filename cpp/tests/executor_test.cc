@@ -1,0 +1,144 @@
+// Tests for the ordered-execution core (spelt/executor.h): ComputeChunk, the inline and
+// thread-pool executors, and the ordered iterator's rules when an executor fails.
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "spelt/dataset.h"
+#include "spelt/executor.h"
+#include "test_util.h"
+
+namespace spelt {
+namespace {
+
+using namespace spelt::testing;  // NOLINT
+
+// Range(n) that records the size of every GetMany call and fails at index `bad`.
+class RecordingNode final : public MapNode {
+ public:
+  RecordingNode(int64_t n, int64_t bad) : MapNode({}), n_(n), bad_(bad) {}
+  std::string Name() const override { return "RecordingNode"; }
+  int64_t Length() const override { return n_; }
+  std::optional<Value> Get(int64_t index) const override {
+    if (index == bad_) throw std::runtime_error("bad " + std::to_string(index));
+    return Value(index % n_);
+  }
+  void GetMany(std::span<const int64_t> indices,
+               std::vector<std::optional<Value>>* out) const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sizes_.push_back(static_cast<int64_t>(indices.size()));
+    }
+    MapNode::GetMany(indices, out);
+  }
+  std::vector<int64_t> sizes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sizes_;
+  }
+
+ private:
+  int64_t n_, bad_;
+  mutable std::mutex mu_;
+  mutable std::vector<int64_t> sizes_;
+};
+
+TEST(ComputeChunkTest, KeepsTheElementsBeforeAnErrorAndNamesIt) {
+  RecordingNode node(100, 13);
+  ChunkResult r = ComputeChunk(node, 10, 8);
+  EXPECT_EQ(r.begin, 10);
+  EXPECT_EQ(r.count, 8);
+  ASSERT_EQ(r.values.size(), 3u);  // 10, 11, 12
+  EXPECT_EQ(r.values[2]->AsInt(), 12);
+  ASSERT_TRUE(r.error);
+  try {
+    std::rethrow_exception(r.error);
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "bad 13");
+  }
+  EXPECT_EQ(node.sizes(), (std::vector<int64_t>{8}));  // one batched read for the chunk
+}
+
+TEST(InlineExecutorTest, ChunksGrowFromOneToTheMaximum) {
+  auto node = std::make_shared<RecordingNode>(100, -1);
+  auto it = MakeOrderedIterator(100, false, MakeInlineExecutor(node, 16));
+  Ints expected(100);
+  for (int64_t i = 0; i < 100; ++i) expected[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(DrainInts(*it), expected);
+  EXPECT_EQ(node->sizes(), (std::vector<int64_t>{1, 2, 4, 8, 16, 16, 16, 16, 16, 5}));
+}
+
+TEST(ThreadPoolExecutorTest, RejectsSerialNodesAndBadOptions) {
+  auto node = std::make_shared<RecordingNode>(10, -1);
+  EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{0, 10}), std::invalid_argument);
+  EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{2, 0}), std::invalid_argument);
+  MapDataset serial = MapDataset::Range(10).Map([](Value v) { return v; }, /*serial=*/true);
+  EXPECT_THROW(MakeThreadPoolExecutor(serial.node(), ReadOptions{2, 10}), std::invalid_argument);
+}
+
+// An executor whose Take() fails once at the chunk that starts at `fail_at` (as a dead
+// worker process would), then works.
+class FlakyExecutor final : public ChunkExecutor {
+ public:
+  FlakyExecutor(std::shared_ptr<const MapNode> node, int64_t fail_at, int* submits)
+      : node_(std::move(node)), fail_at_(fail_at), submits_(submits) {}
+  int64_t MaxInFlight() const override { return 3; }
+  int64_t NextChunkSize() override { return 4; }
+  std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
+    ++*submits_;
+    struct Chunk final : PendingChunk {
+      FlakyExecutor* self;
+      int64_t begin, count;
+      ChunkResult Take() override {
+        if (begin == self->fail_at_ && !self->failed_) {
+          self->failed_ = true;
+          throw std::runtime_error("executor lost chunk " + std::to_string(begin));
+        }
+        return ComputeChunk(*self->node_, begin, count);
+      }
+    };
+    auto c = std::make_unique<Chunk>();
+    c->self = this;
+    c->begin = begin;
+    c->count = count;
+    return c;
+  }
+
+ private:
+  std::shared_ptr<const MapNode> node_;
+  int64_t fail_at_;
+  bool failed_ = false;
+  int* submits_;
+};
+
+TEST(OrderedIteratorTest, ExecutorFailureKeepsThePositionAndLosesNothing) {
+  int submits = 0;
+  auto node = std::make_shared<RecordingNode>(20, -1);
+  auto it = MakeOrderedIterator(20, false, std::make_unique<FlakyExecutor>(node, 8, &submits));
+  Ints got;
+  for (int i = 0; i < 8; ++i) got.push_back(it->Next()->AsInt());
+  EXPECT_EQ(it->GetState(), (State{{"next_index", 8}}));
+  EXPECT_THROW(it->Next(), std::runtime_error);
+  EXPECT_EQ(it->GetState(), (State{{"next_index", 8}}));
+  for (const Value& v : Drain(*it)) got.push_back(v.AsInt());
+  Ints expected(20);
+  for (int64_t i = 0; i < 20; ++i) expected[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(got, expected);
+}
+
+TEST(OrderedIteratorTest, RestoreWorksWithAnotherExecutor) {
+  MapDataset ds = MapDataset::Range(50).Shuffle(3);
+  auto threads = MakeOrderedIterator(50, false, MakeThreadPoolExecutor(ds.node(), {4, 16}));
+  Ints head;
+  for (int i = 0; i < 17; ++i) head.push_back(threads->Next()->AsInt());
+  auto inline_it = MakeOrderedIterator(50, false, MakeInlineExecutor(ds.node()));
+  inline_it->SetState(threads->GetState());
+  EXPECT_EQ(DrainInts(*inline_it), DrainInts(*threads));
+}
+
+}  // namespace
+}  // namespace spelt

@@ -1,0 +1,70 @@
+// Tests for Seed() and default-seed derivation (ops/seed.cc, DatasetNode::DefaultSeed). Expected values marked "Grain 0.2.18" were computed with
+// Grain 0.2.18.
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "spelt/dataset.h"
+#include "spelt/random.h"
+#include "spelt/source.h"
+#include "spelt/value.h"
+#include "test_util.h"
+
+namespace spelt {
+namespace {
+
+using namespace spelt::testing;  // NOLINT
+
+TEST(MapDatasetSeedTest, DerivedSeedsMatchGrain) {
+  // Grain 0.2.18: list(...) of each pipeline.
+  EXPECT_EQ(GetInts(MapDataset::Range(10).Seed(42).Shuffle().Seed(7).Shuffle(), 10),
+            (Ints{5, 2, 1, 3, 0, 6, 8, 4, 9, 7}));
+  EXPECT_EQ(GetInts(MapDataset::Range(10).Seed(42).Shuffle().Shuffle(), 10),
+            (Ints{2, 3, 1, 9, 4, 0, 5, 6, 8, 7}));
+  EXPECT_EQ(GetInts(MapDataset::Range(10).Seed(42).Map([](Value v) { return v; }).Shuffle(), 10),
+            (Ints{9, 8, 0, 3, 6, 4, 7, 2, 5, 1}));
+  EXPECT_EQ(GetInts(MapDataset::Range(10).Shuffle(1).Seed(42).Shuffle(), 10),
+            (Ints{7, 2, 9, 3, 5, 1, 4, 8, 0, 6}));
+}
+
+TEST(MapDatasetSeedTest, DefaultSeedIsForANodeOnTop) {
+  // DefaultSeed() of a node is the seed Grain derives for a transformation placed on top of
+  // it. Grain 0.2.18: MapDataset.range(10).seed(42).shuffle()._default_seed == 3329053876
+  // (SeedSequence([42, 1])), and with a map in between 955475868 (SeedSequence([42, 2])).
+  EXPECT_EQ(MapDataset::Range(10).Seed(42).node()->DefaultSeed(), 3329053876u);
+  EXPECT_EQ(MapDataset::Range(10).Seed(42).Map([](Value v) { return v; }).node()->DefaultSeed(),
+            955475868u);
+  EXPECT_EQ(MapDataset::Range(10).node()->DefaultSeed(), std::nullopt);
+  // The nearest seed hides seeds further up.
+  EXPECT_EQ(MapDataset::Range(10).Seed(1).Shuffle().Seed(42).node()->DefaultSeed(), 3329053876u);
+}
+
+TEST(MapDatasetSeedTest, SeedIsAPassThrough) {
+  MapDataset ds = MapDataset::Range(3, 9).Seed(5);
+  EXPECT_EQ(ds.Length(), 6);
+  EXPECT_EQ(GetInts(ds, 8), (Ints{3, 4, 5, 6, 7, 8, 3, 4}));
+}
+
+TEST(MapDatasetSeedTest, ExplicitSeedWinsOverDefault) {
+  EXPECT_EQ(GetInts(MapDataset::Range(7).Seed(42).Shuffle(5), 7),
+            GetInts(MapDataset::Range(7).Shuffle(5), 7));
+}
+
+TEST(IterOpsTest, SeedIsAPassThrough) {
+  auto it = RangeIter(4).Seed(7).MakeIterator();
+  EXPECT_EQ(it->Next()->AsInt(), 0);
+  EXPECT_EQ(it->GetState(), State({{"next_index", 1}}));
+  EXPECT_EQ(AsInts(Drain(*it)), (Ints{1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace spelt
