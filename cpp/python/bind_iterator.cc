@@ -81,7 +81,12 @@ nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial) {
 }
 
 void RegisterIterator(nb::module_& m) {
-  nb::class_<Iterator>(m, "DatasetIterator")
+  nb::class_<Iterator>(m, "DatasetIterator",
+                       "Iterator of an engine pipeline. Thread-safe: calls from several threads "
+                       "run one at a time (a waiting thread does not hold the GIL), so each "
+                       "element goes to exactly one caller and get_state() is always the "
+                       "position between two elements. A call from inside the pipeline's own "
+                       "callables raises RuntimeError.")
       .def("next", [](Iterator& self) {
         std::optional<Value> v;
         {
@@ -95,7 +100,7 @@ void RegisterIterator(nb::module_& m) {
         }
         if (!v) throw nb::stop_iteration();
         return ToPython(*v);
-      })
+      }, "The next element; StopIteration at the end, ValueError once closed.")
       .def("get_state", [](Iterator& self) {
         State s;
         {
@@ -104,18 +109,18 @@ void RegisterIterator(nb::module_& m) {
           s = self.get().GetState();
         }
         return StateToPython(s);
-      })
+      }, "The state after the last element returned (JSON-compatible dict).")
       .def("set_state", [](Iterator& self, nb::object state) {
         State s = StateFromPython(state);
         Lock lock(self);
         nb::gil_scoped_release release;
         self.get().SetState(s);
-      })
+      }, "Restores a state of get_state(); ValueError if malformed or closed.")
       .def("close", [](Iterator& self) {
         Lock lock(self);
         nb::gil_scoped_release release;
         self.it.reset();
-      });
+      }, "Releases the pipeline (after a next() in progress); idempotent.");
 }
 
 }  // namespace spelt::python
