@@ -6,6 +6,11 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+
 #include "bindings.h"
 #include "py_value.h"
 
@@ -16,18 +21,54 @@ namespace {
 // A serial pipeline (one that calls Python per element, see DatasetNode::Serial) runs with
 // the GIL held by the calling thread: its work is mostly Python calls, which would otherwise
 // take and drop the GIL several times per element. Other pipelines run without the GIL.
+//
+// Thread safety: an engine DatasetIterator must be used by one thread at a time, so every
+// method holds `mu` for its whole call: next / get_state / set_state / close from several
+// Python threads are serialised (as Grain's PrefetchDatasetIterator does with its lock), each
+// element goes to exactly one caller, and a state is always taken between two elements.
+// A thread never waits for `mu` while holding the GIL (the owner may need the GIL to run
+// the pipeline's Python code), and a call made from inside the iterator's own pipeline (a
+// callable that uses the iterator it runs in) raises RuntimeError instead of deadlocking.
 struct Iterator {
   std::unique_ptr<DatasetIterator> it;
   bool serial = false;
-  bool closed = false;
+  std::mutex mu;
+  std::atomic<std::thread::id> owner{};  // the thread holding `mu`, if any
+
   ~Iterator() {
     nb::gil_scoped_release release;
     it.reset();
   }
+  // REQUIRES: `mu` held.
   DatasetIterator& get() {
-    if (closed) throw std::invalid_argument("the iterator is closed");
+    if (!it) throw std::invalid_argument("the iterator is closed");
     return *it;
   }
+};
+
+// Holds `self.mu` for one method call. REQUIRES: the GIL; waits for the mutex without it.
+class Lock {
+ public:
+  explicit Lock(Iterator& self) : self_(self) {
+    if (!self_.mu.try_lock()) {
+      if (self_.owner.load() == std::this_thread::get_id()) {
+        throw std::runtime_error(
+            "DatasetIterator used from inside its own pipeline (re-entrant call)");
+      }
+      nb::gil_scoped_release release;
+      self_.mu.lock();
+    }
+    self_.owner.store(std::this_thread::get_id());
+  }
+  ~Lock() {
+    self_.owner.store(std::thread::id());
+    self_.mu.unlock();
+  }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  Iterator& self_;
 };
 
 }  // namespace
@@ -40,36 +81,46 @@ nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial) {
 }
 
 void RegisterIterator(nb::module_& m) {
-  nb::class_<Iterator>(m, "DatasetIterator")
+  nb::class_<Iterator>(m, "DatasetIterator",
+                       "Iterator of an engine pipeline. Thread-safe: calls from several threads "
+                       "run one at a time (a waiting thread does not hold the GIL), so each "
+                       "element goes to exactly one caller and get_state() is always the "
+                       "position between two elements. A call from inside the pipeline's own "
+                       "callables raises RuntimeError.")
       .def("next", [](Iterator& self) {
         std::optional<Value> v;
-        if (self.serial) {
-          v = self.get().Next();
-        } else {
-          nb::gil_scoped_release release;
-          v = self.get().Next();
+        {
+          Lock lock(self);
+          if (self.serial) {
+            v = self.get().Next();
+          } else {
+            nb::gil_scoped_release release;
+            v = self.get().Next();
+          }
         }
         if (!v) throw nb::stop_iteration();
         return ToPython(*v);
-      })
+      }, "The next element; StopIteration at the end, ValueError once closed.")
       .def("get_state", [](Iterator& self) {
         State s;
         {
+          Lock lock(self);
           nb::gil_scoped_release release;
           s = self.get().GetState();
         }
         return StateToPython(s);
-      })
+      }, "The state after the last element returned (JSON-compatible dict).")
       .def("set_state", [](Iterator& self, nb::object state) {
         State s = StateFromPython(state);
+        Lock lock(self);
         nb::gil_scoped_release release;
         self.get().SetState(s);
-      })
+      }, "Restores a state of get_state(); ValueError if malformed or closed.")
       .def("close", [](Iterator& self) {
-        self.closed = true;
+        Lock lock(self);
         nb::gil_scoped_release release;
         self.it.reset();
-      });
+      }, "Releases the pipeline (after a next() in progress); idempotent.");
 }
 
 }  // namespace spelt::python

@@ -1,8 +1,10 @@
 // Implementation of py_value.h.
 #include "py_value.h"
 
-#include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
+// The numpy C API, used by this file only (PyArray_API is static here).
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#include <numpy/arrayobject.h>
 
 #include <cstring>
 #include <stdexcept>
@@ -13,8 +15,6 @@ namespace spelt::python {
 namespace {
 
 struct Cache {
-  PyObject* ndarray_type = nullptr;
-  PyObject* generic_type = nullptr;
   nb::object asarray, ascontiguousarray, array, stack, json_dumps, json_loads;
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
@@ -92,30 +92,49 @@ Value FromNumpy(nb::handle obj) {
   return Value(std::move(a));
 }
 
-nb::dlpack::dtype ToDLPack(DType d) {
-  using nb::dlpack::dtype_code;
-  const auto bits = static_cast<uint8_t>(ItemSize(d) * 8);
+// numpy's type number for `d`: the canonical one for its size (NPY_INT64 is NPY_LONG on LP64
+// Linux), so arrays come out as numpy creates them (int64 has dtype.char 'l' and
+// dtype.type np.int64, not np.longlong), as in Grain.
+int NumpyTypeNum(DType d) {
   switch (d) {
-    case DType::kBool: return {static_cast<uint8_t>(dtype_code::Bool), bits, 1};
-    case DType::kInt8: case DType::kInt16: case DType::kInt32: case DType::kInt64:
-      return {static_cast<uint8_t>(dtype_code::Int), bits, 1};
-    case DType::kUint8: case DType::kUint16: case DType::kUint32: case DType::kUint64:
-      return {static_cast<uint8_t>(dtype_code::UInt), bits, 1};
-    case DType::kFloat16: case DType::kFloat32: case DType::kFloat64:
-      return {static_cast<uint8_t>(dtype_code::Float), bits, 1};
+    case DType::kBool: return NPY_BOOL;
+    case DType::kInt8: return NPY_INT8;
+    case DType::kInt16: return NPY_INT16;
+    case DType::kInt32: return NPY_INT32;
+    case DType::kInt64: return NPY_INT64;
+    case DType::kUint8: return NPY_UINT8;
+    case DType::kUint16: return NPY_UINT16;
+    case DType::kUint32: return NPY_UINT32;
+    case DType::kUint64: return NPY_UINT64;
+    case DType::kFloat16: return NPY_FLOAT16;
+    case DType::kFloat32: return NPY_FLOAT32;
+    case DType::kFloat64: return NPY_FLOAT64;
   }
   throw std::invalid_argument("unknown dtype");
 }
 
+// A writable C-contiguous numpy view of the array; its base is a capsule holding a.owner.
 nb::object ArrayToPython(const Array& a) {
+  std::vector<npy_intp> dims(a.shape.begin(), a.shape.end());
+  const int nd = static_cast<int>(dims.size());
+  if (a.data == nullptr) {  // no buffer (an empty array): numpy allocates its own
+    PyObject* out = PyArray_SimpleNew(nd, dims.data(), NumpyTypeNum(a.dtype));
+    if (out == nullptr) throw nb::python_error();
+    return nb::steal(out);
+  }
   auto* keep = new std::shared_ptr<const void>(a.owner);
   nb::capsule owner(keep, [](void* p) noexcept {
     delete static_cast<std::shared_ptr<const void>*>(p);
   });
-  std::vector<size_t> shape(a.shape.begin(), a.shape.end());
-  nb::ndarray<nb::numpy> out(const_cast<std::byte*>(a.data), shape.size(), shape.data(), owner,
-                             nullptr, ToDLPack(a.dtype));
-  return out.cast();
+  PyObject* out = PyArray_SimpleNewFromData(nd, dims.data(), NumpyTypeNum(a.dtype),
+                                            const_cast<std::byte*>(a.data));
+  if (out == nullptr) throw nb::python_error();
+  // Steals the reference to the capsule, also on failure.
+  if (PyArray_SetBaseObject(reinterpret_cast<PyArrayObject*>(out), owner.release().ptr()) < 0) {
+    Py_DECREF(out);
+    throw nb::python_error();
+  }
+  return nb::steal(out);
 }
 
 nb::object RebuildSequence(const Sequence& s, nb::list items) {
@@ -133,13 +152,10 @@ nb::object RebuildSequence(const Sequence& s, nb::list items) {
 
 void InitPyValue() {
   if (cache != nullptr) return;
+  if (_import_array() < 0) throw nb::python_error();
   cache = new Cache();
   nb::module_ np = nb::module_::import_("numpy");
   nb::module_ json = nb::module_::import_("json");
-  cache->ndarray_type = np.attr("ndarray").ptr();
-  cache->generic_type = np.attr("generic").ptr();
-  Py_INCREF(cache->ndarray_type);
-  Py_INCREF(cache->generic_type);
   cache->asarray = np.attr("asarray");
   cache->ascontiguousarray = np.attr("ascontiguousarray");
   cache->array = np.attr("array");
@@ -191,12 +207,8 @@ Value ToValue(nb::handle obj) {
   PyObject* p = obj.ptr();
   if (p == Py_None) return Value();
   if (PyBool_Check(p)) return Value(p == Py_True);
-  if (PyObject_TypeCheck(p, reinterpret_cast<PyTypeObject*>(cache->ndarray_type))) {
-    return FromNumpy(obj);
-  }
-  if (PyObject_TypeCheck(p, reinterpret_cast<PyTypeObject*>(cache->generic_type))) {
-    return FromNumpy(cache->asarray(obj));
-  }
+  if (PyArray_Check(p)) return FromNumpy(obj);
+  if (PyArray_IsScalar(p, Generic)) return FromNumpy(cache->asarray(obj));
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
