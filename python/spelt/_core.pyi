@@ -113,13 +113,21 @@ class IterDataset:
     def make_iterator(self) -> DatasetIterator: ...
 
 class DatasetIterator:
-    def next(self) -> object: ...
+    """
+    Iterator of an engine pipeline. Thread-safe: calls from several threads run one at a time (a waiting thread does not hold the GIL), so each element goes to exactly one caller and get_state() is always the position between two elements. A call from inside the pipeline's own callables raises RuntimeError.
+    """
 
-    def get_state(self) -> object: ...
+    def next(self) -> object:
+        """The next element; StopIteration at the end, ValueError once closed."""
 
-    def set_state(self, arg: object, /) -> None: ...
+    def get_state(self) -> object:
+        """The state after the last element returned (JSON-compatible dict)."""
 
-    def close(self) -> None: ...
+    def set_state(self, arg: object, /) -> None:
+        """Restores a state of get_state(); ValueError if malformed or closed."""
+
+    def close(self) -> None:
+        """Releases the pipeline (after a next() in progress); idempotent."""
 
 class Sampler:
     def __len__(self) -> int: ...
