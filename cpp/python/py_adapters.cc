@@ -1,9 +1,11 @@
 // Implementation of py_adapters.h.
 #include "py_adapters.h"
+#include "py_array_source.h"
 
 #include <nanobind/stl/string.h>
 
 #include <climits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -41,10 +43,51 @@ class PySourceImpl final : public RandomAccessSource {
     } else {
       repr_ = nb::cast<std::string>(nb::repr(source));
     }
+    // Grain's batched-read protocol (SupportsBatchedReadRandomAccessDataSource), then
+    // array-record's and PyTorch's name for it.
+    for (const char* name : {"_getitems", "__getitems__"}) {
+      if (nb::hasattr(source, name)) {
+        getitems_ = MakePyRef(source.attr(name));
+        break;
+      }
+    }
   }
   int64_t Length() const override { return length_; }
   Value Get(int64_t index) const override {
     nb::gil_scoped_acquire gil;
+    return Read(index);
+  }
+  // One GIL hold for the whole chunk: one batched call if the source has one, else
+  // __getitem__ per index. If the batched call raises an Exception (not a KeyboardInterrupt,
+  // SystemExit, ...) or returns the wrong number of records, the records are read again one
+  // at a time, so that the error is the one __getitem__ raises for the first bad record (with
+  // its note); if none fails, a RuntimeWarning says the batched call is broken.
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
+    nb::gil_scoped_acquire gil;
+    out->reserve(out->size() + indices.size());
+    if (getitems_) {
+      const size_t before = out->size();
+      std::optional<nb::python_error> failed;
+      try {
+        if (ReadBatched(indices, out)) return;
+      } catch (nb::python_error& e) {
+        if (!e.matches(PyExc_Exception)) throw;
+        failed.emplace(std::move(e));
+        out->resize(before);
+      }
+      for (const int64_t i : indices) out->push_back(Read(i));
+      Warn(failed ? Describe(*failed) : std::string("the wrong number of records"));
+      return;
+    }
+    for (const int64_t i : indices) out->push_back(Read(i));
+  }
+  std::string Repr() const override { return repr_; }
+  bool Serial() const override { return true; }
+
+ private:
+  // Record `index` by __getitem__; an exception gets a note naming the record and the source.
+  // REQUIRES: the GIL.
+  Value Read(int64_t index) const {
     nb::handle src(source_.get());
     try {
       nb::object record = src[nb::int_(index)];
@@ -57,11 +100,28 @@ class PySourceImpl final : public RandomAccessSource {
       throw;
     }
   }
-  std::string Repr() const override { return repr_; }
-  bool Serial() const override { return true; }
+  // The records by one batched call, appended to *out; false (and *out unchanged) if it
+  // returned a number of records other than indices.size(). REQUIRES: the GIL.
+  bool ReadBatched(std::span<const int64_t> indices, std::vector<Value>* out) const {
+    nb::list keys;
+    for (const int64_t i : indices) keys.append(nb::int_(i));
+    nb::object records = nb::handle(getitems_.get())(keys);
+    if (nb::len(records) != indices.size()) return false;
+    for (nb::handle record : records) out->push_back(WrapResult(record));
+    return true;
+  }
+  static std::string Describe(nb::python_error& e) {
+    return "raised " + std::string(Py_TYPE(e.value().ptr())->tp_name) + ": " +
+           nb::cast<std::string>(nb::str(e.value()));
+  }
+  void Warn(const std::string& what) const {
+    const std::string message = "spelt: the batched read (_getitems / __getitems__) of " + repr_ +
+                                " " + what + ", but every record read alone; using those";
+    if (PyErr_WarnEx(PyExc_RuntimeWarning, message.c_str(), 1) != 0) throw nb::python_error();
+  }
 
- private:
   PyRef source_;
+  PyRef getitems_;  // the bound batched-read method, or null
   int64_t length_;
   std::string repr_;
 };
@@ -243,6 +303,7 @@ BatchFn PyBatchFn(nb::handle fn) {
 }
 
 std::shared_ptr<const RandomAccessSource> PySource(nb::handle source) {
+  if (auto native = NumpyArraySource(source)) return native;
   return std::make_shared<PySourceImpl>(source);
 }
 

@@ -30,7 +30,10 @@ FlatMapFn PyFlatMapFn(nb::handle fn);
 BatchFn PyBatchFn(nb::handle fn);
 
 // Any object with __len__ and __getitem__(int). An exception from __getitem__ gets a note
-// naming the record index and the source. Repr() follows Grain's _source_repr.
+// naming the record index and the source. Repr() follows Grain's _source_repr. GetMany holds
+// the GIL once per chunk and uses the batched read _getitems / __getitems__ when the object
+// has one. A numpy array that NumpyArraySource() accepts (py_array_source.h) becomes that
+// native source instead, read without the GIL.
 std::shared_ptr<const RandomAccessSource> PySource(nb::handle source);
 // Any object with __getitem__(index) -> RecordMetadata (record_key) and optional __len__
 // (else found by binary search for the first IndexError, as Grain does).

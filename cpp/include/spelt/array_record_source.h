@@ -28,11 +28,17 @@ class ArrayRecordSource final : public RandomAccessSource {
 
   int64_t Length() const override { return total_; }
   // Record `index` as bytes. Throws std::out_of_range naming the index and the length, and
-  // the reader's errors (naming the file and byte offset) for a corrupt chunk.
+  // for a bad chunk the reader's CorruptFileError / UnsupportedError (naming the file and
+  // byte offset) with the record key and Repr() added to its detail.
   Value Get(int64_t index) const override;
+  // Records at `indices`, appended to *out in order, read by ReadMany() on
+  // std::thread::hardware_concurrency() threads. If that fails, the records are read again one
+  // at a time, so that the error is Get()'s for the first bad record and *out holds the
+  // records before it (the contract of RandomAccessSource::GetMany).
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override;
   // Records at `indices`, in order; each file's share is read by its reader in parallel on up
-  // to `num_threads` threads, decoding each chunk once.
-  std::vector<Value> GetMany(std::span<const int64_t> indices) const override;
+  // to `num_threads` threads, decoding each chunk once. Throws as ArrayRecordReader::
+  // ReadRecords does (the error of one bad chunk, not necessarily the first).
   std::vector<std::string> ReadMany(std::span<const int64_t> indices, int num_threads) const;
   std::string Repr() const override { return repr_; }
 
@@ -41,6 +47,8 @@ class ArrayRecordSource final : public RandomAccessSource {
  private:
   // (file number, record number in that file) of a key; throws std::out_of_range.
   std::pair<size_t, uint64_t> Locate(int64_t index) const;
+  // " (reading record key <index> of <repr>)": added to the detail of a bad-chunk error.
+  std::string NamingRecord(int64_t index) const;
 
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<ArrayRecordReader>> readers_;

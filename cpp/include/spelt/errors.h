@@ -18,6 +18,8 @@ class FileFormatError : public std::runtime_error {
   const std::string& path() const noexcept { return path_; }
   // Byte offset in the file of the structure found wrong (a block header, a chunk, ...).
   uint64_t offset() const noexcept { return offset_; }
+  // What was found wrong there (the end of what()).
+  const std::string& detail() const noexcept { return detail_; }
 
  protected:
   FileFormatError(std::string_view kind, std::string path, uint64_t offset,
@@ -26,6 +28,7 @@ class FileFormatError : public std::runtime_error {
  private:
   std::string path_;
   uint64_t offset_;
+  std::string detail_;
 };
 
 // The file is not a valid ArrayRecord file. Message: "<path>: corrupt ArrayRecord file at byte

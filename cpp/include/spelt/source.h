@@ -23,8 +23,13 @@ class RandomAccessSource {
   // Record `index`. REQUIRES: 0 <= index < Length(). Throws std::out_of_range otherwise, and
   // whatever the underlying storage throws on a bad record (naming the record).
   virtual Value Get(int64_t index) const = 0;
-  // Records at `indices`, in order. The default calls Get() for each index.
-  virtual std::vector<Value> GetMany(std::span<const int64_t> indices) const;
+  // Records at `indices` (each as Get() would return it), appended to *out in order, read
+  // together so that a source can batch the work (one parallel read, one gather, one
+  // interpreter-lock hold). On an exception, *out holds exactly the records before the failing
+  // index and the exception is the one Get() would raise for it: a source that reads the
+  // whole batch at once and fails locates the failing record by reading one at a time (the
+  // default). The default calls Get() for each index.
+  virtual void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const;
   // A stable description; it is stored in checkpoints to detect a changed source.
   virtual std::string Repr() const = 0;
   // True if calls must not run concurrently or are cheapest from one thread (for example a
@@ -39,6 +44,7 @@ class RangeSource final : public RandomAccessSource {
   RangeSource(int64_t start, int64_t stop, int64_t step = 1);
   int64_t Length() const override { return length_; }
   Value Get(int64_t index) const override;
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override;
   std::string Repr() const override;
 
  private:
@@ -51,6 +57,7 @@ class InMemorySource final : public RandomAccessSource {
   explicit InMemorySource(std::vector<Value> records, std::string name = "InMemorySource");
   int64_t Length() const override { return static_cast<int64_t>(records_.size()); }
   Value Get(int64_t index) const override;
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override;
   std::string Repr() const override;
 
  private:

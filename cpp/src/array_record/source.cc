@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <thread>
 
+#include "spelt/errors.h"
+
 namespace spelt {
 
 ArrayRecordSource::ArrayRecordSource(std::vector<std::string> paths,
@@ -30,7 +32,17 @@ std::pair<size_t, uint64_t> ArrayRecordSource::Locate(int64_t index) const {
 
 Value ArrayRecordSource::Get(int64_t index) const {
   const auto [file, position] = Locate(index);
-  return Value::Bytes(readers_[file]->ReadRecord(position));
+  try {
+    return Value::Bytes(readers_[file]->ReadRecord(position));
+  } catch (const CorruptFileError& e) {
+    throw CorruptFileError(e.path(), e.offset(), e.detail() + NamingRecord(index));
+  } catch (const UnsupportedError& e) {
+    throw UnsupportedError(e.path(), e.offset(), e.detail() + NamingRecord(index));
+  }
+}
+
+std::string ArrayRecordSource::NamingRecord(int64_t index) const {
+  return " (reading record key " + std::to_string(index) + " of " + repr_ + ")";
 }
 
 std::vector<std::string> ArrayRecordSource::ReadMany(std::span<const int64_t> indices,
@@ -52,13 +64,18 @@ std::vector<std::string> ArrayRecordSource::ReadMany(std::span<const int64_t> in
   return out;
 }
 
-std::vector<Value> ArrayRecordSource::GetMany(std::span<const int64_t> indices) const {
+void ArrayRecordSource::GetMany(std::span<const int64_t> indices,
+                                std::vector<Value>* out) const {
   const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::vector<std::string> records = ReadMany(indices, threads);
-  std::vector<Value> out;
-  out.reserve(records.size());
-  for (std::string& r : records) out.push_back(Value::Bytes(std::move(r)));
-  return out;
+  std::vector<std::string> records;
+  try {
+    records = ReadMany(indices, threads);
+  } catch (const std::exception&) {
+    RandomAccessSource::GetMany(indices, out);  // one at a time: throws at the first bad record
+    return;
+  }
+  out->reserve(out->size() + records.size());
+  for (std::string& r : records) out->push_back(Value::Bytes(std::move(r)));
 }
 
 }  // namespace spelt

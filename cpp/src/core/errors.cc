@@ -11,7 +11,8 @@ FileFormatError::FileFormatError(std::string_view kind, std::string path, uint64
     : std::runtime_error(path + ": " + std::string(kind) + " at byte offset " +
                          std::to_string(offset) + ": " + std::string(detail)),
       path_(std::move(path)),
-      offset_(offset) {}
+      offset_(offset),
+      detail_(detail) {}
 
 CorruptFileError::CorruptFileError(std::string path, uint64_t offset, std::string_view detail)
     : FileFormatError("corrupt ArrayRecord file", std::move(path), offset, detail) {}

@@ -7,11 +7,10 @@
 
 namespace spelt {
 
-std::vector<Value> RandomAccessSource::GetMany(std::span<const int64_t> indices) const {
-  std::vector<Value> out;
-  out.reserve(indices.size());
-  for (int64_t i : indices) out.push_back(Get(i));
-  return out;
+void RandomAccessSource::GetMany(std::span<const int64_t> indices,
+                                 std::vector<Value>* out) const {
+  out->reserve(out->size() + indices.size());
+  for (const int64_t i : indices) out->push_back(Get(i));
 }
 
 namespace {
@@ -34,6 +33,11 @@ Value RangeSource::Get(int64_t index) const {
   return Value(start_ + index * step_);
 }
 
+void RangeSource::GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const {
+  out->reserve(out->size() + indices.size());
+  for (const int64_t i : indices) out->push_back(RangeSource::Get(i));  // no virtual calls
+}
+
 std::string RangeSource::Repr() const {
   return "RangeDataSource(start=" + std::to_string(start_) + ", stop=" + std::to_string(stop_) +
          ", step=" + std::to_string(step_) + ")";
@@ -45,6 +49,11 @@ InMemorySource::InMemorySource(std::vector<Value> records, std::string name)
 Value InMemorySource::Get(int64_t index) const {
   CheckIndex(index, Length(), *this);
   return records_[static_cast<size_t>(index)];
+}
+
+void InMemorySource::GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const {
+  out->reserve(out->size() + indices.size());
+  for (const int64_t i : indices) out->push_back(InMemorySource::Get(i));  // no virtual calls
 }
 
 std::string InMemorySource::Repr() const {

@@ -2,9 +2,11 @@
 // the batch function (default: Stack). MapDataset batches never span epochs: batch j of
 // epoch e covers parent indices [e*L + j*B, e*L + min(L, (j+1)*B)) (Grain's batch.py).
 // The iterator's state is its parent's state after the batch's last element.
+// BatchMapDataset reads the elements of all the batches of a chunk with one parent GetMany.
 #include <algorithm>
 
 #include "core/nodes.h"
+#include "ops/get_many.h"
 #include "spelt/stack.h"
 
 namespace spelt::internal {
@@ -31,26 +33,52 @@ class BatchMapNode final : public MapNode {
   std::string Name() const override { return "BatchMapDataset"; }
   int64_t Length() const override { return length_; }
   std::optional<Value> Get(int64_t index) const override {
-    int64_t begin, end;
-    if (length_ == kInfiniteLength) {
-      begin = index * batch_size_;
-      end = begin + batch_size_;
-    } else {
-      if (length_ == 0) throw std::out_of_range("batch: index into an empty dataset");
-      const int64_t epoch = index / length_, j = index % length_;
-      begin = epoch * parent_length_ + j * batch_size_;
-      end = epoch * parent_length_ + std::min(parent_length_, (j + 1) * batch_size_);
+    const auto [begin, end] = ParentRange(index);
+    Elements got;
+    got.reserve(static_cast<size_t>(end - begin));
+    for (int64_t i = begin; i < end; ++i) got.push_back(parent_->Get(i));
+    return Combine(got);
+  }
+  void GetMany(std::span<const int64_t> indices, Elements* out) const override {
+    auto [ranges, error] = MapIndices(indices, [this](int64_t i) { return ParentRange(i); });
+    std::vector<int64_t> parent_indices;
+    for (const auto& [begin, end] : ranges) {
+      for (int64_t i = begin; i < end; ++i) parent_indices.push_back(i);
     }
+    Elements got;
+    got.reserve(parent_indices.size());
+    const std::exception_ptr read_error = Capture([&] { parent_->GetMany(parent_indices, &got); });
+    // Batches whose elements all arrived, in order; the first incomplete one failed.
+    size_t next = 0;
+    for (const auto& [begin, end] : ranges) {
+      const auto size = static_cast<size_t>(end - begin);
+      if (got.size() - next < size) std::rethrow_exception(read_error);
+      out->push_back(Combine(std::span(got).subspan(next, size)));
+      next += size;
+    }
+    if (error) std::rethrow_exception(error);
+  }
+
+ private:
+  // Parent indices [begin, end) of batch `index`.
+  std::pair<int64_t, int64_t> ParentRange(int64_t index) const {
+    if (length_ == kInfiniteLength) return {index * batch_size_, (index + 1) * batch_size_};
+    if (length_ == 0) throw std::out_of_range("batch: index into an empty dataset");
+    const int64_t epoch = index / length_, j = index % length_;
+    return {epoch * parent_length_ + j * batch_size_,
+            epoch * parent_length_ + std::min(parent_length_, (j + 1) * batch_size_)};
+  }
+  // The batch of a range's elements (those a filter removed left out); nullopt if none is left.
+  std::optional<Value> Combine(std::span<std::optional<Value>> got) const {
     std::vector<Value> elements;
-    elements.reserve(static_cast<size_t>(end - begin));
-    for (int64_t i = begin; i < end; ++i) {
-      if (std::optional<Value> v = parent_->Get(i)) elements.push_back(std::move(*v));
+    elements.reserve(got.size());
+    for (std::optional<Value>& v : got) {
+      if (v) elements.push_back(std::move(*v));
     }
     if (elements.empty()) return std::nullopt;
     return fn_(std::move(elements));
   }
 
- private:
   MapNodePtr parent_;
   int64_t batch_size_, parent_length_, length_;
   BatchFn fn_;

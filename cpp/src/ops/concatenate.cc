@@ -7,25 +7,21 @@
 #include <string>
 
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
-std::vector<std::shared_ptr<const DatasetNode>> AsDatasetNodes(const std::vector<MapNodePtr>& v) {
-  return {v.begin(), v.end()};
-}
-
-class ConcatenateNode final : public MapNode {
+class ConcatenateNode final : public RoutedNode {
  public:
-  explicit ConcatenateNode(std::vector<MapNodePtr> parents)
-      : MapNode(AsDatasetNodes(parents)), parents_(std::move(parents)) {
-    cumulative_.reserve(parents_.size() + 1);
+  explicit ConcatenateNode(std::vector<MapNodePtr> parents) : RoutedNode(std::move(parents)) {
+    cumulative_.reserve(inputs().size() + 1);
     cumulative_.push_back(0);
-    for (size_t i = 0; i < parents_.size(); ++i) {
-      const int64_t n = parents_[i]->Length();
+    for (size_t i = 0; i < inputs().size(); ++i) {
+      const int64_t n = inputs()[i]->Length();
       if (n >= kInfiniteLength) {
         throw std::invalid_argument("Cannot concatenate infinite datasets. Dataset at index " +
-                                    std::to_string(i) + " (" + parents_[i]->Name() +
+                                    std::to_string(i) + " (" + inputs()[i]->Name() +
                                     ") is infinite.");
       }
       sizes_.push_back(n);
@@ -37,7 +33,9 @@ class ConcatenateNode final : public MapNode {
   }
   std::string Name() const override { return "ConcatenateMapDataset"; }
   int64_t Length() const override { return cumulative_.back(); }
-  std::optional<Value> Get(int64_t index) const override {
+
+ private:
+  Route RouteOf(int64_t index) const override {
     const int64_t length = Length();
     if (length == 0) throw std::out_of_range("concatenate: index into an empty dataset");
     const int64_t epoch = index / length;
@@ -45,11 +43,9 @@ class ConcatenateNode final : public MapNode {
     // bisect_right(cumulative, offset) - 1: skips empty parents.
     const size_t d = static_cast<size_t>(
         std::upper_bound(cumulative_.begin(), cumulative_.end(), offset) - cumulative_.begin() - 1);
-    return parents_[d]->Get(offset - cumulative_[d] + epoch * sizes_[d]);
+    return {d, offset - cumulative_[d] + epoch * sizes_[d]};
   }
 
- private:
-  std::vector<MapNodePtr> parents_;
   std::vector<int64_t> sizes_;
   std::vector<int64_t> cumulative_;
 };

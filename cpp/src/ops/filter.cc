@@ -1,24 +1,24 @@
 // FilterMapDataset: keeps elements for which fn returns true; others become nullopt (None),
-// which to_iter_dataset skips (Grain's filter.py).
+// which to_iter_dataset skips (Grain's filter.py). A chunk reads its parent elements with one
+// GetMany, then calls fn per element in index order.
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
-class FilterNode final : public MapNode {
+class FilterNode final : public ElementwiseNode {
  public:
   FilterNode(MapNodePtr parent, FilterFn fn, bool serial)
-      : MapNode({parent}, serial, /*filters_self=*/true), parent_(std::move(parent)), fn_(std::move(fn)) {}
+      : ElementwiseNode(std::move(parent), serial, /*filters=*/true), fn_(std::move(fn)) {}
   std::string Name() const override { return "FilterMapDataset"; }
-  int64_t Length() const override { return parent_->Length(); }
-  std::optional<Value> Get(int64_t index) const override {
-    std::optional<Value> v = parent_->Get(index);
+
+ private:
+  std::optional<Value> Apply(int64_t, std::optional<Value> v) const override {
     if (!v || !fn_(*v)) return std::nullopt;
     return v;
   }
 
- private:
-  MapNodePtr parent_;
   FilterFn fn_;
 };
 

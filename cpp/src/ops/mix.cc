@@ -9,15 +9,12 @@
 #include <string>
 
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
 using int128 = __int128;
-
-std::vector<std::shared_ptr<const DatasetNode>> AsDatasetNodes(const std::vector<MapNodePtr>& v) {
-  return {v.begin(), v.end()};
-}
 
 std::vector<int64_t> IntProportions(size_t n, const std::optional<std::vector<double>>& weights) {
   if (!weights) return std::vector<int64_t>(n, 1);
@@ -43,22 +40,22 @@ std::vector<int64_t> IntProportions(size_t n, const std::optional<std::vector<do
   return out;
 }
 
-class MixNode final : public MapNode {
+class MixNode final : public RoutedNode {
  public:
   MixNode(std::vector<MapNodePtr> parents, const std::optional<std::vector<double>>& weights)
-      : MapNode(AsDatasetNodes(parents)), parents_(std::move(parents)) {
-    if (parents_.empty()) throw std::invalid_argument("mix: needs at least one dataset");
-    proportions_ = IntProportions(parents_.size(), weights);
+      : RoutedNode(std::move(parents)) {
+    if (inputs().empty()) throw std::invalid_argument("mix: needs at least one dataset");
+    proportions_ = IntProportions(inputs().size(), weights);
     int64_t weight_sum = 0;
     for (int64_t p : proportions_) weight_sum += p;
     double min_length = 0;
     std::string zero;
-    for (size_t i = 0; i < parents_.size(); ++i) {
-      const double len = static_cast<double>(parents_[i]->Length()) /
+    for (size_t i = 0; i < inputs().size(); ++i) {
+      const double len = static_cast<double>(inputs()[i]->Length()) /
                          (static_cast<double>(proportions_[i]) / static_cast<double>(weight_sum));
       if (len == 0) {
         zero += (zero.empty() ? "" : ", ") + std::string("index ") + std::to_string(i) + " (" +
-                parents_[i]->Name() + ")";
+                inputs()[i]->Name() + ")";
       }
       if (i == 0 || len < min_length) min_length = len;
     }
@@ -72,7 +69,9 @@ class MixNode final : public MapNode {
   }
   std::string Name() const override { return "MixedMapDataset"; }
   int64_t Length() const override { return length_; }
-  std::optional<Value> Get(int64_t index) const override {
+
+ private:
+  Route RouteOf(int64_t index) const override {
     int128 remaining = 0;
     for (int64_t p : proportions_) remaining += p;
     int128 curr_k = index, curr_k1 = int128{index} + 1;
@@ -82,7 +81,7 @@ class MixNode final : public MapNode {
       const int128 next_k1 = curr_k1 * (remaining - p) / remaining;
       const int128 count_k_plus_1 = curr_k1 - next_k1;
       if (curr_k - next_k != count_k_plus_1) {
-        return parents_[i]->Get(static_cast<int64_t>(count_k_plus_1 - 1));
+        return {i, static_cast<int64_t>(count_k_plus_1 - 1)};
       }
       remaining -= p;
       curr_k = next_k;
@@ -92,8 +91,6 @@ class MixNode final : public MapNode {
                            std::to_string(index));
   }
 
- private:
-  std::vector<MapNodePtr> parents_;
   std::vector<int64_t> proportions_;
   int64_t length_ = 0;
 };

@@ -4,15 +4,16 @@
 #include <stdexcept>
 
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
-class RepeatNode final : public MapNode {
+class RepeatNode final : public IndexMapNode {
  public:
   RepeatNode(MapNodePtr parent, std::optional<int64_t> num_epochs, bool reseed_each_epoch)
-      : MapNode({parent}), parent_(std::move(parent)), reseed_(reseed_each_epoch),
-        parent_length_(parent_->Length()) {
+      : IndexMapNode(std::move(parent)), reseed_(reseed_each_epoch),
+        parent_length_(this->parent()->Length()) {
     if (!num_epochs) {
       length_ = kInfiniteLength;
     } else if (parent_length_ != 0 && *num_epochs > kInfiniteLength / parent_length_) {
@@ -23,14 +24,13 @@ class RepeatNode final : public MapNode {
   }
   std::string Name() const override { return "RepeatMapDataset"; }
   int64_t Length() const override { return length_; }
-  std::optional<Value> Get(int64_t index) const override {
-    if (parent_length_ == 0) throw std::out_of_range("repeat: index into an empty dataset");
-    if (!reseed_) index %= parent_length_;
-    return parent_->Get(index);
-  }
 
  private:
-  MapNodePtr parent_;
+  int64_t ParentIndex(int64_t index) const override {
+    if (parent_length_ == 0) throw std::out_of_range("repeat: index into an empty dataset");
+    return reseed_ ? index : index % parent_length_;
+  }
+
   bool reseed_;
   int64_t parent_length_, length_;
 };

@@ -1,6 +1,7 @@
 // ds.seed(s): a pass-through node that carries the seed for default-seed derivation
 // (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed).
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
@@ -13,6 +14,9 @@ class SeedMapNode final : public MapNode {
   std::string Name() const override { return "WithOptionsMapDataset"; }
   int64_t Length() const override { return parent_->Length(); }
   std::optional<Value> Get(int64_t index) const override { return parent_->Get(index); }
+  void GetMany(std::span<const int64_t> indices, Elements* out) const override {
+    parent_->GetMany(indices, out);
+  }
 
  private:
   MapNodePtr parent_;

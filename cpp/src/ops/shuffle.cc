@@ -3,32 +3,33 @@
 #include <stdexcept>
 
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
-class ShuffleNode final : public MapNode {
+class ShuffleNode final : public IndexMapNode {
  public:
   ShuffleNode(MapNodePtr parent, uint32_t seed)
-      : MapNode({parent}), parent_(std::move(parent)), seed_(seed), length_(parent_->Length()) {
+      : IndexMapNode(std::move(parent)), seed_(seed), length_(this->parent()->Length()) {
     if (length_ == kInfiniteLength) {
       throw std::invalid_argument("shuffle: cannot shuffle an infinite dataset");
     }
   }
   std::string Name() const override { return "ShuffleMapDataset"; }
   int64_t Length() const override { return length_; }
-  std::optional<Value> Get(int64_t index) const override {
+
+ private:
+  int64_t ParentIndex(int64_t index) const override {
     if (length_ == 0) throw std::out_of_range("shuffle: index into an empty dataset");
     const int64_t epoch = index / length_;
     const int64_t pos = index % length_;
     const uint32_t epoch_seed = static_cast<uint32_t>(seed_ + static_cast<uint64_t>(epoch));
     const auto shuffled = static_cast<int64_t>(
         IndexShuffle(static_cast<uint64_t>(pos), static_cast<uint64_t>(length_ - 1), epoch_seed));
-    return parent_->Get(shuffled + epoch * length_);
+    return shuffled + epoch * length_;
   }
 
- private:
-  MapNodePtr parent_;
   uint32_t seed_;
   int64_t length_;
 };

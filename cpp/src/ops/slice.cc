@@ -4,28 +4,29 @@
 
 #include "core/nodes.h"
 #include "core/range_length.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
-class SliceNode final : public MapNode {
+class SliceNode final : public IndexMapNode {
  public:
   SliceNode(MapNodePtr parent, int64_t start, int64_t stop, int64_t step)
-      : MapNode({parent}), parent_(std::move(parent)), start_(start), step_(step),
-        parent_length_(parent_->Length()) {
+      : IndexMapNode(std::move(parent)), start_(start), step_(step),
+        parent_length_(this->parent()->Length()) {
     length_ = RangeLength(start, stop, step);
   }
   std::string Name() const override { return "SliceMapDataset"; }
   int64_t Length() const override { return length_; }
-  std::optional<Value> Get(int64_t index) const override {
+
+ private:
+  int64_t ParentIndex(int64_t index) const override {
     if (length_ == 0) throw std::out_of_range("slice: index into an empty slice");
     const int64_t epoch = index / length_;
     const int64_t offset = index % length_;
-    return parent_->Get(start_ + offset * step_ + epoch * parent_length_);
+    return start_ + offset * step_ + epoch * parent_length_;
   }
 
- private:
-  MapNodePtr parent_;
   int64_t start_, step_, parent_length_, length_;
 };
 

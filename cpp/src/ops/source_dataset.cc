@@ -2,6 +2,7 @@
 #include <stdexcept>
 
 #include "core/nodes.h"
+#include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
@@ -15,14 +16,29 @@ class SourceNode final : public MapNode {
   std::string Name() const override { return "SourceMapDataset"; }
   int64_t Length() const override { return length_; }
   std::optional<Value> Get(int64_t index) const override {
+    return NoneAsFiltered(source_->Get(RecordIndex(index)));
+  }
+  // One RandomAccessSource::GetMany for all the indices.
+  void GetMany(std::span<const int64_t> indices, Elements* out) const override {
+    auto [records, error] = MapIndices(indices, [this](int64_t i) { return RecordIndex(i); });
+    std::vector<Value> got;
+    got.reserve(records.size());
+    const std::exception_ptr read_error = Capture([&] { source_->GetMany(records, &got); });
+    out->reserve(out->size() + got.size());
+    for (Value& v : got) out->push_back(NoneAsFiltered(std::move(v)));
+    if (read_error) std::rethrow_exception(read_error);
+    if (error) std::rethrow_exception(error);
+  }
+
+ private:
+  int64_t RecordIndex(int64_t index) const {
     if (length_ == 0) {
       throw std::out_of_range("index " + std::to_string(index) + " into empty source " +
                               source_->Repr());
     }
-    return NoneAsFiltered(source_->Get(index % length_));
+    return index % length_;
   }
 
- private:
   std::shared_ptr<const RandomAccessSource> source_;
   int64_t length_;
 };

@@ -1,0 +1,61 @@
+// Implementation of py_array_source.h.
+#include "py_array_source.h"
+
+#include <nanobind/stl/string.h>
+
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace spelt::python {
+namespace {
+
+class NumpyArraySourceImpl final : public RandomAccessSource {
+ public:
+  // `whole`: the ndarray as an Array whose owner holds the ndarray.
+  NumpyArraySourceImpl(Array whole, std::string repr)
+      : whole_(std::move(whole)),
+        row_shape_(whole_.shape.begin() + 1, whole_.shape.end()),
+        row_bytes_(whole_.shape[0] == 0 ? 0 : whole_.nbytes() / static_cast<size_t>(whole_.shape[0])),
+        repr_(std::move(repr)) {}
+  int64_t Length() const override { return whole_.shape[0]; }
+  Value Get(int64_t index) const override {
+    if (index < 0 || index >= Length()) {
+      throw std::out_of_range("record index " + std::to_string(index) + " out of range [0, " +
+                              std::to_string(Length()) + ") of " + repr_);
+    }
+    Array row;
+    row.dtype = whole_.dtype;
+    row.shape = row_shape_;
+    row.owner = whole_.owner;
+    row.data = whole_.data + static_cast<size_t>(index) * row_bytes_;
+    return Value(std::move(row));
+  }
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
+    out->reserve(out->size() + indices.size());
+    for (const int64_t i : indices) out->push_back(NumpyArraySourceImpl::Get(i));
+  }
+  std::string Repr() const override { return repr_; }
+
+ private:
+  Array whole_;
+  std::vector<int64_t> row_shape_;
+  size_t row_bytes_;
+  std::string repr_;
+};
+
+}  // namespace
+
+std::shared_ptr<const RandomAccessSource> NumpyArraySource(nb::handle obj) {
+  nb::module_ np = nb::module_::import_("numpy");
+  if (!obj.type().is(np.attr("ndarray"))) return nullptr;
+  if (nb::cast<int>(obj.attr("ndim")) < 2) return nullptr;
+  if (!nb::cast<bool>(obj.attr("flags").attr("c_contiguous"))) return nullptr;
+  Value whole = ToValue(obj);  // zero-copy for a C-contiguous array of a dtype Spelt has
+  if (!whole.is<Array>()) return nullptr;
+  return std::make_shared<NumpyArraySourceImpl>(whole.as<Array>(),
+                                                nb::cast<std::string>(nb::str(obj.type())));
+}
+
+}  // namespace spelt::python

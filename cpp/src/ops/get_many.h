@@ -1,0 +1,138 @@
+// Internal: the shared parts of the MapNode::GetMany overrides in cpp/src/ops/. Each keeps the
+// contract of spelt/dataset.h: on an exception, *out holds exactly the elements before the
+// failing index and the exception is the one Get() would raise for it.
+#ifndef SPELT_SRC_OPS_GET_MANY_H_
+#define SPELT_SRC_OPS_GET_MANY_H_
+
+#include <cstdint>
+#include <exception>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "core/nodes.h"
+
+namespace spelt::internal {
+
+using Elements = std::vector<std::optional<Value>>;
+
+// Runs f() and returns what it threw (null if nothing): for reads that append a prefix and may
+// fail, whose prefix is used before the error is rethrown.
+template <typename F>
+std::exception_ptr Capture(F&& f) {
+  try {
+    f();
+    return nullptr;
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+// f(index) for each of `indices`, in order, until one throws: the results and that exception.
+// f is the index arithmetic that Get() does before reading (and may throw as Get() would).
+template <typename F>
+auto MapIndices(std::span<const int64_t> indices, F&& f) {
+  std::vector<decltype(f(int64_t{}))> mapped;
+  mapped.reserve(indices.size());
+  std::exception_ptr error = Capture([&] {
+    for (const int64_t index : indices) mapped.push_back(f(index));
+  });
+  return std::pair(std::move(mapped), error);
+}
+
+// For a node whose Get(i) is parent.Get(parent_index(i)): one parent.GetMany over the mapped
+// indices.
+template <typename F>
+void GetManyMapped(const MapNode& parent, std::span<const int64_t> indices, Elements* out,
+                   F&& parent_index) {
+  auto [mapped, error] = MapIndices(indices, parent_index);
+  parent.GetMany(mapped, out);
+  if (error) std::rethrow_exception(error);
+}
+
+// A node whose element i is its parent's element ParentIndex(i) (shuffle, slice, repeat,
+// shard): Get() and a GetMany() that reads the parent with one GetMany().
+class IndexMapNode : public MapNode {
+ public:
+  std::optional<Value> Get(int64_t index) const final {
+    return parent_->Get(ParentIndex(index));
+  }
+  void GetMany(std::span<const int64_t> indices, Elements* out) const final {
+    GetManyMapped(*parent_, indices, out, [this](int64_t i) { return ParentIndex(i); });
+  }
+
+ protected:
+  explicit IndexMapNode(MapNodePtr parent) : MapNode({parent}), parent_(std::move(parent)) {}
+  // The parent's index for `index`; throws as Get() does before reading (e.g. when empty).
+  virtual int64_t ParentIndex(int64_t index) const = 0;
+  const MapNodePtr& parent() const { return parent_; }
+
+ private:
+  MapNodePtr parent_;
+};
+
+// A node whose element i is Apply(i, its parent's element i) (map, random_map,
+// map_with_index, filter). GetMany() reads the first ancestor that is not such a node with one
+// GetMany() and then, element by element, applies the run of functions up to this node, so
+// each element's functions run back to back in the order Get() calls them (the DataLoader's
+// RandomMaps rely on it: they share one generator per record).
+class ElementwiseNode : public MapNode {
+ public:
+  std::optional<Value> Get(int64_t index) const final {
+    return Apply(index, parent_->Get(index));
+  }
+  void GetMany(std::span<const int64_t> indices, Elements* out) const final;
+  int64_t Length() const final { return parent_->Length(); }
+
+ protected:
+  // `filters`: Apply() may remove elements (see DatasetNode::Filters).
+  ElementwiseNode(MapNodePtr parent, bool serial, bool filters = false);
+  // The element at `index` from the parent's element there (nullopt: filtered out).
+  virtual std::optional<Value> Apply(int64_t index, std::optional<Value> element) const = 0;
+
+ private:
+  MapNodePtr parent_;
+  MapNodePtr source_;  // the first ancestor that is not an ElementwiseNode
+  std::vector<const ElementwiseNode*> run_;  // from source_'s child up to this node
+};
+
+// Where an element of a node with several parents comes from: parents[parent].Get(index).
+struct Route {
+  size_t parent;
+  int64_t index;
+};
+
+// parents[r.parent].GetMany(r.index ...) for every route: one GetMany per parent over its
+// share, merged back in order.
+void GetManyRouted(std::span<const MapNodePtr> parents, std::span<const Route> routes,
+                   Elements* out);
+
+// A node whose element i is inputs()[r.parent]'s element r.index for r = RouteOf(i)
+// (concatenate, mix): Get() and a GetMany() that reads each parent with one GetMany().
+class RoutedNode : public MapNode {
+ public:
+  std::optional<Value> Get(int64_t index) const final {
+    const Route r = RouteOf(index);
+    return inputs_[r.parent]->Get(r.index);
+  }
+  void GetMany(std::span<const int64_t> indices, Elements* out) const final {
+    auto [routes, error] = MapIndices(indices, [this](int64_t i) { return RouteOf(i); });
+    GetManyRouted(inputs_, routes, out);
+    if (error) std::rethrow_exception(error);
+  }
+
+ protected:
+  explicit RoutedNode(std::vector<MapNodePtr> inputs)
+      : MapNode({inputs.begin(), inputs.end()}), inputs_(std::move(inputs)) {}
+  // Where element `index` comes from; throws as Get() does before reading.
+  virtual Route RouteOf(int64_t index) const = 0;
+  const std::vector<MapNodePtr>& inputs() const { return inputs_; }
+
+ private:
+  std::vector<MapNodePtr> inputs_;
+};
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_OPS_GET_MANY_H_
