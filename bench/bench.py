@@ -70,6 +70,11 @@ class MnistLikeSource:
   def __getitem__(self, index: int) -> dict[str, Any]:
     return {"image": self._images[index], "label": int(self._labels[index])}
 
+  @property
+  def images(self) -> np.ndarray:
+    """The images as one uint8 array [num_records, 784] (itself a data source)."""
+    return self._images
+
   def __repr__(self) -> str:
     return f"MnistLikeSource(num_records={len(self)}, seed={self._seed})"
 
@@ -106,16 +111,20 @@ class Case:
     )
 
 
-def data_loader(read_options_threads: int | None = None) -> Pipeline:
+def data_loader(read_options_threads: int | None = None,
+                source_of: Callable[[Any, Any], Any] | None = None) -> Pipeline:
   """DataLoader: shuffled IndexSampler over one epoch, Batch(128), no worker processes.
 
   ``read_options_threads`` None keeps the default ReadOptions (16 reader threads).
+  ``source_of(engine, source)``, if given, reads another source of the same length.
   """
 
   def make(g: Any, source: Any) -> Iterable[Any]:
     read_options = None
     if read_options_threads is not None:
       read_options = g.ReadOptions(num_threads=read_options_threads)
+    if source_of is not None:
+      source = source_of(g, source)
     return g.DataLoader(
         data_source=source,
         sampler=g.samplers.IndexSampler(
@@ -133,6 +142,17 @@ def data_loader(read_options_threads: int | None = None) -> Pipeline:
   return make
 
 
+def range_source(g: Any, source: Any) -> Any:
+  """The engine's RangeDataSource over as many ints as the source has records."""
+  return g.sources.RangeDataSource(0, len(source), 1)
+
+
+def numpy_source(g: Any, source: Any) -> Any:
+  """The source's images as a plain numpy array (a data source too)."""
+  del g
+  return source.images
+
+
 def map_dataset_batch(g: Any, source: Any) -> Iterable[Any]:
   """Dataset API, batching on the random-access side, iterated (default read-ahead)."""
   return g.MapDataset.source(source).shuffle(seed=0).batch(BATCH_SIZE)
@@ -148,6 +168,10 @@ def iter_dataset_batch(g: Any, source: Any) -> Iterable[Any]:
 CASES = [
     Case.same_code("DataLoader", data_loader(), grain_batches=100),
     Case.same_code("DataLoader, num_threads=0", data_loader(read_options_threads=0)),
+    Case.same_code("DataLoader, RangeDataSource", data_loader(source_of=range_source),
+                   grain_batches=100),
+    Case.same_code("DataLoader, numpy array", data_loader(source_of=numpy_source),
+                   grain_batches=100),
     Case.same_code("MapDataset.shuffle.batch", map_dataset_batch),
     Case.same_code("to_iter_dataset().batch", iter_dataset_batch, grain_batches=100),
 ]

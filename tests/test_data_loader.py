@@ -394,3 +394,142 @@ def test_two_random_maps_after_batch_draw_different_numbers():
   assert len(out) == 2
   for batch in out:
     assert batch[2] != batch[3]
+
+
+# ---------------------------------------------------------------------------------------------
+# Samplers written in Python (Grain's protocol), native sources, the record rng.
+
+
+def _user_sampler(g, *, length, with_len, seed=None):
+  """A sampler written against Grain's protocol: record g reads key (3 * g) % 17."""
+
+  class UserSampler:
+
+    def __getitem__(self, index):
+      if not 0 <= index < length:
+        raise IndexError(f"index {index} out of range")
+      rng = None if seed is None else np.random.Generator(np.random.Philox(key=seed + index))
+      return g.RecordMetadata(index=index, record_key=(3 * index) % 17, rng=rng)
+
+    def __repr__(self):
+      return f"UserSampler(length={length}, seed={seed})"
+
+  if with_len:
+    UserSampler.__len__ = lambda self: length
+  return UserSampler()
+
+
+@pytest.mark.parametrize("with_len", [True, False])
+@pytest.mark.parametrize("length", [1, 13, 40])
+@pytest.mark.parametrize("shard", [(0, 1), (1, 3), (2, 3, True)], ids=str)
+def test_user_sampler_matches_grain(with_len, length, shard):
+  # Without __len__ the epoch ends at the sampler's first IndexError (Grain binary-searches it).
+  def build(g):
+    u = pipelines.user_classes(g)
+    return g.DataLoader(
+        data_source=list(range(100, 117)),
+        sampler=_user_sampler(g, length=length, with_len=with_len, seed=5),
+        operations=[u.Noise(), u.Triple(), g.transforms.Batch(2)],
+        shard_options=g.sharding.ShardOptions(*shard), worker_count=0)
+  out = run_both(build)
+  assert sum(len(b) for b in out) == length // shard[1]
+
+
+def test_user_sampler_calls_are_batched_and_errors_propagate():
+  calls = []
+
+  class Sampler:
+
+    def __len__(self):
+      return 6
+
+    def __getitem__(self, index):
+      calls.append(index)
+      if index == 4:
+        raise KeyError("broken sampler")
+      return spelt.RecordMetadata(index=index, record_key=index)
+
+  it = iter(spelt.DataLoader(data_source=list(range(6)), sampler=Sampler(),
+                             shard_options=spelt.sharding.NoSharding(), worker_count=0))
+  assert [next(it) for _ in range(4)] == [0, 1, 2, 3]
+  with pytest.raises(KeyError, match="broken sampler"):
+    next(it)
+  # No binary search (it has __len__), and each index asked once.
+  assert calls[:5] == [0, 1, 2, 3, 4]
+
+
+def test_subclass_overriding_getitem_is_called_like_grain():
+  def build(g):
+    class Reversed(g.samplers.IndexSampler):
+
+      def __getitem__(self, index):
+        m = super().__getitem__(index)
+        return g.RecordMetadata(m.index, 9 - m.record_key, m.rng)
+
+    return g.DataLoader(data_source=list(range(10)),
+                        sampler=Reversed(10, shuffle=True, num_epochs=1, seed=3),
+                        operations=[pipelines.user_classes(g).Noise()], worker_count=0)
+  run_both(build)
+
+
+def test_empty_shard_fails_like_grain():
+  def build(g):
+    return g.DataLoader(
+        data_source=list(range(2)),
+        sampler=g.samplers.IndexSampler(2, g.sharding.ShardOptions(2, 3), num_epochs=2),
+        worker_count=0)
+  for g in (grain, spelt):
+    with pytest.raises(ZeroDivisionError):
+      next(iter(build(g)))
+
+
+def test_range_data_source_is_native_and_matches_grain():
+  ours = spelt.sources.RangeDataSource(5, 40, 3)
+  theirs = grain.sources.RangeDataSource(5, 40, 3)
+  assert isinstance(ours._spelt_native_source(), spelt._core.NativeSource)
+  assert repr(ours) == repr(theirs) == "RangeDataSource(start=5, stop=40, step=3)"
+  assert len(ours) == len(theirs) == 12
+  for i in [0, 1, 11, np.int64(7)]:
+    assert ours[i] == theirs[i] and type(ours[i]) is type(theirs[i]) is int
+  for i in [12, -1]:
+    with pytest.raises(IndexError):
+      theirs[i]
+    with pytest.raises(IndexError):
+      ours[i]
+  for args in [(10, 0, -3), (0, 0, 1), (3, 1, 1), (-5, 5, 4)]:
+    assert len(spelt.sources.RangeDataSource(*args)) == len(range(*args))
+    assert list(spelt.sources.RangeDataSource(*args)) == list(range(*args))
+  with pytest.raises(ValueError):
+    spelt.sources.RangeDataSource(0, 5, 0)
+  import pickle  # pylint: disable=import-outside-toplevel
+  copy = pickle.loads(pickle.dumps(ours))
+  assert repr(copy) == repr(ours) and copy[11] == 38
+
+
+def test_range_data_source_loader_matches_grain_with_workers_and_shards():
+  def build(g, workers=0):
+    return g.DataLoader(
+        data_source=g.sources.RangeDataSource(-50, 50, 2),
+        sampler=g.samplers.IndexSampler(50, g.sharding.ShardOptions(1, 3), shuffle=True,
+                                        num_epochs=2, seed=2**32 - 1),
+        operations=[g.transforms.Batch(4)], worker_count=workers)
+  out = run_both(build)
+  assert_same(list(build(spelt, workers=2)), out)
+
+
+def test_philox_generator_is_numpys_philox_with_that_key_and_counter():
+  from spelt import data_loader  # pylint: disable=import-outside-toplevel
+  for key in [0, 1, 2**32 + 5, 2**64 - 1, 2**64 + 3, 2**128 - 1]:
+    expected = np.random.Generator(np.random.Philox(key=key)).random(5)
+    np.testing.assert_array_equal(data_loader.philox_generator(key, 0).random(5), expected)
+  # Grain's MapDataset.random_map: Philox(seed)'s key at counter [0, 0, 0, global index].
+  words = np.random.Philox(42).state["state"]["key"].tolist()
+  key = words[0] + (words[1] << 64)
+  draws = list(grain.MapDataset.range(6).random_map(
+      lambda x, rng: rng.integers(2**40, size=3).tolist(), seed=42))
+  assert [data_loader.philox_generator(key, i).integers(2**40, size=3).tolist()
+          for i in range(6)] == draws
+  counter = (1, 2, 3, 2**64 - 1)
+  state = data_loader.philox_generator(7, counter).bit_generator.state
+  assert state["state"]["counter"].tolist() == list(counter)
+  assert state["buffer_pos"] == 4 and state["has_uint32"] == 0

@@ -194,8 +194,12 @@ def test_index_sampler_repr():
         (dict(num_records=5, seed=-1), ValueError),
         (dict(num_records=5, shuffle=True, seed=2**32), ValueError),
         (dict(num_records=5, seed=2**40), ValueError),
-        # Validation order: num_records is checked first.
+        # Validation order: num_records is checked first, the seed's type after
+        # num_records and num_epochs.
         (dict(num_records=0, num_epochs=0, shuffle=True), ValueError),
+        (dict(num_records=0, shuffle=True, seed=1.5), ValueError),
+        (dict(num_records=5, num_epochs=0, shuffle=True, seed=np.int64(3)), ValueError),
+        (dict(num_records=5, num_epochs=-2, seed="x"), ValueError),
     ],
 )
 def test_index_sampler_validation_matches_grain(kwargs, error):
@@ -348,3 +352,132 @@ def test_record():
     assert [f.name for f in dataclasses.fields(rec)] == ["metadata", "data"]
     assert record.Record[int] is not None  # Generic, as in Grain.
     assert not hasattr(rec, "__dict__")
+
+
+# ---------------------------------------------------------------------------
+# Faces over the engine's samplers
+
+
+def _metadata(sampler, indices):
+    """(index, record_key, first draws of rng or None) of sampler[i]."""
+    out = []
+    for i in indices:
+        m = sampler[i]
+        draws = None if m.rng is None else m.rng.integers(0, 2**63, size=3).tolist()
+        out.append((m.index, m.record_key, draws))
+    return out
+
+
+@pytest.mark.parametrize("seed", [None, 0, 5, 2**31 + 7, 2**32 - 2, 2**32 - 1])
+@pytest.mark.parametrize("num_epochs", [None, 1, 4])
+@pytest.mark.parametrize(
+    "shard", [None, (0, 3, False), (2, 3, False), (1, 4, True), (3, 4, False)], ids=str
+)
+@pytest.mark.parametrize("num_records", [1, 10, 11])
+def test_index_sampler_metadata_matches_grain(seed, num_epochs, shard, num_records):
+    # Records, rngs and lengths over shard remainders, infinite epochs and seeds whose
+    # per-epoch seed (seed + epoch) wraps around 2**32.
+    if shard is not None and num_records < shard[1]:
+        num_records += shard[1]
+    ours_options = sharding.NoSharding() if shard is None else sharding.ShardOptions(*shard)
+    for shuffle in ([False, True] if seed is not None else [False]):
+        ours = samplers.IndexSampler(num_records, ours_options, shuffle, num_epochs, seed)
+        theirs = grain.IndexSampler(
+            num_records, _grain_shard_options(ours_options), shuffle, num_epochs, seed
+        )
+        assert len(ours) == len(theirs)
+        assert repr(ours) == repr(theirs)
+        assert ours._max_index == theirs._max_index
+        n = len(ours) if num_epochs is not None else 5 * num_records + 3
+        indices = list(range(n)) + [10**12 + 3] * (num_epochs is None)
+        assert _metadata(ours, indices) == _metadata(theirs, indices)
+
+
+def test_index_sampler_pickle_round_trip():
+    import pickle  # pylint: disable=import-outside-toplevel
+
+    for sampler in [
+        samplers.IndexSampler(13, sharding.ShardOptions(1, 3, True), True, 2, 2**32 - 1),
+        samplers.IndexSampler(5),
+        samplers.SequentialSampler(7, sharding.ShardOptions(0, 2, True), seed=3),
+    ]:
+        copy = pickle.loads(pickle.dumps(sampler))
+        assert type(copy) is type(sampler)
+        assert repr(copy) == repr(sampler)
+        assert len(copy) == len(sampler)
+        n = min(len(sampler), 40)
+        assert _metadata(copy, range(n)) == _metadata(sampler, range(n))
+        assert copy._spelt_sampler() is not sampler._spelt_sampler()
+
+
+def test_faces_hand_the_engine_sampler_to_the_dataloader():
+    sampler = samplers.IndexSampler(5, shuffle=True, seed=1)
+    engine = sampler._spelt_sampler()
+    assert engine is not None and len(engine) == len(sampler) == sys.maxsize
+    assert [engine.record_key(g) for g in range(5)] == _keys(sampler, 5)
+    assert engine.rng_key(3) == 4
+    assert samplers.SequentialSampler(3)._spelt_sampler().rng_key(2) is None
+
+    class Plain(samplers.IndexSampler):
+        pass
+
+    class Remapped(samplers.IndexSampler):
+
+        def __getitem__(self, index):
+            m = super().__getitem__(index)
+            return record.RecordMetadata(m.index, m.record_key + 100, m.rng)
+
+    class Shorter(samplers.SequentialSampler):
+
+        def __len__(self):
+            return 2
+
+    assert Plain(5)._spelt_sampler() is not None
+    # The DataLoader must call these overrides: no engine sampler.
+    assert Remapped(5)._spelt_sampler() is None
+    assert Shorter(5)._spelt_sampler() is None
+
+
+def test_index_sampler_index_types_match_grain():
+    ours = samplers.IndexSampler(9, shuffle=True, num_epochs=2, seed=4)
+    theirs = grain.IndexSampler(9, shuffle=True, num_epochs=2, seed=4)
+    for index in [np.int64(5), np.int64(17), True]:
+        m, t = ours[index], theirs[index]
+        assert m.index is index and t.index is index
+        assert m.record_key == t.record_key
+        assert m.rng.integers(2**40) == t.rng.integers(2**40)
+
+
+def test_index_sampler_non_int_seed_without_shuffle_is_a_type_error():
+    # Grain raises AttributeError ('numpy.int64' has no 'bit_length') by accident here.
+    with pytest.raises(TypeError, match="Expected seed of int type"):
+        samplers.IndexSampler(5, seed=np.int64(3))
+
+
+def test_index_sampler_huge_num_epochs_overflow():
+    with pytest.raises(OverflowError, match="num_epochs"):
+        samplers.IndexSampler(10**9, num_epochs=10**12)
+
+
+@pytest.mark.parametrize("index", [0, 1, 2, 5])
+def test_sequential_sampler_negative_seed_matches_grain(index):
+    # Grain does not check SequentialSampler's seed: record g's Philox key seed + g is
+    # rejected by numpy only while negative.
+    ours = samplers.SequentialSampler(6, seed=-2)
+    theirs = grain.SequentialSampler(6, seed=-2)
+    if index < 2:
+        with pytest.raises(ValueError):
+            theirs[index]
+        with pytest.raises(ValueError, match="negative"):
+            ours[index]
+    else:
+        assert _metadata(ours, [index]) == _metadata(theirs, [index])
+
+
+def test_empty_shard_raises_zero_division_like_grain():
+    ours = samplers.IndexSampler(2, sharding.ShardOptions(2, 3), num_epochs=None)
+    theirs = grain.IndexSampler(2, grain.ShardOptions(2, 3), num_epochs=None)
+    with pytest.raises(ZeroDivisionError, match="owns no records"):
+        ours[5]
+    with pytest.raises(ZeroDivisionError):
+        theirs[5]

@@ -177,3 +177,72 @@ def test_even_split_warns_only_when_dropping(caplog):
         sharding.even_split(9, sharding.ShardOptions(0, 3, drop_remainder=True))
         sharding.even_split(10, sharding.ShardOptions(0, 3, drop_remainder=False))
     assert caplog.text == ""
+
+
+def test_validation_is_the_engines():
+    # ShardOptions validates through spelt._core.ShardOptions (spelt/sampler.h).
+    from spelt import _core  # pylint: disable=import-outside-toplevel
+
+    with pytest.raises(ValueError) as engine:
+        _core.ShardOptions(3, 3)
+    with pytest.raises(ValueError) as face:
+        sharding.ShardOptions(3, 3)
+    assert str(engine.value) == str(face.value)
+    options = sharding.engine_options(sharding.ShardOptions(1, 4, True))
+    assert (options.shard_index, options.shard_count, options.drop_remainder) == (1, 4, True)
+    assert options.global_index(5) == 21
+    # Any object with Grain's three fields converts (Grain's own ShardOptions too).
+    assert sharding.engine_options(grain_sharding.ShardOptions(2, 3)).shard_index == 2
+
+
+def test_numpy_integer_fields_match_grain():
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    ours = sharding.ShardOptions(np.int64(1), np.int64(3))
+    theirs = grain_sharding.ShardOptions(np.int64(1), np.int64(3))
+    assert repr(ours) == repr(theirs)
+    assert sharding.even_split(np.int64(10), ours) == grain_sharding_impl.even_split(
+        np.int64(10), theirs
+    )
+    with pytest.raises(ValueError) as ours_error:
+        sharding.ShardOptions(np.int64(3), np.int64(3))
+    with pytest.raises(ValueError) as theirs_error:
+        grain_sharding.ShardOptions(np.int64(3), np.int64(3))
+    assert str(ours_error.value) == str(theirs_error.value)
+
+
+def test_shard_by_jax_process_propagates_jax_errors(monkeypatch):
+    # Grain falls back to (0, 1) only when `import jax` fails.
+    fake_jax = types.ModuleType("jax")
+
+    def broken():
+        raise RuntimeError("no backend")
+
+    fake_jax.process_index = broken
+    fake_jax.process_count = lambda: 1
+    monkeypatch.setitem(sys.modules, "jax", fake_jax)
+    with pytest.raises(RuntimeError, match="no backend"):
+        sharding.ShardByJaxProcess()
+    with pytest.raises(RuntimeError, match="no backend"):
+        grain_sharding.ShardByJaxProcess()
+
+
+def test_shard_by_jax_process_without_jax_in_a_fresh_interpreter():
+    # jax is not installed here; both libraries shard as 0 of 1 (a fresh interpreter, so no
+    # earlier test's jax stub is in sys.modules).
+    import subprocess  # pylint: disable=import-outside-toplevel
+
+    code = (
+        "import importlib.util, logging\n"
+        "logging.getLogger('absl').setLevel(logging.ERROR)\n"
+        "assert importlib.util.find_spec('jax') is None\n"
+        "import grain, spelt\n"
+        "for d in (False, True):\n"
+        "  ours, theirs = spelt.sharding.ShardByJaxProcess(d), grain.sharding.ShardByJaxProcess(d)\n"
+        "  assert repr(ours) == repr(theirs), (ours, theirs)\n"
+        "  assert (ours.shard_index, ours.shard_count) == (0, 1)\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "ok"

@@ -8,6 +8,7 @@
 
 #include "bindings.h"
 #include "spelt/errors.h"
+#include "spelt/sampler.h"
 
 namespace spelt::python {
 
@@ -16,6 +17,8 @@ void RegisterErrors(nb::module_& m) {
   static nb::exception<CorruptFileError> corrupt(m, "CorruptFileError", PyExc_ValueError);
   static nb::exception<UnsupportedError> unsupported(m, "UnsupportedError",
                                                      PyExc_NotImplementedError);
+  // A sampler reading a shard that owns no records: Grain raises ZeroDivisionError there.
+  static nb::exception<EmptyShardError> empty_shard(m, "EmptyShardError", PyExc_ZeroDivisionError);
   // Failures of the operating system (open, read, write) become OSError with their errno.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

@@ -15,7 +15,8 @@ namespace nb = nanobind;
 // bind_errors.cc: the exception classes and the one translation of engine exceptions into
 // Python ones (std::invalid_argument -> ValueError, std::out_of_range -> IndexError,
 // std::system_error -> OSError with its errno, CorruptFileError -> spelt._core.CorruptFileError
-// (a ValueError), UnsupportedError -> spelt._core.UnsupportedError (a NotImplementedError)).
+// (a ValueError), UnsupportedError -> spelt._core.UnsupportedError (a NotImplementedError),
+// EmptyShardError -> spelt._core.EmptyShardError (a ZeroDivisionError)).
 void RegisterErrors(nb::module_& m);
 // bind_functions.cc: index_shuffle and stack.
 void RegisterFunctions(nb::module_& m);
@@ -25,7 +26,8 @@ void RegisterDatasets(nb::module_& m);
 void RegisterIterator(nb::module_& m);
 // Wraps an engine iterator for Python (GIL handling as in bind_iterator.cc).
 nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial);
-// bind_sampler.cc: Sampler and the sampler factories.
+// bind_sampler.cc: ShardOptions, Sampler (IndexSampler, SequentialSampler, python_sampler),
+// sampler_dataset and range_source.
 void RegisterSamplers(nb::module_& m);
 // py_array_record.cc: NativeSource, ArrayRecordSource, ArrayRecordWriter, array_record_info.
 void RegisterArrayRecord(nb::module_& m);

@@ -126,6 +126,10 @@ class PySourceImpl final : public RandomAccessSource {
   std::string repr_;
 };
 
+// A sampler written in Python (Grain's protocol): __getitem__(g) -> RecordMetadata, whose
+// record_key is read; __len__ is optional, as in Grain 0.2.18's _SamplerMapDataset: without
+// it the length is the first index whose __getitem__ raises IndexError, found by binary
+// search over [0, sys.maxsize) (other exceptions propagate).
 class PySamplerImpl final : public Sampler {
  public:
   PySamplerImpl(nb::handle sampler, ShardOptions options)
@@ -148,16 +152,25 @@ class PySamplerImpl final : public Sampler {
   int64_t Length() const override { return length_; }
   int64_t RecordKey(int64_t index) const override {
     nb::gil_scoped_acquire gil;
-    nb::handle s(sampler_.get());
-    return nb::cast<int64_t>(s[nb::int_(index)].attr("record_key"));
+    return Key(index);
+  }
+  // One interpreter-lock hold for all the indices.
+  void RecordKeys(std::span<const int64_t> indices, std::vector<int64_t>* keys) const override {
+    nb::gil_scoped_acquire gil;
+    keys->reserve(keys->size() + indices.size());
+    for (const int64_t index : indices) keys->push_back(Key(index));
   }
   const ShardOptions& shard_options() const override { return options_; }
   bool Serial() const override { return true; }
 
  private:
+  // REQUIRES the GIL.
+  int64_t Key(int64_t index) const {
+    return nb::cast<int64_t>(nb::handle(sampler_.get())[nb::int_(index)].attr("record_key"));
+  }
   static bool Exists(nb::handle sampler, int64_t index) {
     try {
-      sampler[nb::int_(index)];
+      nb::object item = sampler[nb::int_(index)];  // (an unused accessor would not call it)
       return true;
     } catch (nb::python_error& e) {
       if (e.matches(PyExc_IndexError)) return false;

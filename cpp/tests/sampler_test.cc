@@ -3,8 +3,10 @@
 // even_split, grain.samplers.IndexSampler / SequentialSampler [g].record_key, and
 // grain._src.python.data_loader._SamplerMapDataset over RangeDataSource(100, 110, 1)).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -93,6 +95,35 @@ TEST(SamplerEvenSplitTest, InvalidShardOptionsThrow) {
   EXPECT_THROW(EvenSplit(10, Shard(0, 0)), std::invalid_argument);
   EXPECT_THROW(Shard(0, -2).Validate(), std::invalid_argument);
   EXPECT_NO_THROW(Shard(2, 3).Validate());
+}
+
+std::string ErrorOf(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "(no exception)";
+}
+
+TEST(SamplerEvenSplitTest, ValidationMessagesMatchGrain) {
+  // Grain 0.2.18: str() of the ValueError of ShardOptions(shard_index=..., shard_count=...).
+  EXPECT_EQ(ErrorOf([] { Shard(0, 0).Validate(); }),
+            "Number of shards must be a positive integer but got 0.");
+  EXPECT_EQ(ErrorOf([] { Shard(-1, 0).Validate(); }),
+            "Number of shards must be a positive integer but got 0.");
+  EXPECT_EQ(ErrorOf([] { Shard(5, 3).Validate(); }),
+            "Shard shard_index must be in [0, shard_count - 1], shard_count was 3 and "
+            "shard_index was 5.");
+  EXPECT_EQ(ErrorOf([] { Shard(-1, 2).Validate(); }),
+            "Shard shard_index must be in [0, shard_count - 1], shard_count was 2 and "
+            "shard_index was -1.");
+}
+
+TEST(SamplerEvenSplitTest, GlobalIndexStridesOverShards) {
+  EXPECT_EQ(Shard(0, 1).GlobalIndex(7), 7);
+  EXPECT_EQ(Shard(2, 3).GlobalIndex(0), 2);
+  EXPECT_EQ(Shard(2, 3).GlobalIndex(4), 14);
 }
 
 TEST(SamplerEvenSplitTest, ReprMatchesGrain) {
@@ -219,6 +250,76 @@ TEST(IndexSamplerTest, OutOfRangeIndexThrows) {
   EXPECT_THROW(s.RecordKey(-1), std::out_of_range);
 }
 
+TEST(IndexSamplerTest, ValidationMessagesMatchGrainInGrainsOrder) {
+  // Grain 0.2.18: str() of IndexSampler(...)'s ValueError; the first failing check wins.
+  const std::string kRecords =
+      "Invalid number of records in Sampler. Got 0 records, but number of records must be "
+      "greater than 0.";
+  EXPECT_EQ(ErrorOf([] { IndexSampler(0, {}, true, 0); }), kRecords);
+  EXPECT_EQ(ErrorOf([] { IndexSampler(5, {}, true, 0); }),
+            "Invalid number of epochs in Index Sampler.Got 0 epochs, but number of epochs must "
+            "be greater than 0.");
+  EXPECT_EQ(ErrorOf([] { IndexSampler(5, {}, true, 1, std::nullopt); }),
+            "Shuffling requires specifying a seed.");
+  EXPECT_EQ(ErrorOf([] { IndexSampler(5, {}, true, 1, int64_t{1} << 32); }),
+            "Seed should be positive 32-bit integer.");
+  EXPECT_EQ(ErrorOf([] { IndexSampler(5, {}, false, std::nullopt, -1); }),
+            "Seed should be positive 32-bit integer.");
+}
+
+TEST(IndexSamplerTest, LengthOverflowThrows) {
+  EXPECT_THROW(IndexSampler(int64_t{1} << 40, {}, false, int64_t{1} << 40), std::overflow_error);
+  EXPECT_EQ(IndexSampler(int64_t{1} << 40, {}, false, int64_t{1} << 22).Length(),
+            int64_t{1} << 62);
+}
+
+TEST(IndexSamplerTest, OutOfRangeMessageMatchesGrain) {
+  // Grain 0.2.18: str() of the IndexError of IndexSampler(4, num_epochs=2)[8] and of
+  // IndexSampler(4)[-1] (infinite: the bound prints as None).
+  EXPECT_EQ(ErrorOf([] { IndexSampler(4, {}, false, 2).RecordKey(8); }),
+            "RecordMetadata object index is out of bounds; Got index 8, allowed indices should "
+            "be in [0, 8]");
+  EXPECT_EQ(ErrorOf([] { IndexSampler(4).RecordKey(-1); }),
+            "RecordMetadata object index is out of bounds; Got index -1, allowed indices should "
+            "be in [0, None]");
+}
+
+TEST(IndexSamplerTest, EmptyShardThrowsEmptyShardError) {
+  // Grain 0.2.18: IndexSampler(2, ShardOptions(2, 3), num_epochs=1) has len 2 and its [0]
+  // raises ZeroDivisionError; with drop_remainder its len is 0 and [0] raises IndexError.
+  IndexSampler keep(2, Shard(2, 3), false, 1);
+  EXPECT_EQ(keep.Length(), 2);
+  EXPECT_THROW(keep.RecordKey(0), EmptyShardError);
+  std::vector<int64_t> keys;
+  EXPECT_THROW(keep.RecordKeys(std::vector<int64_t>{0, 1}, &keys), EmptyShardError);
+  EXPECT_TRUE(keys.empty());
+  IndexSampler drop(2, Shard(2, 3, true), false, 1);
+  EXPECT_EQ(drop.Length(), 0);
+  EXPECT_THROW(drop.RecordKey(0), std::out_of_range);
+}
+
+TEST(IndexSamplerTest, RecordKeysEqualRecordKeyAndStopAtTheFirstBadIndex) {
+  IndexSampler s(13, Shard(1, 3), true, 2, 4242);
+  Ints indices;
+  for (int64_t g = s.Length() - 1; g >= 0; g -= 2) indices.push_back(g);
+  Ints keys = {-7};  // appended after what is there
+  s.RecordKeys(indices, &keys);
+  ASSERT_EQ(keys.size(), indices.size() + 1);
+  EXPECT_EQ(keys[0], -7);
+  for (size_t i = 0; i < indices.size(); ++i) EXPECT_EQ(keys[i + 1], s.RecordKey(indices[i]));
+  keys.clear();
+  EXPECT_THROW(s.RecordKeys(Ints{3, 5, s.Length(), 1}, &keys), std::out_of_range);
+  EXPECT_EQ(keys, (Ints{s.RecordKey(3), s.RecordKey(5)}));
+}
+
+TEST(IndexSamplerTest, RngKeyIsSeedPlusIndex) {
+  // Grain 0.2.18: record g's rng is Generator(Philox(key=seed + g)); None without a seed.
+  EXPECT_EQ(IndexSampler(5, {}, false, 1, 77).RngKey(3), std::optional<uint64_t>(80));
+  EXPECT_EQ(IndexSampler(5, {}, true, std::nullopt, 4294967295LL).RngKey(int64_t{1} << 62),
+            std::optional<uint64_t>(4294967295ULL + (uint64_t{1} << 62)));
+  EXPECT_EQ(IndexSampler(5).RngKey(3), std::nullopt);
+}
+
 // ---------------------------------------------------------------------------------------
 // SequentialSampler
 // ---------------------------------------------------------------------------------------
@@ -248,6 +349,25 @@ TEST(SequentialSamplerTest, ValidationErrors) {
   EXPECT_THROW(SequentialSampler(0), std::invalid_argument);
   EXPECT_THROW(SequentialSampler(-1), std::invalid_argument);
   EXPECT_THROW(SequentialSampler(5, Shard(5, 5)), std::invalid_argument);
+}
+
+TEST(SequentialSamplerTest, RngKeyIsSeedPlusIndexAndRejectsNegativeKeys) {
+  // Grain 0.2.18 does not check SequentialSampler's seed; numpy's Philox rejects a negative
+  // key seed + g when record g is read.
+  EXPECT_EQ(SequentialSampler(5, {}, 9).RngKey(4), std::optional<uint64_t>(13));
+  EXPECT_EQ(SequentialSampler(5).RngKey(4), std::nullopt);
+  SequentialSampler negative(5, {}, -2);
+  EXPECT_THROW(negative.RngKey(1), std::invalid_argument);
+  EXPECT_EQ(negative.RngKey(2), std::optional<uint64_t>(0));
+  EXPECT_EQ(SequentialSampler(5, {}, INT64_MAX).RngKey(INT64_MAX),
+            std::optional<uint64_t>(UINT64_MAX - 1));
+}
+
+TEST(SequentialSamplerTest, OutOfRangeMessageMatchesGrain) {
+  // Grain 0.2.18: str() of the IndexError of SequentialSampler(3)[3].
+  EXPECT_EQ(ErrorOf([] { SequentialSampler(3).RecordKey(3); }),
+            "RecordMetadata object index is out of bounds; Got index 3, allowed indices should "
+            "be in [0, 3]");
 }
 
 // ---------------------------------------------------------------------------------------
@@ -346,6 +466,74 @@ TEST(SamplerDatasetTest, SourceErrorPropagates) {
   EXPECT_EQ(ds.Length(), 12);
   EXPECT_EQ(ds.Get(9)->AsInt(), 109);
   EXPECT_THROW(ds.Get(10), std::out_of_range);
+}
+
+// A source that counts its calls and fails at one record.
+class CountingSource final : public RandomAccessSource {
+ public:
+  explicit CountingSource(int64_t length, int64_t bad = -1) : length_(length), bad_(bad) {}
+  int64_t Length() const override { return length_; }
+  Value Get(int64_t index) const override {
+    ++gets;
+    if (index == bad_) throw std::runtime_error("bad record " + std::to_string(index));
+    return Value(1000 + index);
+  }
+  std::vector<Value> GetMany(std::span<const int64_t> indices) const override {
+    ++get_manys;
+    for (int64_t i : indices) {
+      if (i == bad_) throw std::runtime_error("bad batch");
+    }
+    std::vector<Value> out;
+    for (int64_t i : indices) out.push_back(Value(1000 + i));
+    return out;
+  }
+  std::string Repr() const override { return "CountingSource"; }
+  mutable int gets = 0, get_manys = 0;
+
+ private:
+  int64_t length_, bad_;
+};
+
+Ints AsInts(const std::vector<std::optional<Value>>& values) {
+  Ints out;
+  for (const auto& v : values) out.push_back(v->AsInt());
+  return out;
+}
+
+TEST(SamplerDatasetTest, GetManyReadsAChunkWithOneSourceCall) {
+  const ShardOptions so = Shard(1, 2);
+  auto sampler = std::make_shared<IndexSampler>(20, so, true, 2, 3);
+  auto source = std::make_shared<CountingSource>(20);
+  MapDataset ds = SamplerDataset(sampler, source, so);
+  Ints indices = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  std::vector<std::optional<Value>> out;
+  ds.node()->GetMany(indices, &out);
+  EXPECT_EQ(source->get_manys, 1);
+  EXPECT_EQ(source->gets, 0);
+  Ints expected;
+  for (int64_t l : indices) expected.push_back(1000 + sampler->RecordKey(l * 2 + 1));
+  EXPECT_EQ(AsInts(out), expected);
+  for (int64_t l : indices) EXPECT_EQ(ds.Get(l)->AsInt(), expected[static_cast<size_t>(l)]);
+}
+
+TEST(SamplerDatasetTest, GetManyKeepsTheRecordsBeforeASamplerError) {
+  // 5 sampler indices read by one host: local index 5 is out of the sampler's range.
+  auto sampler = std::make_shared<SequentialSampler>(5);
+  MapDataset ds = SamplerDataset(sampler, std::make_shared<CountingSource>(10), {});
+  std::vector<std::optional<Value>> out;
+  EXPECT_THROW(ds.node()->GetMany(Ints{3, 4, 5, 2}, &out), std::out_of_range);
+  EXPECT_EQ(AsInts(out), (Ints{1003, 1004}));
+}
+
+TEST(SamplerDatasetTest, GetManyKeepsTheRecordsBeforeASourceError) {
+  // Record 3 fails: the error is Get()'s for it, after the records before it; an earlier
+  // source error wins over a later sampler error.
+  auto sampler = std::make_shared<SequentialSampler>(6);
+  auto source = std::make_shared<CountingSource>(10, /*bad=*/3);
+  MapDataset ds = SamplerDataset(sampler, source, {});
+  std::vector<std::optional<Value>> out;
+  EXPECT_EQ(ErrorOf([&] { ds.node()->GetMany(Ints{1, 2, 3, 4, 9}, &out); }), "bad record 3");
+  EXPECT_EQ(AsInts(out), (Ints{1001, 1002}));
 }
 
 }  // namespace

@@ -5,10 +5,13 @@ shard_options=None, read_options=None, enable_profiling=False)`` follows Grain 0
 (grain/_src/python/data_loader.py):
 
 * Host shard s of S reads sampler indices g = l * S + s, l = 0, 1, ...; the record is
-  ``data_source[sampler[g].record_key]``. Record keys of Spelt's IndexSampler and
-  SequentialSampler are computed in C++; other samplers are called per index.
-* ``RandomMap`` gets ``np.random.Generator(np.random.Philox(key=seed + g))`` from the sampler's
-  seed (None without one), so results do not depend on workers or batching.
+  ``data_source[sampler[g].record_key]``. The engine reads a chunk of records at a time: its
+  record keys (Spelt's samplers, ``sampler._spelt_sampler()``, in C++; any other object
+  following Grain's sampler protocol through one call per index, its length from ``len()`` or
+  else the first index raising IndexError), then one batched read of the source.
+* ``RandomMap`` gets the record's generator, Grain's ``metadata.rng``: for Spelt's samplers
+  Philox keyed by seed + g as Grain's samplers make it (None without a seed), so results do
+  not depend on workers or batching; all RandomMaps of a record share it.
 * Operations up to the first Batch/FlatMap run per index on the random-access pipeline
   (in ``worker_count`` worker processes when it is above 0, see docs/workers.md); the rest
   run on the stream, in this process. Batching is always after ordering, so batch
@@ -44,96 +47,115 @@ def _source_repr(source: Any) -> str:
   return repr(source)
 
 
-def _sampler_handle(sampler: Any, shard: sharding.ShardOptions) -> Any:
-  """The engine's sampler: native for Spelt's samplers, a Python adapter otherwise."""
-  if type(sampler) is samplers_lib.IndexSampler:  # pylint: disable=unidiomatic-typecheck
-    so = sampler._shard_options  # pylint: disable=protected-access
-    sharded = not isinstance(so, sharding.NoSharding)
-    return _core.index_sampler(
-        sampler._num_records,  # pylint: disable=protected-access
-        so.shard_index if sharded else 0,
-        so.shard_count if sharded else 1,
-        so.drop_remainder,
-        sampler._shuffle,  # pylint: disable=protected-access
-        sampler._num_epochs,  # pylint: disable=protected-access
-        sampler._seed,  # pylint: disable=protected-access
-    )
-  if type(sampler) is samplers_lib.SequentialSampler:  # pylint: disable=unidiomatic-typecheck
-    so = sampler._shard_options  # pylint: disable=protected-access
-    return _core.sequential_sampler(
-        sampler._num_records, so.shard_index, so.shard_count, so.drop_remainder  # pylint: disable=protected-access
-    )
-  return _core.python_sampler(sampler, shard.shard_index, shard.shard_count, shard.drop_remainder)
+def _native_sampler(sampler: Any) -> Any:
+  """The engine sampler of Spelt's samplers (``sampler._spelt_sampler()``), else None."""
+  method = getattr(sampler, "_spelt_sampler", None)
+  return method() if method is not None else None
 
 
-class _RecordRng:
-  """Per-record rng as Grain's samplers make it: Philox keyed by seed + global index."""
+def _engine_sampler(sampler: Any, shard: Any) -> Any:
+  """The sampler the engine reads: Spelt's own, or any object following Grain's sampler
+  protocol through the engine's adapter (``__getitem__`` -> RecordMetadata, optional
+  ``__len__``)."""
+  native = _native_sampler(sampler)
+  return native if native is not None else _core.python_sampler(sampler, shard)
 
-  def __init__(self, sampler: Any, shard: sharding.ShardOptions):
+
+_PHILOX_LOCAL = threading.local()
+_MASK64 = (1 << 64) - 1
+
+
+# lead: replace with _callables.philox_generator
+def philox_generator(key: int, counter: tuple[int, int, int, int] | int) -> np.random.Generator:
+  """This thread's reused ``np.random.Generator`` over Philox with exactly this 128-bit key
+  and counter (an int c means ``(0, 0, 0, c)``) and an empty buffer. With counter 0 it draws
+  as ``np.random.Generator(np.random.Philox(key=key))``. The next call in this thread resets
+  it: callers must not keep it."""
+  rng = getattr(_PHILOX_LOCAL, "rng", None)
+  if rng is None:
+    rng = _PHILOX_LOCAL.rng = np.random.Generator(np.random.Philox(key=0))
+  if isinstance(counter, int):
+    counter = (0, 0, 0, counter)
+  rng.bit_generator.state = {
+      "bit_generator": "Philox",
+      "state": {"counter": np.array(counter, dtype=np.uint64),
+                "key": np.array([key & _MASK64, key >> 64], dtype=np.uint64)},
+      "buffer": np.zeros(4, dtype=np.uint64), "buffer_pos": 4, "has_uint32": 0, "uinteger": 0,
+  }
+  return rng
+
+
+class _RecordOps:
+  """The DataLoader's per-record operations (those before the first Batch/FlatMap) as one
+  ``map_with_index`` function of (local index, element): Map, Filter (False or None drops the
+  record), MapWithIndex (called with the global sampler index g) and RandomMap.
+
+  Every RandomMap of a record gets the record's generator, Grain's ``metadata.rng``, so a
+  later RandomMap continues where the previous one stopped. For Spelt's samplers the engine
+  gives its key (seed + g) and ``philox_generator`` builds it; other samplers are asked for
+  ``sampler[g].rng``. Picklable (the engine objects are rebuilt after unpickling)."""
+
+  _MAP, _FILTER, _WITH_INDEX, _RANDOM = range(4)
+
+  def __init__(self, operations: Sequence[Any], sampler: Any, shard: sharding.ShardOptions):
+    self._steps = []
+    for op in operations:  # Grain's dispatch order (data_loader._apply_transform_to_dataset)
+      if isinstance(op, transforms.Map):
+        self._steps.append((self._MAP, op.map))
+      elif isinstance(op, transforms.RandomMap):
+        self._steps.append((self._RANDOM, op.random_map))
+      elif isinstance(op, transforms.MapWithIndex):
+        self._steps.append((self._WITH_INDEX, op.map_with_index))
+      else:
+        self._steps.append((self._FILTER, op.filter))
     self._sampler = sampler
     self._shard = shard
-    native = type(sampler) in (samplers_lib.IndexSampler, samplers_lib.SequentialSampler)
-    self._seed = sampler._seed if native else None  # pylint: disable=protected-access
-    self._native = native
-    self._local = threading.local()
+    self._engine = None
 
-  def global_index(self, local_index: int) -> int:
-    return local_index * self._shard.shard_count + self._shard.shard_index
+  def _engine_objects(self) -> tuple[Any, Any]:
+    """(engine shard options, engine sampler or None for a sampler written in Python)."""
+    if self._engine is None:
+      self._engine = (sharding.engine_options(self._shard), _native_sampler(self._sampler))
+    return self._engine
 
-  def rng(self, local_index: int, reuse: bool = False) -> np.random.Generator | None:
-    """The record's generator. Grain hands every RandomMap of a record the same
-    ``metadata.rng``, so a later RandomMap continues where the previous one stopped: with
-    reuse=True this returns the generator the previous RandomMap of this record got (one
-    record's per-index ops run back to back in one thread), else a fresh one."""
-    if reuse:
-      last = getattr(self._local, "last", None)
-      if last is not None and last[0] == local_index:
-        return last[1]
-    g = self.global_index(local_index)
-    if not self._native:
-      rng = self._sampler[g].rng
-    elif self._seed is None:
-      rng = None
-    else:
-      rng = np.random.Generator(np.random.Philox(key=self._seed + g))
-    self._local.last = (local_index, rng)
-    return rng
+  def _record_rng(self, g: int) -> np.random.Generator | None:
+    native = self._engine_objects()[1]
+    if native is None:
+      return self._sampler[g].rng
+    key = native.rng_key(g)
+    return None if key is None else philox_generator(key, 0)
+
+  def __call__(self, local_index: int, element: Any) -> Any:
+    g = rng = None  # the record's global sampler index and generator, made when first needed
+    rng_made = False
+    for kind, fn in self._steps:
+      if kind == self._MAP:
+        element = fn(element)
+      elif kind == self._FILTER:
+        if not fn(element):
+          return None
+      else:
+        if g is None:
+          g = self._engine_objects()[0].global_index(local_index)
+        if kind == self._WITH_INDEX:
+          element = fn(g, element)
+        else:
+          if not rng_made:
+            rng, rng_made = self._record_rng(g), True
+          element = fn(element, rng)
+      if element is None:
+        return None
+    return element
 
   def __getstate__(self):
     state = dict(self.__dict__)
-    state.pop("_local")
+    state["_engine"] = None
     return state
-
-  def __setstate__(self, state):
-    self.__dict__.update(state)
-    self._local = threading.local()
-
-
-class _LoaderRandomMap:
-  """map_with_index adapter: fn(element, rng of the record's global index)."""
-
-  def __init__(self, fn: Any, record_rng: _RecordRng, reuse: bool = False):
-    self._fn = fn
-    self._record_rng = record_rng
-    self._reuse = reuse  # not the record's first RandomMap: continue its generator
-
-  def __call__(self, local_index: int, element: Any) -> Any:
-    return self._fn(element, self._record_rng.rng(local_index, self._reuse))
-
-
-class _LoaderMapWithIndex:
-  """map_with_index adapter: fn(global sampler index, element)."""
-
-  def __init__(self, fn: Any, record_rng: _RecordRng):
-    self._fn = fn
-    self._record_rng = record_rng
-
-  def __call__(self, local_index: int, element: Any) -> Any:
-    return self._fn(self._record_rng.global_index(local_index), element)
 
 
 class _SamplerMapDataset(dataset.MapDataset):
-  """Element l: data_source[sampler.record_key(l * shard_count + shard_index)]."""
+  """Element l: data_source[sampler[l * shard_count + shard_index].record_key], read by the
+  engine (spelt/sampler.h SamplerDataset): one batched read per chunk."""
 
   def __init__(self, data_source: Any, sampler: Any, shard: sharding.ShardOptions):
     super().__init__()
@@ -142,9 +164,9 @@ class _SamplerMapDataset(dataset.MapDataset):
     self._shard = shard
 
   def _make_node(self):
-    handle = _sampler_handle(self._sampler, self._shard)
+    shard = sharding.engine_options(self._shard)
     return _core.sampler_dataset(
-        handle, dataset._native_or_python(self._data_source), self._shard.shard_index, self._shard.shard_count
+        _engine_sampler(self._sampler, shard), dataset._native_or_python(self._data_source), shard
     )
 
 
@@ -218,19 +240,19 @@ class DataLoader:
     return self._multiprocessing_options
 
   def _create_dataset(self) -> dataset.IterDataset:
-    record_rng = _RecordRng(self._sampler, self._shard_options)
     ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
     ops = self._operations
-    random_maps = 0
-    for op in ops[: self._per_index_count]:
-      ds = self._apply_per_index(ds, op, record_rng, reuse_rng=random_maps > 0)
-      random_maps += isinstance(op, transforms.RandomMap)
+    if self._per_index_count:
+      ds = ds.map_with_index(
+          _RecordOps(ops[: self._per_index_count], self._sampler, self._shard_options))
     ds = ds.to_iter_dataset(self._read_options)
     for position, op in enumerate(ops[self._per_index_count :]):
       if isinstance(op, transforms.RandomMap):
         # Stream-level: Philox keyed by (sampler seed, position of the op), so that two such
-        # RandomMaps draw different numbers.
-        entropy = [record_rng._seed or 0, position]  # pylint: disable=protected-access
+        # RandomMaps draw different numbers. The seed is the generator key of index 0.
+        native = _native_sampler(self._sampler)
+        sampler_seed = (native.rng_key(0) if native is not None else None) or 0
+        entropy = [sampler_seed, position]
         seed = int(np.random.SeedSequence(entropy).generate_state(1, np.uint32)[0])
         ds = ds.random_map(op, seed=seed)
       elif isinstance(op, (transforms.Batch, transforms.Map, transforms.Filter,
@@ -239,14 +261,6 @@ class DataLoader:
       else:
         raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
     return ds.mp_prefetch(self._multiprocessing_options)
-
-  @staticmethod
-  def _apply_per_index(ds: Any, op: Any, record_rng: _RecordRng, reuse_rng: bool) -> Any:
-    if isinstance(op, transforms.RandomMap):
-      return ds.map_with_index(_LoaderRandomMap(op.random_map, record_rng, reuse_rng))
-    if isinstance(op, transforms.MapWithIndex):
-      return ds.map_with_index(_LoaderMapWithIndex(op.map_with_index, record_rng))
-    return ds.apply(op)
 
   def __iter__(self) -> DataLoaderIterator:
     return DataLoaderIterator(self)

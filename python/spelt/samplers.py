@@ -3,71 +3,95 @@
 Behaviour follows Grain 0.2.18 (``grain.samplers``): same constructor
 arguments, validation, error types and messages, ``__len__``, ``__repr__`` and
 ``__getitem__`` results (record keys and per-record RNGs), bit for bit.
+The classes are faces over the engine's samplers (``spelt._core.IndexSampler``
+and ``SequentialSampler``, spelt/sampler.h), which validate the arguments and
+compute record keys (sharding, epochs, shuffling) and generator keys; a
+DataLoader reads them in C++ through ``_spelt_sampler()``.
 """
 
 from __future__ import annotations
 
-import operator
 import sys
 from typing import Optional, Protocol
 
 import numpy as np
 
+from spelt import _core
 from spelt import record
 from spelt import sharding
 
 __all__ = ["Sampler", "SequentialSampler", "IndexSampler"]
-
-# Feistel rounds Grain's ShuffleMapDataset (and so IndexSampler) uses.
-_SHUFFLE_ROUNDS = 4
-
-_index_shuffle_fn = None
-
-
-def _index_shuffle(index: int, max_index: int, seed: int) -> int:
-    """Calls ``spelt._core.index_shuffle``, importing the extension lazily."""
-    global _index_shuffle_fn
-    if _index_shuffle_fn is None:
-        from spelt import _core  # pylint: disable=import-outside-toplevel
-
-        _index_shuffle_fn = _core.index_shuffle
-    return _index_shuffle_fn(index, max_index, seed, _SHUFFLE_ROUNDS)
-
-
-def _check_num_records(num_records: int) -> None:
-    if num_records <= 0:
-        raise ValueError(
-            "Invalid number of records in Sampler. "
-            f"Got {num_records} records, but number of records "
-            "must be greater than 0."
-        )
-
-
-def _out_of_bounds(index: int, max_index: Optional[int]) -> IndexError:
-    return IndexError(
-        f"RecordMetadata object index is out of bounds; Got index {index},"
-        f" allowed indices should be in [0, {max_index}]"
-    )
-
-
-def _record_rng(seed: Optional[int], index: int) -> Optional[np.random.Generator]:
-    if seed is None:
-        return None
-    return np.random.Generator(np.random.Philox(key=seed + index))
 
 
 class Sampler(Protocol):
     """Structural interface of a sampler (as in Grain).
 
     Any object with ``__getitem__(index: int) -> RecordMetadata`` is a
-    sampler; the DataLoader also uses ``len()`` when it is defined.
+    sampler. ``__len__`` is optional: without it the DataLoader takes the
+    first index whose ``__getitem__`` raises IndexError (found by binary
+    search, as Grain does) as the length.
     """
 
     def __getitem__(self, index: int) -> record.RecordMetadata:
         """Returns the RecordMetadata for global index ``index``."""
 
 
-class SequentialSampler:
+class _EngineSampler:
+    """What the faces share: ``self._sampler`` is the engine's sampler, built by
+    ``_make_engine_sampler()`` from the constructor arguments (kept as Grain's
+    private attributes, which also make the pickled state)."""
+
+    _sampler: _core.Sampler
+
+    def _make_engine_sampler(self) -> _core.Sampler:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return len(self._sampler)
+
+    @property
+    def _max_index(self) -> Optional[int]:
+        """Grain's attribute: the number of indices, None if infinite."""
+        length = len(self._sampler)
+        return None if length == sys.maxsize else length
+
+    def __getitem__(self, index: int) -> record.RecordMetadata:
+        """``RecordMetadata(index, record_key, rng)`` of global index ``index``.
+
+        ``rng`` is a new ``np.random.Generator(np.random.Philox(key=seed +
+        index))`` when the sampler has a seed (None otherwise), as in Grain.
+
+        Raises:
+            IndexError: ``index`` outside ``[0, len(self))`` (Grain's message).
+            ZeroDivisionError: this shard owns no records (as in Grain).
+            TypeError: ``index`` is not an int that fits in 64 bits.
+        """
+        record_key, rng_key = self._sampler.record(index)
+        # A fresh generator: callers may keep several records' metadata at once.
+        rng = None if rng_key is None else np.random.Generator(np.random.Philox(key=rng_key))
+        return record.RecordMetadata(index=index, record_key=record_key, rng=rng)
+
+    def _spelt_sampler(self) -> Optional[_core.Sampler]:
+        """The engine sampler a DataLoader reads without calling Python, or None
+        if a subclass overrides ``__getitem__`` or ``__len__`` (the DataLoader
+        then calls those)."""
+        cls = type(self)
+        if (cls.__getitem__ is not _EngineSampler.__getitem__
+                or cls.__len__ is not _EngineSampler.__len__):
+            return None
+        return self._sampler
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_sampler"]
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._sampler = self._make_engine_sampler()
+
+
+class SequentialSampler(_EngineSampler):
     """Reads records ``0, 1, ..., n - 1`` once, in order (as in Grain).
 
     Args:
@@ -81,6 +105,8 @@ class SequentialSampler:
 
     Raises:
         ValueError: if ``num_records <= 0``.
+        TypeError: if ``seed`` is not an int (Grain defers this to the first
+            record); OverflowError if it does not fit in 64 bits.
 
     ``sampler[i]`` is ``RecordMetadata(index=i, record_key=i, rng=...)`` and
     raises IndexError unless ``0 <= i < len(sampler)``.
@@ -92,18 +118,15 @@ class SequentialSampler:
         shard_options: sharding.ShardOptions = sharding.NoSharding(),
         seed: Optional[int] = None,
     ):
-        _check_num_records(num_records)
         self._num_records = num_records
         self._shard_options = shard_options
-        if shard_options.drop_remainder:
-            count = shard_options.shard_count
-            self._max_index = (num_records // count) * count
-        else:
-            self._max_index = num_records
         self._seed = seed
+        self._sampler = self._make_engine_sampler()
 
-    def __len__(self) -> int:
-        return self._max_index
+    def _make_engine_sampler(self) -> _core.Sampler:
+        return _core.SequentialSampler(
+            self._num_records, sharding.engine_options(self._shard_options), self._seed
+        )
 
     def __repr__(self) -> str:
         return (
@@ -111,22 +134,15 @@ class SequentialSampler:
             f"shard_options={self._shard_options!r})"
         )
 
-    def __getitem__(self, index: int) -> record.RecordMetadata:
-        if index < 0 or index >= self._max_index:
-            raise _out_of_bounds(index, self._max_index)
-        return record.RecordMetadata(
-            index=index, record_key=index, rng=_record_rng(self._seed, index)
-        )
 
-
-class IndexSampler:
+class IndexSampler(_EngineSampler):
     """Sharded, optionally shuffled, optionally repeated sampler (as in Grain).
 
     Args:
         num_records: int, number of records in the data source; must be > 0.
-        shard_options: ShardOptions, default ``NoSharding()``. Unless it is a
-            ``NoSharding``, this shard reads only its contiguous block
-            ``even_split(num_records, shard_options)`` of record keys.
+        shard_options: ShardOptions, default ``NoSharding()``. This shard reads
+            only its contiguous block ``even_split(num_records, shard_options)``
+            of record keys.
         shuffle: bool, default False. Shuffle the (shard's) keys with Grain's
             ``index_shuffle`` (4 rounds), a fresh permutation per epoch with
             seed ``(seed + epoch) % 2**32``.
@@ -134,10 +150,12 @@ class IndexSampler:
         seed: Optional[int], default None; required for shuffling. Also seeds
             the per-record ``rng`` (Philox with key ``seed + index``).
 
-    Raises:
+    Raises (in Grain's order, with its messages):
         ValueError: ``num_records <= 0``; ``num_epochs <= 0``; ``shuffle``
             without a seed; a seed that is negative or wider than 32 bits.
-        TypeError: ``shuffle`` with a seed that is not a Python ``int``.
+        TypeError: a seed that is not a Python ``int`` (Grain raises this only
+            when shuffling, AttributeError otherwise).
+        OverflowError: ``num_epochs * num_records`` above ``sys.maxsize``.
 
     ``len()`` is ``sys.maxsize`` when ``num_epochs`` is None, else
     ``num_epochs * num_records`` (with ``drop_remainder`` sharding, capped at
@@ -155,47 +173,21 @@ class IndexSampler:
         num_epochs: Optional[int] = None,
         seed: Optional[int] = None,
     ):
-        _check_num_records(num_records)
-        if num_epochs is not None and num_epochs <= 0:
-            raise ValueError(
-                "Invalid number of epochs in Index Sampler."
-                f"Got {num_epochs} epochs, but number of epochs "
-                "must be greater than 0."
-            )
-        if shuffle and seed is None:
-            raise ValueError("Shuffling requires specifying a seed.")
-        if shuffle and not isinstance(seed, int):
-            raise TypeError(
-                f"Expected seed of int type. Got seed with type {type(seed)}"
-            )
-        if seed is not None and (seed < 0 or seed.bit_length() > 32):
-            raise ValueError("Seed should be positive 32-bit integer.")
-
         self._num_records = num_records
         self._shard_options = shard_options
         self._shuffle = shuffle
         self._num_epochs = num_epochs
         self._seed = seed
-        self._max_index = (
-            None if num_epochs is None else num_epochs * num_records
+        self._sampler = self._make_engine_sampler()
+
+    def _make_engine_sampler(self) -> _core.Sampler:
+        return _core.IndexSampler(
+            self._num_records,
+            sharding.engine_options(self._shard_options),
+            bool(self._shuffle),
+            self._num_epochs,
+            self._seed,
         )
-
-        # This shard's block of keys [start, start + block_len). NoSharding
-        # (the only case Grain leaves unsharded) gives the whole range.
-        if isinstance(shard_options, sharding.NoSharding):
-            start, end = 0, num_records
-        else:
-            start, end = sharding.even_split(num_records, shard_options)
-            if self._max_index is not None and shard_options.drop_remainder:
-                self._max_index = min(
-                    self._max_index,
-                    (end - start) * shard_options.shard_count * num_epochs,
-                )
-        self._block_start = start
-        self._block_len = end - start
-
-    def __len__(self) -> int:
-        return sys.maxsize if self._max_index is None else self._max_index
 
     def __repr__(self) -> str:
         return (
@@ -204,26 +196,4 @@ class IndexSampler:
             f"shuffle={self._shuffle}, "
             f"num_epochs={self._num_epochs}, "
             f"seed={self._seed})"
-        )
-
-    def _record_key(self, local_index: int) -> int:
-        """Key at position ``local_index`` of this shard's key stream."""
-        # Raises ZeroDivisionError for an empty block, as Grain does.
-        epoch, position = divmod(local_index, self._block_len)
-        if self._shuffle:
-            position = _index_shuffle(
-                position,
-                self._block_len - 1,
-                (self._seed + epoch) % 2**32,
-            )
-        return self._block_start + position
-
-    def __getitem__(self, index: int) -> record.RecordMetadata:
-        if index < 0 or (self._max_index is not None and index >= self._max_index):
-            raise _out_of_bounds(index, self._max_index)
-        local_index = operator.index(index) // self._shard_options.shard_count
-        return record.RecordMetadata(
-            index=index,
-            record_key=self._record_key(local_index),
-            rng=_record_rng(self._seed, index),
         )

@@ -1,13 +1,18 @@
 """Sharding options for splitting a data source across processes/hosts.
 
 Behaviour follows Grain 0.2.18 (``grain.sharding``): the same classes, fields,
-validation, equality and reprs, and the same ``even_split`` arithmetic.
+validation, equality and reprs, and the same ``even_split`` arithmetic. The
+classes are frozen dataclasses (values, as in Grain); validation and
+``even_split`` are the engine's (``spelt._core.ShardOptions``, spelt/sampler.h).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
+from typing import Any
+
+from spelt import _core
 
 __all__ = [
     "ShardOptions",
@@ -35,7 +40,8 @@ class ShardOptions:
 
     Raises:
         ValueError: if ``shard_count <= 0`` or ``shard_index`` is outside
-            ``[0, shard_count - 1]``.
+            ``[0, shard_count - 1]`` (Grain's messages).
+        TypeError: if an index or count is not an int that fits in 64 bits.
     """
 
     shard_index: int
@@ -43,17 +49,7 @@ class ShardOptions:
     drop_remainder: bool = False
 
     def __post_init__(self):
-        if self.shard_count <= 0:
-            raise ValueError(
-                "Number of shards must be a positive integer but got "
-                f"{self.shard_count}."
-            )
-        if not 0 <= self.shard_index < self.shard_count:
-            raise ValueError(
-                "Shard shard_index must be in [0, shard_count - 1], "
-                f"shard_count was {self.shard_count} and shard_index was "
-                f"{self.shard_index}."
-            )
+        engine_options(self)  # validates
 
 
 class NoSharding(ShardOptions):
@@ -99,6 +95,17 @@ def get_process_index_and_count() -> tuple[int, int]:
     return jax.process_index(), jax.process_count()
 
 
+def engine_options(options: Any) -> _core.ShardOptions:
+    """The engine's ShardOptions for any object with Grain's three fields.
+
+    Internal (samplers and the DataLoader use it). Raises ValueError / TypeError
+    as ``ShardOptions`` does.
+    """
+    return _core.ShardOptions(
+        options.shard_index, options.shard_count, bool(options.drop_remainder)
+    )
+
+
 def even_split(num_examples: int, options: ShardOptions) -> tuple[int, int]:
     """Returns the half-open interval ``[start, end)`` of this shard's examples.
 
@@ -114,20 +121,12 @@ def even_split(num_examples: int, options: ShardOptions) -> tuple[int, int]:
         trailing examples belong to no shard and a warning is logged.
         Identical to Grain's ``even_split``.
     """
-    count = options.shard_count
-    index = options.shard_index
-    per_shard, remainder = divmod(num_examples, count)
-    start = per_shard * index
-    end = start + per_shard
-    if remainder > 0:
-        if options.drop_remainder:
-            _log.warning(
-                "Dropping %d examples of %d examples (shard %d).",
-                remainder,
-                num_examples,
-                count,
-            )
-        else:
-            start += min(index, remainder)
-            end += min(index + 1, remainder)
+    start, end, dropped = engine_options(options).even_split(num_examples)
+    if dropped:
+        _log.warning(
+            "Dropping %d examples of %d examples (shard %d).",
+            dropped,
+            num_examples,
+            options.shard_count,
+        )
     return start, end

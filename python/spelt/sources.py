@@ -7,8 +7,10 @@ checkpoints to detect a changed source, so it should be stable.
 
 from __future__ import annotations
 
-import math
+import operator
 from typing import Any, Protocol, SupportsIndex, runtime_checkable
+
+from spelt import _core
 
 
 @runtime_checkable
@@ -25,29 +27,34 @@ class RandomAccessDataSource(Protocol):
 class RangeDataSource:
   """The ints start, start + step, ... below stop (Grain's RangeDataSource).
 
-  All three arguments are required; len = ceil((stop - start) / step), at least 0.
-  Raises ValueError if step == 0, IndexError for an index outside [0, len).
+  A face over the engine's RangeSource (spelt/source.h), which pipelines read in C++ without
+  the GIL. All three arguments are required ints (64-bit); len = ceil((stop - start) / step),
+  at least 0. Raises ValueError if step == 0 (Grain: AssertionError), IndexError for an index
+  outside [0, len) (negative indices included, as in Grain). Same repr as Grain's; pickles as
+  its arguments.
   """
 
   def __init__(self, start: int, stop: int, step: int):
-    if step == 0:
-      raise ValueError("step must not be zero")
+    self._source = _core.range_source(start, stop, step)
     self._start = start
     self._stop = stop
     self._step = step
-    self._len = max(0, math.ceil((stop - start) / step))
 
   def __len__(self) -> int:
-    return self._len
+    return len(self._source)
 
   def __getitem__(self, record_key: SupportsIndex) -> int:
-    i = record_key.__index__()
-    if i < 0 or i >= self._len:
-      raise IndexError(f"RangeDataSource index {i} out of range [0, {self._len})")
-    return self._start + i * self._step
+    return self._source[operator.index(record_key)]
 
   def __repr__(self) -> str:
-    return f"RangeDataSource(start={self._start}, stop={self._stop}, step={self._step})"
+    return repr(self._source)
+
+  def __reduce__(self):
+    return type(self), (self._start, self._stop, self._step)
+
+  def _spelt_native_source(self) -> _core.NativeSource:
+    """The engine source (see dataset._native_or_python)."""
+    return self._source
 
 
 from spelt.array_record import ArrayRecordDataSource  # pylint: disable=g-import-not-at-top

@@ -1,55 +1,91 @@
-// spelt/sampler.h: samplers and sharding, with Grain's semantics (grain/_src/python/samplers.py,
-// grain/_src/core/sharding.py).
+// spelt/sampler.h: samplers and sharding, with Grain 0.2.18's semantics
+// (grain/_src/python/samplers.py, grain/_src/core/sharding.py, and the DataLoader's
+// _SamplerMapDataset in grain/_src/python/data_loader.py). The Python classes
+// spelt.samplers.IndexSampler / SequentialSampler and spelt.sharding.* are faces over these.
 //
-// A Sampler maps a global sampler index g (0 <= g < Length()) to a record key. In a
-// DataLoader, host shard s of S reads g = l * S + s for its local indices l = 0, 1, ...
-// Samplers are immutable and thread-safe unless Serial().
+// A Sampler maps a global sampler index g (0 <= g < Length()) to a record key and, when it
+// has a seed, to the key of the record's random generator. In a DataLoader, host shard s of
+// S reads g = l * S + s for its local indices l = 0, 1, ... (SamplerDataset).
+// Samplers are immutable; their methods may be called from many threads at once unless
+// Serial() is true.
 #ifndef SPELT_SAMPLER_H_
 #define SPELT_SAMPLER_H_
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include "spelt/dataset.h"
 
 namespace spelt {
 
-// Which part of the data this host reads. Validate() throws std::invalid_argument unless
-// 0 <= shard_index < shard_count.
+// Which part of the data this host reads (Grain's ShardOptions).
 struct ShardOptions {
   int64_t shard_index = 0;
   int64_t shard_count = 1;
+  // Every shard gets num_examples / shard_count examples and the rest are dropped; otherwise
+  // the first num_examples % shard_count shards get one more.
   bool drop_remainder = false;
+  // Throws std::invalid_argument with Grain's messages unless shard_count > 0 and
+  // 0 <= shard_index < shard_count.
   void Validate() const;
   // Grain's repr, e.g. "ShardOptions(shard_index=0, shard_count=1, drop_remainder=False)".
   std::string Repr(std::string_view class_name = "ShardOptions") const;
+  // The sampler index a DataLoader reads for local index `local` of this shard:
+  // local * shard_count + shard_index (Grain 0.2.18's _SamplerMapDataset).
+  int64_t GlobalIndex(int64_t local) const { return local * shard_count + shard_index; }
 };
 
 // [start, end) of this shard's contiguous block of num_examples (Grain's even_split): blocks
 // of num_examples / shard_count; without drop_remainder the first num_examples % shard_count
-// shards get one more.
+// shards get one more. Throws std::invalid_argument if `options` is invalid.
 std::pair<int64_t, int64_t> EvenSplit(int64_t num_examples, const ShardOptions& options);
+
+// Thrown when a sampler reads a shard that owns no records (Grain raises ZeroDivisionError
+// there; the Python face raises spelt._core.EmptyShardError, a ZeroDivisionError).
+class EmptyShardError : public std::domain_error {
+ public:
+  using std::domain_error::domain_error;
+};
 
 class Sampler {
  public:
   virtual ~Sampler() = default;
-  // Number of sampler indices, or kInfiniteLength.
+  // Number of sampler indices, or kInfiniteLength (Grain's sys.maxsize).
   virtual int64_t Length() const = 0;
-  // Record key of sampler index g. REQUIRES 0 <= g < Length() (std::out_of_range otherwise).
+  // Record key of sampler index g. Throws std::out_of_range (Grain's IndexError message)
+  // unless 0 <= g < Length().
   virtual int64_t RecordKey(int64_t index) const = 0;
-  // The sampler's shard options (used as the DataLoader's default).
+  // Record keys of `indices`, appended to *keys in order. On an exception, *keys holds
+  // exactly the keys before the failing index and the exception is the one RecordKey()
+  // would raise for it. The default calls RecordKey() per index.
+  virtual void RecordKeys(std::span<const int64_t> indices, std::vector<int64_t>* keys) const;
+  // Key of the Philox generator of sampler index g: Grain gives record g the generator
+  // numpy.random.Generator(numpy.random.Philox(key=seed + g)). nullopt if the sampler has no
+  // seed (the default). Does not check g's range; throws std::invalid_argument if
+  // seed + g < 0 (numpy rejects negative keys).
+  virtual std::optional<uint64_t> RngKey(int64_t /*index*/) const { return std::nullopt; }
+  // The sampler's shard options (the DataLoader's default).
   virtual const ShardOptions& shard_options() const = 0;
+  // True if calls must come from one thread at a time (e.g. a sampler written in Python).
   virtual bool Serial() const { return false; }
 };
 
-// Grain's IndexSampler: the records [0, num_records), this shard's contiguous block of them,
-// globally shuffled per epoch (epoch e uses seed + e) if `shuffle`, for num_epochs epochs
-// (nullopt = infinite). Record key of g is block_keys[g / shard_count].
-// Throws std::invalid_argument as Grain does: num_records <= 0, num_epochs <= 0, shuffle
-// without a seed, seed outside [0, 2^32).
+// Grain's IndexSampler: the records [0, num_records), this shard's contiguous block of them
+// (EvenSplit, epoch-aware), globally shuffled per epoch (epoch e uses seed + e) if `shuffle`,
+// for num_epochs epochs (nullopt = infinite). The record key of g is block_keys[g /
+// shard_count]. Length: num_epochs * num_records, capped at block_size * shard_count *
+// num_epochs with drop_remainder; kInfiniteLength without num_epochs.
+// Throws as Grain does, in Grain's order and with its messages: std::invalid_argument if
+// num_records <= 0, num_epochs <= 0, shuffle without a seed, or a seed outside [0, 2^32);
+// then std::invalid_argument for invalid shard options and std::overflow_error if the
+// length exceeds 2^63 - 1. RecordKey throws EmptyShardError if this shard owns no records.
 class IndexSampler final : public Sampler {
  public:
   IndexSampler(int64_t num_records, ShardOptions shard_options = {}, bool shuffle = false,
@@ -57,31 +93,45 @@ class IndexSampler final : public Sampler {
                std::optional<int64_t> seed = std::nullopt);
   int64_t Length() const override { return max_index_; }
   int64_t RecordKey(int64_t index) const override;
+  void RecordKeys(std::span<const int64_t> indices, std::vector<int64_t>* keys) const override;
+  std::optional<uint64_t> RngKey(int64_t index) const override;
   const ShardOptions& shard_options() const override { return shard_options_; }
 
  private:
+  // Throws unless g may be read: std::out_of_range, or EmptyShardError.
+  void CheckIndex(int64_t index) const;
+
   ShardOptions shard_options_;
+  std::optional<int64_t> seed_;
   int64_t max_index_;
-  MapDataset keys_;
+  MapDataset keys_;  // this shard's keys, epoch after epoch (range -> shard -> shuffle)
 };
 
-// Grain's SequentialSampler: record key of g is g, for num_records indices (rounded down to a
-// multiple of shard_count with drop_remainder).
+// Grain's SequentialSampler: the record key of g is g, for num_records indices (rounded down
+// to a multiple of shard_count with drop_remainder). Throws std::invalid_argument if
+// num_records <= 0 (Grain's message) or the shard options are invalid. The seed is not
+// checked (as in Grain): RngKey throws where seed + g < 0.
 class SequentialSampler final : public Sampler {
  public:
-  explicit SequentialSampler(int64_t num_records, ShardOptions shard_options = {});
+  explicit SequentialSampler(int64_t num_records, ShardOptions shard_options = {},
+                             std::optional<int64_t> seed = std::nullopt);
   int64_t Length() const override { return max_index_; }
   int64_t RecordKey(int64_t index) const override;
+  std::optional<uint64_t> RngKey(int64_t index) const override;
   const ShardOptions& shard_options() const override { return shard_options_; }
 
  private:
   ShardOptions shard_options_;
+  std::optional<int64_t> seed_;
   int64_t max_index_;
 };
 
-// The DataLoader's first stage: a MapDataset whose element l is source[sampler.RecordKey(g)]
-// with g = l * shard_count + shard_index, of length sampler.Length() / shard_count (as Grain
-// 0.2.18's _SamplerMapDataset). Errors from the sampler or the source propagate unchanged.
+// The DataLoader's first stage: a MapDataset whose element l is
+// source[sampler.RecordKey(shard_options.GlobalIndex(l))], of length sampler.Length() /
+// shard_count (as Grain 0.2.18's _SamplerMapDataset, which drops a shard's remainder). A
+// chunk computes all its record keys, then reads them with one RandomAccessSource::GetMany.
+// Errors from the sampler or the source propagate unchanged. Throws std::invalid_argument
+// for a null sampler or source or invalid shard options.
 MapDataset SamplerDataset(std::shared_ptr<const Sampler> sampler,
                           std::shared_ptr<const RandomAccessSource> source,
                           ShardOptions shard_options);

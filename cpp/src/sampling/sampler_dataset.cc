@@ -1,0 +1,93 @@
+// SamplerMapDataset (spelt/sampler.h): the DataLoader's first stage, as Grain 0.2.18's
+// _SamplerMapDataset (grain/_src/python/data_loader.py). A chunk computes its record keys
+// with one Sampler::RecordKeys, then reads them with one RandomAccessSource::GetMany.
+#include <exception>
+#include <iterator>
+#include <stdexcept>
+
+#include "core/nodes.h"
+#include "spelt/sampler.h"
+
+namespace spelt {
+namespace internal {
+namespace {
+
+// The records of `keys`, appended to *out. On an exception *out holds exactly the records
+// before the failing key and the exception is the one source.Get() raises for it (found by
+// reading one at a time after the batched read failed).
+// TODO(merge): the batched-reads branch gives RandomAccessSource::GetMany(keys, out) these
+// semantics; this becomes that one call.
+void ReadRecords(const RandomAccessSource& source, std::span<const int64_t> keys,
+                 std::vector<Value>* out) {
+  std::vector<Value> records;
+  try {
+    records = source.GetMany(keys);
+  } catch (...) {
+    const size_t before = out->size();
+    for (const int64_t key : keys) out->push_back(source.Get(key));
+    out->resize(before);  // GetMany failed where Get did not: report its error alone
+    throw;
+  }
+  out->insert(out->end(), std::make_move_iterator(records.begin()),
+              std::make_move_iterator(records.end()));
+}
+
+class SamplerNode final : public MapNode {
+ public:
+  SamplerNode(std::shared_ptr<const Sampler> sampler,
+              std::shared_ptr<const RandomAccessSource> source, ShardOptions options)
+      : MapNode({}, sampler->Serial() || source->Serial()), sampler_(std::move(sampler)),
+        source_(std::move(source)), options_(options),
+        length_(sampler_->Length() == kInfiniteLength
+                    ? kInfiniteLength
+                    : sampler_->Length() / options.shard_count) {}
+  std::string Name() const override { return "SamplerMapDataset"; }
+  int64_t Length() const override { return length_; }
+  std::optional<Value> Get(int64_t index) const override {
+    return source_->Get(sampler_->RecordKey(options_.GlobalIndex(index)));
+  }
+  void GetMany(std::span<const int64_t> indices,
+               std::vector<std::optional<Value>>* out) const override {
+    std::vector<int64_t> globals;
+    globals.reserve(indices.size());
+    for (const int64_t index : indices) globals.push_back(options_.GlobalIndex(index));
+    std::vector<int64_t> keys;
+    std::exception_ptr key_error;
+    try {
+      sampler_->RecordKeys(globals, &keys);
+    } catch (...) {
+      key_error = std::current_exception();  // keys holds those before the failing index
+    }
+    std::vector<Value> records;
+    std::exception_ptr read_error;
+    try {
+      ReadRecords(*source_, keys, &records);
+    } catch (...) {
+      read_error = std::current_exception();  // an earlier index than key_error's
+    }
+    out->reserve(out->size() + records.size());
+    for (Value& record : records) out->push_back(std::move(record));
+    if (read_error) std::rethrow_exception(read_error);
+    if (key_error) std::rethrow_exception(key_error);
+  }
+
+ private:
+  std::shared_ptr<const Sampler> sampler_;
+  std::shared_ptr<const RandomAccessSource> source_;
+  ShardOptions options_;
+  int64_t length_;
+};
+
+}  // namespace
+}  // namespace internal
+
+MapDataset SamplerDataset(std::shared_ptr<const Sampler> sampler,
+                          std::shared_ptr<const RandomAccessSource> source,
+                          ShardOptions shard_options) {
+  if (!sampler || !source) throw std::invalid_argument("SamplerDataset: null sampler or source");
+  shard_options.Validate();
+  return MapDataset(std::make_shared<internal::SamplerNode>(std::move(sampler),
+                                                            std::move(source), shard_options));
+}
+
+}  // namespace spelt
