@@ -478,14 +478,13 @@ class CountingSource final : public RandomAccessSource {
     if (index == bad_) throw std::runtime_error("bad record " + std::to_string(index));
     return Value(1000 + index);
   }
-  std::vector<Value> GetMany(std::span<const int64_t> indices) const override {
+  // The batched read, with the exact-prefix contract of RandomAccessSource::GetMany.
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
     ++get_manys;
     for (int64_t i : indices) {
-      if (i == bad_) throw std::runtime_error("bad batch");
+      if (i == bad_) throw std::runtime_error("bad record " + std::to_string(i));
+      out->push_back(Value(1000 + i));
     }
-    std::vector<Value> out;
-    for (int64_t i : indices) out.push_back(Value(1000 + i));
-    return out;
   }
   std::string Repr() const override { return "CountingSource"; }
   mutable int gets = 0, get_manys = 0;

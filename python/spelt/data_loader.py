@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 import os
-import threading
 from typing import Any, Sequence
 
 import numpy as np
 
+from spelt import _callables
 from spelt import _core
 from spelt import dataset
 from spelt import options as options_lib
@@ -61,30 +61,6 @@ def _engine_sampler(sampler: Any, shard: Any) -> Any:
   return native if native is not None else _core.python_sampler(sampler, shard)
 
 
-_PHILOX_LOCAL = threading.local()
-_MASK64 = (1 << 64) - 1
-
-
-# lead: replace with _callables.philox_generator
-def philox_generator(key: int, counter: tuple[int, int, int, int] | int) -> np.random.Generator:
-  """This thread's reused ``np.random.Generator`` over Philox with exactly this 128-bit key
-  and counter (an int c means ``(0, 0, 0, c)``) and an empty buffer. With counter 0 it draws
-  as ``np.random.Generator(np.random.Philox(key=key))``. The next call in this thread resets
-  it: callers must not keep it."""
-  rng = getattr(_PHILOX_LOCAL, "rng", None)
-  if rng is None:
-    rng = _PHILOX_LOCAL.rng = np.random.Generator(np.random.Philox(key=0))
-  if isinstance(counter, int):
-    counter = (0, 0, 0, counter)
-  rng.bit_generator.state = {
-      "bit_generator": "Philox",
-      "state": {"counter": np.array(counter, dtype=np.uint64),
-                "key": np.array([key & _MASK64, key >> 64], dtype=np.uint64)},
-      "buffer": np.zeros(4, dtype=np.uint64), "buffer_pos": 4, "has_uint32": 0, "uinteger": 0,
-  }
-  return rng
-
-
 class _RecordOps:
   """The DataLoader's per-record operations (those before the first Batch/FlatMap) as one
   ``map_with_index`` function of (local index, element): Map, Filter (False or None drops the
@@ -92,7 +68,7 @@ class _RecordOps:
 
   Every RandomMap of a record gets the record's generator, Grain's ``metadata.rng``, so a
   later RandomMap continues where the previous one stopped. For Spelt's samplers the engine
-  gives its key (seed + g) and ``philox_generator`` builds it; other samplers are asked for
+  gives its key (seed + g) and ``_callables.philox_generator`` builds it; other samplers are asked for
   ``sampler[g].rng``. Picklable (the engine objects are rebuilt after unpickling)."""
 
   _MAP, _FILTER, _WITH_INDEX, _RANDOM = range(4)
@@ -123,7 +99,7 @@ class _RecordOps:
     if native is None:
       return self._sampler[g].rng
     key = native.rng_key(g)
-    return None if key is None else philox_generator(key, 0)
+    return None if key is None else _callables.philox_generator(key, 0)
 
   def __call__(self, local_index: int, element: Any) -> Any:
     g = rng = None  # the record's global sampler index and generator, made when first needed

@@ -2,7 +2,6 @@
 // _SamplerMapDataset (grain/_src/python/data_loader.py). A chunk computes its record keys
 // with one Sampler::RecordKeys, then reads them with one RandomAccessSource::GetMany.
 #include <exception>
-#include <iterator>
 #include <stdexcept>
 
 #include "core/nodes.h"
@@ -11,26 +10,6 @@
 namespace spelt {
 namespace internal {
 namespace {
-
-// The records of `keys`, appended to *out. On an exception *out holds exactly the records
-// before the failing key and the exception is the one source.Get() raises for it (found by
-// reading one at a time after the batched read failed).
-// TODO(merge): the batched-reads branch gives RandomAccessSource::GetMany(keys, out) these
-// semantics; this becomes that one call.
-void ReadRecords(const RandomAccessSource& source, std::span<const int64_t> keys,
-                 std::vector<Value>* out) {
-  std::vector<Value> records;
-  try {
-    records = source.GetMany(keys);
-  } catch (...) {
-    const size_t before = out->size();
-    for (const int64_t key : keys) out->push_back(source.Get(key));
-    out->resize(before);  // GetMany failed where Get did not: report its error alone
-    throw;
-  }
-  out->insert(out->end(), std::make_move_iterator(records.begin()),
-              std::make_move_iterator(records.end()));
-}
 
 class SamplerNode final : public MapNode {
  public:
@@ -61,7 +40,7 @@ class SamplerNode final : public MapNode {
     std::vector<Value> records;
     std::exception_ptr read_error;
     try {
-      ReadRecords(*source_, keys, &records);
+      source_->GetMany(keys, &records);
     } catch (...) {
       read_error = std::current_exception();  // an earlier index than key_error's
     }
