@@ -75,8 +75,14 @@ def leaves(path, library):
   worker paths return SharedMemoryArray, an ndarray subclass whose repr names it; Spelt returns
   plain ndarrays, so the repr is that of np.asarray of the leaf)."""
   g = __import__(library)
+  it = iter(PATHS[path](g))
+  try:
+    elements = list(it)
+  finally:
+    if hasattr(it, "close"):
+      it.close()  # stops worker processes now, not at garbage collection
   out = []
-  for element in PATHS[path](g):
+  for element in elements:
     for key, leaf in sorted(element.items()) if isinstance(element, dict) else [("", element)]:
       assert isinstance(leaf, np.ndarray), (library, key, type(leaf))
       leaf = np.asarray(leaf)
