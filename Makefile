@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo test bench setup cpp python test-cpp test-python fuzz clean
+.PHONY: demo test bench setup cpp python test-cpp test-python test-install soak fuzz clean
 
 $(VENV)/.deps: requirements-dev.txt
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
@@ -37,13 +37,35 @@ test-cpp: cpp
 test-python: python
 	$(PY) -m pytest -q tests
 
-test: test-cpp test-python
+# Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
+# and runs examples/find_package against it: once with find_package(spelt), once with pkg-config.
+INSTALL_PREFIX := build/install
+EXAMPLE_BUILD := build/find_package
+test-install: cpp
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --install $(CPP_BUILD) --prefix $(INSTALL_PREFIX) >/dev/null
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S examples/find_package -B $(EXAMPLE_BUILD) -G Ninja \
+	  -DCMAKE_PREFIX_PATH=$(abspath $(INSTALL_PREFIX)) >/dev/null
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(EXAMPLE_BUILD)
+	$(EXAMPLE_BUILD)/array_record_pipeline $(EXAMPLE_BUILD)/cmake.array_record
+	$(CXX) -O2 examples/find_package/main.cc -o $(EXAMPLE_BUILD)/array_record_pipeline_pc \
+	  $$(PKG_CONFIG_PATH=$$(dirname $$(find $(INSTALL_PREFIX) -name spelt.pc)) \
+	     pkg-config --static --cflags --libs spelt)
+	$(EXAMPLE_BUILD)/array_record_pipeline_pc $(EXAMPLE_BUILD)/pkg_config.array_record
+
+test: test-cpp test-python test-install
 
 demo: python
 	$(PY) examples/demo.py
 
 bench: python
 	$(PY) bench/bench.py
+
+# Reads a 2-worker pipeline and an ArrayRecord pipeline for SOAK_MINUTES (default 10), printing
+# RSS and open fds of the consumer and its workers each minute; fails if RSS grows > 5% after
+# the first minute or the fd count changes. Not part of `make test`.
+SOAK_MINUTES ?= 10
+soak: python
+	$(PY) bench/soak.py --minutes $(SOAK_MINUTES)
 
 # Fuzzes the ArrayRecord reader under ASan + UBSan (FUZZ_SECONDS, default 300). Not part of
 # `make test`; needs clang (installed here if missing).
