@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include "core/nodes.h"
+#include "ops/shard.h"
 #include "spelt/array_record.h"
 #include "spelt/array_record_source.h"
 #include "spelt/dataset.h"

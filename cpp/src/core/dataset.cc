@@ -8,6 +8,20 @@
 #include <utility>
 
 #include "core/nodes.h"
+#include "ops/batch.h"
+#include "ops/concatenate.h"
+#include "ops/filter.h"
+#include "ops/flat_map.h"
+#include "ops/iter_filter.h"
+#include "ops/iter_map.h"
+#include "ops/map.h"
+#include "ops/mix.h"
+#include "ops/repeat.h"
+#include "ops/seed.h"
+#include "ops/shuffle.h"
+#include "ops/slice.h"
+#include "ops/source_dataset.h"
+#include "ops/to_iter_dataset.h"
 
 namespace spelt {
 namespace {

@@ -5,7 +5,7 @@
 // BatchMapDataset reads the elements of all the batches of a chunk with one parent GetMany.
 #include <algorithm>
 
-#include "core/nodes.h"
+#include "ops/batch.h"
 #include "ops/get_many.h"
 #include "spelt/stack.h"
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/nodes.h"
+#include "ops/concatenate.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

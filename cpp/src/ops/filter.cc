@@ -1,7 +1,7 @@
 // FilterMapDataset: keeps elements for which fn returns true; others become nullopt (None),
 // which to_iter_dataset skips (Grain's filter.py). A chunk reads its parent elements with one
 // GetMany, then calls fn per element in index order.
-#include "core/nodes.h"
+#include "ops/filter.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

@@ -1,5 +1,6 @@
 // FilterIterDataset (Grain's filter.py on an IterDataset): elements for which fn is false are
 // skipped. State: the parent's, passed through.
+#include "ops/iter_filter.h"
 #include "core/iter_op_node.h"
 
 namespace spelt::internal {

@@ -3,6 +3,7 @@
 // States: map passes the parent's state through; random_map is
 // {"parent": ..., "index_for_rng": k} and map_with_index {"parent": ..., "counter": k}, where
 // k counts the elements the iterator has taken from its parent.
+#include "ops/iter_map.h"
 #include "core/iter_op_node.h"
 
 namespace spelt::internal {

@@ -2,7 +2,7 @@
 // MapDataset; filtered elements (nullopt) pass through without a call, and a function that
 // returns None filters its element out (Grain's map.py). A chunk reads its parent elements
 // with one GetMany, then calls the function per element in index order.
-#include "core/nodes.h"
+#include "ops/map.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

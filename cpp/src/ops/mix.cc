@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/nodes.h"
+#include "ops/mix.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

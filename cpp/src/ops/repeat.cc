@@ -3,7 +3,7 @@
 // epoch replays epoch 0 (Grain's repeat.py).
 #include <stdexcept>
 
-#include "core/nodes.h"
+#include "ops/repeat.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

@@ -1,6 +1,6 @@
 // ds.seed(s): a pass-through node that carries the seed for default-seed derivation
 // (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed).
-#include "core/nodes.h"
+#include "ops/seed.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

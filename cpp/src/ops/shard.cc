@@ -2,7 +2,7 @@
 // epoch-aware: index i of epoch e reads the parent's block in its epoch e.
 #include <tuple>
 
-#include "core/nodes.h"
+#include "ops/shard.h"
 #include "ops/get_many.h"
 #include "spelt/sampler.h"
 

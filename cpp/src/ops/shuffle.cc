@@ -2,7 +2,7 @@
 // (epoch e uses seed + e mod 2^32), O(1) memory (Grain's shuffle.py).
 #include <stdexcept>
 
-#include "core/nodes.h"
+#include "ops/shuffle.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

@@ -2,7 +2,7 @@
 // of the parent, as Grain 0.2.13+ does (grain slice.py; see docs/compatibility.md).
 #include <stdexcept>
 
-#include "core/nodes.h"
+#include "ops/slice.h"
 #include "core/range_length.h"
 #include "ops/get_many.h"
 

@@ -1,7 +1,7 @@
 // SourceMapDataset: index i reads record i % len(source) (Grain's source.py).
 #include <stdexcept>
 
-#include "core/nodes.h"
+#include "ops/source_dataset.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

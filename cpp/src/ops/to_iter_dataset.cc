@@ -3,7 +3,7 @@
 // ReadOptions.num_threads threads of the process-wide pool; serial pipelines (see
 // DatasetNode::Serial) and num_threads == 0 compute chunks in the calling thread.
 // State: {"next_index": n}.
-#include "core/nodes.h"
+#include "ops/to_iter_dataset.h"
 #include "spelt/executor.h"
 
 namespace spelt::internal {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "core/nodes.h"
+#include "ops/shard.h"
 #include "sampling/sampler_common.h"
 #include "spelt/sampler.h"
 

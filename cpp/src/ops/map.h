@@ -1,0 +1,16 @@
+// Internal: MapMapDataset, RandomMapMapDataset, MapWithIndexMapDataset (ops/map.cc). The public
+// handles of spelt/dataset.h call this factory.
+#ifndef SPELT_SRC_OPS_MAP_H_
+#define SPELT_SRC_OPS_MAP_H_
+
+#include "core/nodes.h"
+
+namespace spelt::internal {
+
+MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool serial);
+MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, uint32_t seed, bool serial);
+MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool serial);
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_OPS_MAP_H_

@@ -1,0 +1,15 @@
+// Internal: seed(): marks a node as the source of default seeds (ops/seed.cc). The public
+// handles of spelt/dataset.h call this factory.
+#ifndef SPELT_SRC_OPS_SEED_H_
+#define SPELT_SRC_OPS_SEED_H_
+
+#include "core/nodes.h"
+
+namespace spelt::internal {
+
+MapNodePtr MakeSeedMapNode(MapNodePtr parent, uint32_t seed);
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, uint32_t seed);
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_OPS_SEED_H_

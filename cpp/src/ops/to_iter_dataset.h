@@ -1,0 +1,14 @@
+// Internal: PrefetchIterDataset (to_iter_dataset) over the ordered core (ops/to_iter_dataset.cc). The public
+// handles of spelt/dataset.h call this factory.
+#ifndef SPELT_SRC_OPS_TO_ITER_DATASET_H_
+#define SPELT_SRC_OPS_TO_ITER_DATASET_H_
+
+#include "core/nodes.h"
+
+namespace spelt::internal {
+
+IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones);
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_OPS_TO_ITER_DATASET_H_
