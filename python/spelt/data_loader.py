@@ -303,7 +303,8 @@ class DataLoader:
 
 
 class DataLoaderIterator:
-  """Iterator of a DataLoader; state is Grain's JSON (bytes). Not thread-safe."""
+  """Iterator of a DataLoader; state is Grain's JSON (bytes). Calls from several threads are
+  serialised (see DatasetIterator)."""
 
   def __init__(self, data_loader: DataLoader):
     self._data_loader = data_loader

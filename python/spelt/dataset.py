@@ -278,7 +278,12 @@ class IterDataset(_Transformations, abc.ABC):
 
 
 class DatasetIterator(abc.ABC, Iterator[Any]):
-  """Stateful iterator (Grain's ``DatasetIterator``). Not thread-safe.
+  """Stateful iterator (Grain's ``DatasetIterator``).
+
+  Iterators of Spelt's own pipelines may be shared by threads: ``next``, ``get_state``,
+  ``set_state`` and ``close`` are serialised (each element goes to exactly one caller), as
+  Grain's to_iter_dataset iterator does with its lock. A subclass written by the user is as
+  thread-safe as its own code.
 
   Subclasses implement ``__next__``, ``get_state() -> dict`` and ``set_state(dict)``.
   """
