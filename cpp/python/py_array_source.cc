@@ -22,18 +22,7 @@ class NumpyArraySourceImpl final : public RandomAccessSource {
                        : whole_.nbytes() / static_cast<size_t>(whole_.shape[0])),
         repr_(std::move(repr)) {}
   int64_t Length() const override { return whole_.shape[0]; }
-  Value Get(int64_t index) const override { return Row(index, whole_.owner); }
-  // The rows of a chunk share an owner of their own, which holds the ndarray's: threads that
-  // read chunks at once do not contend for one reference count.
-  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
-    const auto owner = std::make_shared<std::shared_ptr<const void>>(whole_.owner);
-    out->reserve(out->size() + indices.size());
-    for (const int64_t i : indices) out->push_back(Row(i, owner));
-  }
-  std::string Repr() const override { return repr_; }
-
- private:
-  Value Row(int64_t index, std::shared_ptr<const void> owner) const {
+  Value Get(int64_t index) const override {
     if (index < 0 || index >= Length()) {
       throw std::out_of_range("record index " + std::to_string(index) + " out of range [0, " +
                               std::to_string(Length()) + ") of " + repr_);
@@ -41,10 +30,18 @@ class NumpyArraySourceImpl final : public RandomAccessSource {
     Array row;
     row.dtype = whole_.dtype;
     row.shape = row_shape_;
-    row.owner = std::move(owner);
+    row.owner = whole_.owner;
     row.data = whole_.data + static_cast<size_t>(index) * row_bytes_;
     return Value(std::move(row));
   }
+  // The row views of a chunk (the stacking that follows does the gather).
+  void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
+    out->reserve(out->size() + indices.size());
+    for (const int64_t i : indices) out->push_back(NumpyArraySourceImpl::Get(i));
+  }
+  std::string Repr() const override { return repr_; }
+
+ private:
 
   Array whole_;
   std::vector<int64_t> row_shape_;
