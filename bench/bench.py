@@ -324,6 +324,8 @@ def main() -> None:
   bench_array_record.main(["-k", args.k])
   import bench_workers  # worker processes, Spelt vs Grain; same -k filter
   bench_workers.main(["-k", args.k])
+  import bench_reads  # batched reads through pipelines (M1, R1); same -k filter
+  bench_reads.main(["-k", args.k])
 
 
 if __name__ == "__main__":

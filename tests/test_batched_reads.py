@@ -180,6 +180,13 @@ class RowSource:
     return self._arr[i]
 
 
+class GatherSource(RowSource):
+  """A Python source whose batched read is one numpy gather."""
+
+  def __getitems__(self, keys):
+    return self._arr[np.asarray(keys)]
+
+
 def _arrays():
   rng = np.random.default_rng(0)
   return {
@@ -213,10 +220,12 @@ def test_numpy_source_is_native_and_equals_the_per_record_path(name):
   assert _core.source(RowSource(arr)).serial()
   native = _pipelines(spelt, arr)
   python = _pipelines(spelt, RowSource(arr))
+  gather = _pipelines(spelt, GatherSource(arr))
   reference = _pipelines(grain, arr)
   for key in native:
     out = list(native[key])
     assert_same(out, list(python[key]))
+    assert_same(out, list(gather[key]))
     assert_same(out, list(reference[key]))
   ds = spelt.MapDataset.source(arr)
   for i in (0, 5, len(arr) + 3):  # random access, later epochs too

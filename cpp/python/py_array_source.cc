@@ -17,7 +17,9 @@ class NumpyArraySourceImpl final : public RandomAccessSource {
   NumpyArraySourceImpl(Array whole, std::string repr)
       : whole_(std::move(whole)),
         row_shape_(whole_.shape.begin() + 1, whole_.shape.end()),
-        row_bytes_(whole_.shape[0] == 0 ? 0 : whole_.nbytes() / static_cast<size_t>(whole_.shape[0])),
+        row_bytes_(whole_.shape[0] == 0
+                       ? 0
+                       : whole_.nbytes() / static_cast<size_t>(whole_.shape[0])),
         repr_(std::move(repr)) {}
   int64_t Length() const override { return whole_.shape[0]; }
   Value Get(int64_t index) const override {
@@ -32,6 +34,7 @@ class NumpyArraySourceImpl final : public RandomAccessSource {
     row.data = whole_.data + static_cast<size_t>(index) * row_bytes_;
     return Value(std::move(row));
   }
+  // The row views of a chunk (the stacking that follows does the gather).
   void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
     out->reserve(out->size() + indices.size());
     for (const int64_t i : indices) out->push_back(NumpyArraySourceImpl::Get(i));
@@ -39,6 +42,7 @@ class NumpyArraySourceImpl final : public RandomAccessSource {
   std::string Repr() const override { return repr_; }
 
  private:
+
   Array whole_;
   std::vector<int64_t> row_shape_;
   size_t row_bytes_;

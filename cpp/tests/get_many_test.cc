@@ -88,24 +88,34 @@ std::vector<std::pair<std::string, Pipeline>> Pipelines() {
       {"repeat", [](const MapDataset& s) { return s.Shuffle(1).Repeat(3); }},
       {"repeat_same_epochs", [](const MapDataset& s) { return s.Shuffle(1).Repeat(3, false); }},
       {"repeat_forever", [](const MapDataset& s) { return s.Repeat(); }},
-      {"map", [](const MapDataset& s) { return s.Map([](Value v) { return Value(v.AsInt() + 1); }); }},
+      {"map",
+       [](const MapDataset& s) { return s.Map([](Value v) { return Value(v.AsInt() + 1); }); }},
       {"map_to_none",  // None filters the element out
        [](const MapDataset& s) {
          return s.Map([](Value v) { return v.AsInt() % 30 == 0 ? Value() : v; });
        }},
-      {"map_throws", [](const MapDataset& s) { return s.Map([](Value v) { return Value(FailAt50(v)); }); }},
+      {"map_throws",
+       [](const MapDataset& s) { return s.Map([](Value v) { return Value(FailAt50(v)); }); }},
       {"random_map",
        [](const MapDataset& s) {
          return s.RandomMap(
-             [](Value v, Philox& rng) { return Value(v.AsInt() * 1000 + int64_t(rng.NextUint64() % 1000)); },
+             [](Value v, Philox& rng) {
+               return Value(v.AsInt() * 1000 + static_cast<int64_t>(rng.NextUint64() % 1000));
+             },
              5);
        }},
       {"map_with_index",
        [](const MapDataset& s) {
          return s.MapWithIndex([](int64_t i, Value v) { return Value(i * 100000 + v.AsInt()); });
        }},
-      {"filter", [](const MapDataset& s) { return s.Filter([](const Value& v) { return v.AsInt() % 20 == 0; }); }},
-      {"filter_throws", [](const MapDataset& s) { return s.Filter([](const Value& v) { return FailAt50(v) >= 0; }); }},
+      {"filter",
+       [](const MapDataset& s) {
+         return s.Filter([](const Value& v) { return v.AsInt() % 20 == 0; });
+       }},
+      {"filter_throws",
+       [](const MapDataset& s) {
+         return s.Filter([](const Value& v) { return FailAt50(v) >= 0; });
+       }},
       {"batch", [](const MapDataset& s) { return s.Batch(4); }},
       {"batch_drop_remainder", [](const MapDataset& s) { return s.Shuffle(2).Batch(3, true); }},
       {"batch_of_batches", [](const MapDataset& s) { return s.Batch(2).Batch(3); }},
@@ -118,9 +128,13 @@ std::vector<std::pair<std::string, Pipeline>> Pipelines() {
        }},
       {"concatenate",
        [](const MapDataset& s) {
-         return MapDataset::Concatenate({s, s.Slice(0, 0), MapDataset::Range(100, 105), s.Shuffle(4)});
+         return MapDataset::Concatenate(
+             {s, s.Slice(0, 0), MapDataset::Range(100, 105), s.Shuffle(4)});
        }},
-      {"mix", [](const MapDataset& s) { return MapDataset::Mix({s, MapDataset::Range(100, 107)}, {{1.0, 2.5}}); }},
+      {"mix",
+       [](const MapDataset& s) {
+         return MapDataset::Mix({s, MapDataset::Range(100, 107)}, {{1.0, 2.5}});
+       }},
       {"mix_uniform", [](const MapDataset& s) { return MapDataset::Mix({s.Shuffle(3), s}); }},
       {"shard",
        [](const MapDataset& s) {
@@ -234,10 +248,13 @@ TEST(GetManyTest, ChainedFunctionsRunBackToBackPerElement) {
       return v;
     };
   };
-  const MapDataset ds = MapDataset::Range(10).MapWithIndex(logged("a")).Filter([&calls](const Value& v) {
-    calls.push_back("f" + std::to_string(v.AsInt()));
-    return v.AsInt() != 2;
-  }).MapWithIndex(logged("b"));
+  const MapDataset ds = MapDataset::Range(10)
+                             .MapWithIndex(logged("a"))
+                             .Filter([&calls](const Value& v) {
+                               calls.push_back("f" + std::to_string(v.AsInt()));
+                               return v.AsInt() != 2;
+                             })
+                             .MapWithIndex(logged("b"));
   Elements out;
   ds.node()->GetMany(Indices{1, 2, 3}, &out);
   EXPECT_EQ(calls, (std::vector<std::string>{"a1", "f1", "b1", "a2", "f2", "a3", "f3", "b3"}));

@@ -41,16 +41,6 @@ auto MapIndices(std::span<const int64_t> indices, F&& f) {
   return std::pair(std::move(mapped), error);
 }
 
-// For a node whose Get(i) is parent.Get(parent_index(i)): one parent.GetMany over the mapped
-// indices.
-template <typename F>
-void GetManyMapped(const MapNode& parent, std::span<const int64_t> indices, Elements* out,
-                   F&& parent_index) {
-  auto [mapped, error] = MapIndices(indices, parent_index);
-  parent.GetMany(mapped, out);
-  if (error) std::rethrow_exception(error);
-}
-
 // A node whose element i is its parent's element ParentIndex(i) (shuffle, slice, repeat,
 // shard): Get() and a GetMany() that reads the parent with one GetMany().
 class IndexMapNode : public MapNode {
@@ -59,7 +49,9 @@ class IndexMapNode : public MapNode {
     return parent_->Get(ParentIndex(index));
   }
   void GetMany(std::span<const int64_t> indices, Elements* out) const final {
-    GetManyMapped(*parent_, indices, out, [this](int64_t i) { return ParentIndex(i); });
+    auto [mapped, error] = MapIndices(indices, [this](int64_t i) { return ParentIndex(i); });
+    parent_->GetMany(mapped, out);
+    if (error) std::rethrow_exception(error);
   }
 
  protected:
