@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo test bench setup cpp python test-cpp test-python test-install soak fuzz clean
+.PHONY: demo test bench setup cpp python test-cpp test-python test-install soak fuzz clean format
 
 $(VENV)/.deps: requirements-dev.txt
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
@@ -35,6 +35,7 @@ test-cpp: cpp
 	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
 
 test-python: python
+	$(VENV)/bin/ruff format --check --quiet python tests bench examples
 	$(PY) -m pytest -q tests
 
 # Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
@@ -76,6 +77,10 @@ fuzz: python
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build build/fuzz --target array_record_fuzz -j $(JOBS)
 	$(PY) cpp/fuzz/seed_corpus.py build/fuzz/corpus
 	build/fuzz/array_record_fuzz -max_len=300000 -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus
+
+# Applies the one Python style (PEP 8 via ruff, configured in pyproject.toml).
+format: setup
+	$(VENV)/bin/ruff format python tests bench examples
 
 clean:
 	rm -rf build $(VENV)
