@@ -35,7 +35,6 @@ test-cpp: cpp
 	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
 
 test-python: python
-	$(VENV)/bin/ruff format --check --quiet python tests bench examples
 	$(PY) -m pytest -q tests
 
 # Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
