@@ -263,6 +263,9 @@ def test_arrays_without_a_native_dtype_or_of_a_subclass_keep_the_python_path():
   assert _core.source(np.array([["a", "b"], ["c", "d"]])).serial()
   assert _core.source(np.array([[1, None]], dtype=object)).serial()
   assert _core.source(np.arange(20).reshape(10, 2).view(SubArray)).serial()
+  read_only = np.frombuffer(bytes(range(20)), np.uint8).reshape(10, 2)
+  assert _core.source(read_only).serial()
+  assert not spelt.MapDataset.source(read_only)[3].flags.writeable
 
 
 def test_numpy_source_with_worker_processes():

@@ -55,7 +55,12 @@ std::shared_ptr<const RandomAccessSource> NumpyArraySource(nb::handle obj) {
   nb::module_ np = nb::module_::import_("numpy");
   if (!obj.type().is(np.attr("ndarray"))) return nullptr;
   if (nb::cast<int>(obj.attr("ndim")) < 2) return nullptr;
-  if (!nb::cast<bool>(obj.attr("flags").attr("c_contiguous"))) return nullptr;
+  nb::object flags = obj.attr("flags");
+  // Rows leave as writable ndarrays (as arr[i] of a writable array does), so read-only
+  // memory stays on the Python path, where arr[i] keeps it read-only.
+  if (!nb::cast<bool>(flags.attr("c_contiguous")) || !nb::cast<bool>(flags.attr("writeable"))) {
+    return nullptr;
+  }
   Value whole = ToValue(obj);  // zero-copy for a C-contiguous array of a dtype Spelt has
   if (!whole.is<Array>()) return nullptr;
   return std::make_shared<NumpyArraySourceImpl>(whole.as<Array>(),

@@ -15,9 +15,9 @@ namespace spelt::python {
 // Serial()); GetMany gathers the row views of a whole chunk. Only the release of the last
 // reference to the ndarray (when the source and every row are gone) takes the GIL.
 // Returns null unless `obj` is exactly a numpy.ndarray (no subclass such as np.memmap), C
-// contiguous, with ndim >= 2 and a dtype Spelt has in native byte order: the cases where
-// arr[i] is an ndarray equal to the row (a 1-d array's items are numpy scalars, which this
-// source could not return). Repr() is Python's str(type(arr)), as for any Python source.
+// contiguous, writeable, with ndim >= 2 and a dtype Spelt has in native byte order: the cases
+// where arr[i] is a writeable ndarray equal to the row (a 1-d array's items are numpy
+// scalars, which this source could not return). Repr() is Python's str(type(arr)), as for any Python source.
 // REQUIRES: the GIL.
 std::shared_ptr<const RandomAccessSource> NumpyArraySource(nb::handle obj);
 
