@@ -6,6 +6,7 @@
 #include <deque>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 #include "core/thread_pool.h"
 #include "spelt/executor.h"
@@ -83,8 +84,11 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     }
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
+    // Two chunks in flight per thread that can actually run at once: more threads than cores
+    // only make chunks smaller (a thread hand-off every few elements) without more parallelism.
+    const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
     chunk_size_ = std::clamp<int64_t>(
-        options.prefetch_buffer_size / (2 * options.num_threads), 1, 64);
+        options.prefetch_buffer_size / (2 * std::min(options.num_threads, cores)), 1, 64);
     max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
     internal::SharedThreadPool().Reserve(
         static_cast<int>(std::min<int64_t>(options.num_threads, 1024)));
