@@ -1,8 +1,10 @@
 """Worker processes (mp_prefetch, DataLoader(worker_count=N)): same output and state as
-0 workers, restore across worker counts, failures that never hang or leak.
+0 workers, restore across worker counts, warm reuse across iterators, failures that never hang
+or leak.
 
 Worker processes take a fraction of a second to start, so tests reuse pipelines and keep
-datasets small. Pipelines live in worker_pipelines.py (workers import it by reference).
+datasets small. Pipelines live in worker_pipelines.py (workers import it by reference). After
+every test, once its objects are garbage, no worker process may remain.
 """
 
 import gc
@@ -21,6 +23,7 @@ from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
 from spelt import _core
 from spelt._workers import arena
+from spelt._workers import keeper
 import worker_pipelines as wp
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -36,6 +39,13 @@ def _no_children_within(seconds):
   while wp.children(os.getpid()):
     assert time.monotonic() < deadline, f"worker processes remain: {wp.children(os.getpid())}"
     time.sleep(0.02)
+
+
+@pytest.fixture(autouse=True)
+def no_workers_left_behind():
+  yield
+  gc.collect()  # datasets kept alive by reference cycles (e.g. a traceback) keep idle pools
+  _no_children_within(2)
 
 
 def _arena_view_base(array):
@@ -73,6 +83,19 @@ def test_loader_output_equals_zero_workers():
   want = list(wp.loader(0))
   for n in (2, 3):
     pipelines.assert_same(list(wp.loader(n)), want)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_filter_and_batch_on_top_equal_zero_workers(workers):
+  want, want_states = pipelines.run_with_states(iter(wp.filtered_batches(0)), None)
+  assert len(want) > 10
+  it = iter(wp.filtered_batches(workers))
+  got, states = pipelines.run_with_states(it, None)
+  assert states == want_states
+  assert _normalized(got) == _normalized(want)
+  for k in (len(want), 0, 5, len(want) // 2):  # restored on the same iterator, both ways
+    it.set_state(want_states[k])
+    assert _normalized(list(it)) == _normalized(want[k:]), f"restored at {k}"
 
 
 def _shape(state):
@@ -154,7 +177,14 @@ def test_worker_init_fn_gets_index_and_count(tmp_path):
   ds = spelt.MapDataset.range(20).map(abs).to_iter_dataset().mp_prefetch(
       spelt.MultiprocessingOptions(num_workers=3), worker_init_fn=wp.write_init_marker(tmp_path))
   assert list(ds) == list(range(20))
-  calls = sorted(json.loads((tmp_path / f"init-{i}").read_text()) for i in range(3))
+  # The first worker ready may compute everything; the others start all the same (the pool
+  # stays up while ds lives) and run worker_init_fn.
+  markers = [tmp_path / f"init-{i}" for i in range(3)]
+  deadline = time.monotonic() + 10
+  while not all(m.exists() for m in markers):
+    assert time.monotonic() < deadline, "worker_init_fn did not run in every worker"
+    time.sleep(0.02)
+  calls = sorted(json.loads(m.read_text()) for m in markers)
   assert [c[:2] for c in calls] == [[0, 3], [1, 3], [2, 3]]
   assert len({c[2] for c in calls} | {os.getpid()}) == 4  # three distinct worker processes
 
@@ -166,6 +196,63 @@ def test_native_pipeline_uses_threads_not_processes():
   first = next(it)
   assert not wp.children(os.getpid())
   pipelines.assert_same([first, *it], list(ds))
+
+
+def test_later_iterators_reuse_the_warm_workers():
+  ds = wp.pipeline("all", 2)
+  first = list(ds)
+  workers = sorted(wp.children(os.getpid()))
+  assert len(workers) == 2  # kept, idle, after the first iterator ended
+  it = iter(ds)
+  start = it.get_state()
+  assert _normalized(list(it)) == _normalized(first)
+  it.set_state(start)  # after the end: the pool is leased again
+  assert _normalized(list(it)) == _normalized(first)
+  assert sorted(wp.children(os.getpid())) == workers
+  loader = wp.loader(2)
+  epochs = [list(loader), list(loader)]
+  pipelines.assert_same(epochs[0], epochs[1])
+  assert len(set(wp.children(os.getpid())) - set(workers)) == 2  # the loader's pool
+
+
+def test_workers_are_not_reused_for_a_changed_pipeline():
+  scale = wp.Scale(2)
+  ds = spelt.MapDataset.range(10).map(scale).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  assert list(ds) == [2 * i for i in range(10)]
+  workers = set(wp.children(os.getpid()))
+  scale.factor = 3
+  assert list(ds) == [3 * i for i in range(10)]
+  assert not workers & set(wp.children(os.getpid()))
+
+
+def test_idle_workers_stop_after_idle_seconds(monkeypatch):
+  monkeypatch.setattr(keeper, "IDLE_SECONDS", 0.2)
+  ds = wp.pipeline("all", 2)
+  assert list(ds)
+  _no_children_within(2)  # while ds lives
+
+
+def _arena_mappings():
+  with open("/proc/self/maps") as f:
+    return [line for line in f if "spelt-arena" in line]
+
+
+def test_close_leaves_no_processes_fds_or_mappings():
+  gc.collect()
+  fds = set(os.listdir("/proc/self/fd"))
+  for _ in range(2):
+    ds = spelt.MapDataset.range(100).map(wp.big_array).to_iter_dataset().mp_prefetch(
+        spelt.MultiprocessingOptions(num_workers=2))
+    it = iter(ds)
+    x = next(it)
+    assert _arena_view_base(x) is not None and _arena_mappings()
+    it.close()
+    del it, ds, x
+    _no_children_within(2)
+  gc.collect()
+  assert set(os.listdir("/proc/self/fd")) == fds
+  assert not _arena_mappings()
 
 
 def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
@@ -183,16 +270,20 @@ def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
 
 
 def test_region_allocator_reuses_and_merges_free_space():
-  allocator = arena.RegionAllocator(1024)
+  fd = arena.create_memfd("test-arena", 1024)
+  allocator = _core.Arena(fd, 1024)
+  os.close(fd)
   a, b, c = (allocator.allocate(256) for _ in range(3))
   assert (a, b, c) == (0, 256, 512)
   assert allocator.allocate(512) is None
-  allocator.free(b)
+  allocator.free([b])
   assert allocator.allocate(128) == 256  # lowest hole first
-  allocator.free(256)
-  allocator.free(a)
-  allocator.free(c)  # merges with both neighbours: one hole again
+  allocator.free([256])
+  allocator.free([a])
+  allocator.free([c])  # merges with both neighbours: one hole again
   assert allocator.allocate(1024) == 0
+  with pytest.raises(ValueError, match="no region at offset 8"):
+    allocator.free([8])
 
 
 def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
@@ -278,6 +369,7 @@ def test_killed_worker_is_reported_within_two_seconds():
   state = it.get_state()
   assert next(it)[0] == state["next_index"]  # new workers continue where it stopped
   it.close()
+  del ds  # an idle pool lives as long as its dataset (or keeper.IDLE_SECONDS)
   _no_children_within(2)
 
 

@@ -74,6 +74,29 @@ def pipeline(name: str, num_workers: int, length: int = 400):
   return ds
 
 
+def keep_id_not_multiple_of_five(x):
+  return x["id"] % 5 != 0
+
+
+def filtered_batches(num_workers: int):
+  """A filter on each side of to_iter_dataset, and a batch on top."""
+  ds = (spelt.MapDataset.range(300).seed(5).shuffle().map(record).filter(keep_two_of_three)
+        .to_iter_dataset().filter(keep_id_not_multiple_of_five).batch(7))
+  if num_workers:
+    ds = ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=num_workers))
+  return ds
+
+
+class Scale:
+  """A transform with a setting that can change between two iterators."""
+
+  def __init__(self, factor: int):
+    self.factor = factor
+
+  def __call__(self, x):
+    return x * self.factor
+
+
 def loader(num_workers: int):
   ops = [spelt.transforms.Batch(4, drop_remainder=True)]
   return spelt.DataLoader(
@@ -122,8 +145,10 @@ def write_init_marker(directory):
   """A worker_init_fn that records (index, count, pid) in `directory`."""
 
   def init(index, count):
-    with open(os.path.join(directory, f"init-{index}"), "w") as f:
+    path = os.path.join(directory, f"init-{index}")
+    with open(path + ".tmp", "w") as f:
       json.dump([index, count, os.getpid()], f)
+    os.rename(path + ".tmp", path)  # whole, for a reader that polls
 
   return init
 

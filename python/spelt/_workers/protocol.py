@@ -1,38 +1,41 @@
-"""Messages between the consumer and a worker, and how elements are serialized.
+"""Messages between the consumer and a worker, and how a chunk of elements is serialized.
 
-Over each worker's socket (``multiprocessing.connection.Connection`` framing):
+Over each worker's socket (``multiprocessing.connection.Connection`` framing), pickled tuples:
 
-* consumer -> worker: a request ``(begin, size, freed)``: compute elements ``begin .. begin +
-  size - 1`` of the MapDataset; ``freed`` lists arena regions the consumer no longer uses.
-* worker -> consumer, one reply per request, in request order: a header then a payload.
-  The header is ``(elements, error, seconds)``: ``elements`` has one ``(length, region,
-  spans)`` per element computed, in index order (all of them unless ``error``, which is then
-  the exception of the element after them); the payload is the elements' pickles, ``length``
-  bytes each, one after the other; an element's large buffers live in arena region ``region``
-  (None if it has none) at ``spans`` ((offset, size) pairs); ``seconds`` is the worker's time
-  on the chunk. A header ``("fatal", error)`` (no payload) says the worker could not start
-  (unpickling the pipeline or worker_init_fn failed); the worker then exits.
+* consumer -> worker: a request ``(begin, count, freed)``: compute elements ``begin .. begin +
+  count - 1`` of the MapDataset; ``freed`` lists arena regions the consumer no longer uses.
+* worker -> consumer: ``("ready",)`` once, when the worker has started; then one reply per
+  request, in request order: ``("chunk", record, error, seconds, nbytes)``. ``record``
+  (``_core.Arena.store``, cpp/python/py_arena.cc) describes where the elements computed are
+  in the worker's arena, in index order (all of them unless ``error``, which is then the packed
+  exception of the element after them); ``seconds`` is the worker's time on the chunk and
+  ``nbytes`` the bytes the chunk occupies. ``("fatal", error)`` says the worker could not
+  start (unpickling the pipeline or worker_init_fn raised); the worker then exits.
 
-Elements are pickled one by one, with protocol 5, as soon as they are computed: numpy arrays
-(and other PickleBuffer-aware objects) of IN_BAND_BYTES or more travel out of band, copied into
-a region of the arena, and come back as zero-copy views into it; the worker then drops the
-element, so its memory is reused for the next one. Smaller buffers stay in the payload, where
-they are cheaper. ``pickle`` is tried first and cloudpickle second (for classes defined in the
-user's ``__main__``, which the worker received by value and the consumer maps back to its own).
+A chunk is serialized with one pickler (protocol 5; one memo, so a dtype or a class is written
+once per chunk), each element after the other: buffers (numpy arrays, ...) of IN_BAND_BYTES or
+more travel out of band, copied into one arena region per element, and come back as zero-copy
+views into it. If the arena has no room for them, the chunk is pickled again with everything in
+band. ``pickle`` is tried first and cloudpickle second (for classes defined in the user's
+``__main__``, which the worker received by value and the consumer maps back to its own).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import pickle
 import traceback
 from typing import Any
 
 import cloudpickle
 
-from spelt._workers import arena as arena_lib
-
 # Buffers smaller than this are pickled in band.
 IN_BAND_BYTES = 8 << 10
+
+READY = "ready"
+FATAL = "fatal"
+CHUNK = "chunk"
 
 
 class RemoteTraceback(Exception):
@@ -46,11 +49,11 @@ class RemoteTraceback(Exception):
     return f'\n"""\n{self.tb}"""'
 
 
-def encode_request(begin: int, size: int, freed: list[int]) -> bytes:
-  return pickle.dumps((begin, size, freed), protocol=pickle.HIGHEST_PROTOCOL)
+def encode(message: tuple) -> bytes:
+  return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def decode_request(message: bytes) -> tuple[int, int, list[int]]:
+def decode(message: bytes) -> tuple:
   return pickle.loads(message)
 
 
@@ -76,92 +79,64 @@ def unpack_error(packed: tuple[bytes, str], where: str | None = None) -> BaseExc
   return error
 
 
-def fatal_header(error: BaseException) -> bytes:
-  return pickle.dumps(("fatal", pack_error(error)), protocol=pickle.HIGHEST_PROTOCOL)
+@dataclasses.dataclass
+class _Pickled:
+  """Elements pickled one after the other into `stream` (element k ends at ends[k]); the
+  out-of-band buffers of element k are buffers[buffer_ends[k - 1]:buffer_ends[k]]."""
+  stream: io.BytesIO
+  ends: list[int]
+  buffer_ends: list[int]
+  buffers: list[memoryview]
+  error: Exception | None  # raised by element len(ends), which is not in the stream
 
 
-def is_fatal(header: tuple) -> bool:
-  return header[0] == "fatal"
+def _pickle_with(pickler_class: Any, values: list[Any], in_band: bool) -> _Pickled:
+  out = _Pickled(io.BytesIO(), [], [], [], None)
+
+  def callback(buffer: pickle.PickleBuffer) -> bool:
+    raw = buffer.raw()
+    if raw.nbytes < IN_BAND_BYTES:
+      return True
+    out.buffers.append(raw)
+    return False
+
+  pickler = pickler_class(out.stream, protocol=5, buffer_callback=None if in_band else callback)
+  for value in values:
+    try:
+      pickler.dump(value)
+    except Exception as e:  # pylint: disable=broad-exception-caught
+      size = out.ends[-1] if out.ends else 0
+      out.stream.truncate(size)
+      out.stream.seek(size)
+      del out.buffers[out.buffer_ends[-1] if out.buffer_ends else 0:]
+      out.error = e
+      break
+    out.ends.append(out.stream.tell())
+    out.buffer_ends.append(len(out.buffers))
+  return out
 
 
-def _dumps(value: Any, buffers: list[memoryview] | None) -> bytes:
-  """Pickles `value`, appending out-of-band buffers to `buffers` (None: all in band)."""
-  callback = None
-  if buffers is not None:
-    def callback(buffer: pickle.PickleBuffer) -> bool:
-      raw = buffer.raw()
-      if raw.nbytes < IN_BAND_BYTES:
-        return True
-      buffers.append(raw)
-      return False
-
-  try:
-    return pickle.dumps(value, protocol=5, buffer_callback=callback)
-  except Exception:  # pylint: disable=broad-exception-caught
-    if buffers is not None:
-      buffers.clear()
-    return cloudpickle.dumps(value, protocol=5, buffer_callback=callback)
+def _pickle(values: list[Any], in_band: bool) -> _Pickled:
+  pickled = _pickle_with(pickle.Pickler, values, in_band)
+  if pickled.error is not None:
+    pickled = _pickle_with(cloudpickle.Pickler, values, in_band)
+  return pickled
 
 
-class ChunkWriter:
-  """Builds one reply in the worker: add() each element as it is computed, then finish()."""
-
-  def __init__(self, arena: Any, allocator: arena_lib.RegionAllocator):
-    self._arena = arena
-    self._allocator = allocator
-    self._elements: list[tuple[int, int | None, list[tuple[int, int]]]] = []
-    self._pickles: list[bytes] = []
-
-  def add(self, value: Any) -> None:
-    """Serializes `value`, its large buffers into a new arena region when one is free (else
-    in band). Raises if it cannot be pickled."""
-    buffers: list[memoryview] = []
-    data = _dumps(value, buffers)
-    region, spans = None, []
-    if buffers:
-      region = self._allocator.allocate(sum(arena_lib.align(b.nbytes) for b in buffers))
-      if region is None:  # the arena is full (or too small): in band
-        data = _dumps(value, None)
-      else:
-        offset = region
-        for raw in buffers:
-          self._arena.write(offset, raw)
-          spans.append((offset, raw.nbytes))
-          offset += arena_lib.align(raw.nbytes)
-    self._elements.append((len(data), region, spans))
-    self._pickles.append(data)
-
-  def finish(self, error: tuple[bytes, str] | None, seconds: float) -> tuple[bytes, bytes]:
-    """(header, payload) of the reply."""
-    header = (self._elements, error, seconds)
-    return pickle.dumps(header, protocol=pickle.HIGHEST_PROTOCOL), b"".join(self._pickles)
-
-
-def decode_header(message: bytes) -> tuple:
-  """A reply header: a chunk header, or ``("fatal", packed_error)``."""
-  return pickle.loads(message)
-
-
-def regions(header: tuple) -> list[int]:
-  """The arena regions a chunk reply uses."""
-  return [region for _, region, _ in header[0] if region is not None]
-
-
-def decode_values(header: tuple, payload: bytes, arena: Any) -> list[Any]:
-  """The elements of a chunk reply, arrays as views into `arena`. A region is released by
-  the arena once every view into it is gone."""
-  values, offset = [], 0
-  payload = memoryview(payload)
-  for length, region, spans in header[0]:
-    data = payload[offset:offset + length]
-    offset += length
-    if region is None:
-      values.append(pickle.loads(data))
-    else:
-      values.append(pickle.loads(data, buffers=arena.views(region, spans)))
-  return values
-
-
-def payload_bytes(header: tuple, payload: bytes) -> int:
-  """Bytes a reply moved: its payload and its arena spans."""
-  return len(payload) + sum(size for _, _, spans in header[0] for _, size in spans)
+def store_chunk(values: list[Any], arena: Any, begin: int) -> tuple[bytes, int, Any, int]:
+  """Serializes the elements `values` (those of indices begin, begin + 1, ...) into `arena`.
+  Returns (record, count, error, nbytes): the record holds the first `count` elements; if an
+  element cannot be pickled, it is element begin + count and `error` its packed exception."""
+  for in_band in (False, True):  # in band when the arena has no room for the buffers
+    pickled = _pickle(values, in_band)
+    with pickled.stream.getbuffer() as stream:
+      record = arena.store(stream, pickled.ends, pickled.buffer_ends, pickled.buffers)
+    if record is not None:
+      break
+  error = None
+  if pickled.error is not None:
+    pickled.error.add_note(f"spelt: element {begin + len(pickled.ends)} cannot be pickled to"
+                           " leave its worker process")
+    error = pack_error(pickled.error)
+  nbytes = pickled.stream.tell() + sum(b.nbytes for b in pickled.buffers)
+  return record, len(pickled.ends), error, nbytes

@@ -1,13 +1,16 @@
 """The worker process: computes chunks of a MapDataset's elements on request.
 
-Started by launcher.py with ``main([socket_fd, arena_fd, arena_size, payload_fd,
-payload_size, worker_index, worker_count, parent_pid])``. The payload (a memfd shared by all
-workers of a pool) holds the pickled MapDataset and worker_init_fn. The worker then answers
-requests in order (protocol.py) until the consumer closes the socket.
+bootstrap.py runs ``main([socket_fd, arena_fd, arena_size, payload_fd, payload_size,
+worker_index, worker_count, parent_pid, gate_read_fd, gate_write_fd], release_gate)``. The
+payload (a memfd shared by all workers of a pool) holds the pickled MapDataset and
+worker_init_fn. Once they are loaded and worker_init_fn has run, the worker releases its start
+gate, says it is ready, and answers requests in order (protocol.py) until the consumer closes
+the socket. A chunk is computed by the engine (``MapDataset.compute_chunk``, one call per
+request) and serialized into the arena in one pass (``protocol.store_chunk``).
 
-A worker ignores SIGINT (Ctrl-C is the consumer's to handle; it then stops the workers) and
-exits by itself when the consumer process ends, however it ends: the socket reaches EOF, and a
-watcher thread exits as soon as the parent process is gone (pidfd, else polling getppid()).
+A worker exits by itself when the consumer process ends, however it ends: the socket reaches
+EOF, and a watcher thread exits as soon as the parent process is gone (pidfd, else polling
+getppid()).
 """
 
 from __future__ import annotations
@@ -16,13 +19,12 @@ import mmap
 import os
 import pickle
 import select
-import signal
 import threading
 import time
 from multiprocessing import connection
+from typing import Any, Callable
 
 from spelt import _core
-from spelt._workers import arena as arena_lib
 from spelt._workers import protocol
 
 _PARENT_POLL_SECONDS = 0.5
@@ -55,38 +57,28 @@ def _load_payload(fd: int, size: int) -> tuple:
   return pickle.loads(dataset_bytes), pickle.loads(init_bytes)
 
 
-def _serve(conn: connection.Connection, get, arena, allocator) -> None:
+def _serve(conn: connection.Connection, node: Any, arena: Any) -> None:
   while True:
     try:
-      begin, size, freed = protocol.decode_request(conn.recv_bytes())
+      begin, count, freed = protocol.decode(conn.recv_bytes())
     except EOFError:
       return
-    for region in freed:
-      allocator.free(region)
+    arena.free(freed)
     start = time.perf_counter()
-    writer, error = protocol.ChunkWriter(arena, allocator), None
-    for index in range(begin, begin + size):
-      try:
-        value = get(index)
-      except Exception as e:  # pylint: disable=broad-exception-caught
-        error = protocol.pack_error(e.with_traceback(e.__traceback__.tb_next))  # user frames
-        break
-      try:
-        writer.add(value)
-      except Exception as e:  # pylint: disable=broad-exception-caught
-        e.add_note(f"spelt: element {index} cannot be pickled to leave its worker process")
-        error = protocol.pack_error(e)
-        break
-      del value  # its memory serves the next element
-    header, payload = writer.finish(error, time.perf_counter() - start)
-    conn.send_bytes(header)
-    conn.send_bytes(payload)
+    values, error = node.compute_chunk(begin, count)
+    record, stored, pickle_error, nbytes = protocol.store_chunk(values, arena, begin)
+    if stored < len(values):
+      error = pickle_error
+    elif error is not None:
+      error = protocol.pack_error(error)
+    del values  # their memory serves the next chunk
+    conn.send_bytes(protocol.encode(
+        (protocol.CHUNK, record, error, time.perf_counter() - start, nbytes)))
 
 
-def main(argv: list[str]) -> int:
-  (sock_fd, arena_fd, arena_size, payload_fd, payload_size, index, count,
-   parent_pid) = map(int, argv)
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
+def main(argv: list[str], release_gate: Callable[[], None]) -> int:
+  (sock_fd, arena_fd, arena_size, payload_fd, payload_size, index, count, parent_pid, _,
+   _) = map(int, argv)
   _exit_with_parent(parent_pid)
   conn = connection.Connection(sock_fd)
   try:
@@ -95,16 +87,18 @@ def main(argv: list[str]) -> int:
     dataset, worker_init_fn = _load_payload(payload_fd, payload_size)
     if worker_init_fn is not None:
       worker_init_fn(index, count)
-    get = dataset._node.get  # pylint: disable=protected-access
+    node = dataset._node  # pylint: disable=protected-access
   except Exception as e:  # pylint: disable=broad-exception-caught
     e.add_note(f"spelt: raised while starting worker process {index} of {count}")
     try:
-      conn.send_bytes(protocol.fatal_header(e))
+      conn.send_bytes(protocol.encode((protocol.FATAL, protocol.pack_error(e))))
     except (BrokenPipeError, ConnectionResetError):  # the consumer stopped listening
       pass
     return 1
+  release_gate()
   try:
-    _serve(conn, get, arena, arena_lib.RegionAllocator(arena_size))
+    conn.send_bytes(protocol.encode((protocol.READY,)))
+    _serve(conn, node, arena)
   except (BrokenPipeError, ConnectionResetError):  # the consumer stopped listening
     pass
   return 0
