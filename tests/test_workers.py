@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import pipelines
@@ -48,12 +49,20 @@ def no_workers_left_behind():
   _no_children_within(2)
 
 
-def _arena_view_base(array):
-  """The ArenaView at the end of array's .base chain, or None."""
-  base = array
-  while base is not None and not isinstance(base, _core.ArenaView):
-    base = getattr(base, "base", None)
-  return base
+def _arena_mappings():
+  """Lines of /proc/self/maps that map a worker's arena."""
+  with open("/proc/self/maps") as f:
+    return [line for line in f if "spelt-arena" in line]
+
+
+def _in_arena(array):
+  """True if the bytes of `array` lie in a worker's arena mapped here (zero-copy)."""
+  start = array.__array_interface__["data"][0]
+  for line in _arena_mappings():
+    low, high = (int(x, 16) for x in line.split()[0].split("-"))
+    if low <= start and start + array.nbytes <= high:
+      return True
+  return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -233,11 +242,6 @@ def test_idle_workers_stop_after_idle_seconds(monkeypatch):
   _no_children_within(2)  # while ds lives
 
 
-def _arena_mappings():
-  with open("/proc/self/maps") as f:
-    return [line for line in f if "spelt-arena" in line]
-
-
 def test_close_leaves_no_processes_fds_or_mappings():
   gc.collect()
   fds = set(os.listdir("/proc/self/fd"))
@@ -246,7 +250,7 @@ def test_close_leaves_no_processes_fds_or_mappings():
         spelt.MultiprocessingOptions(num_workers=2))
     it = iter(ds)
     x = next(it)
-    assert _arena_view_base(x) is not None and _arena_mappings()
+    assert _in_arena(x)
     it.close()
     del it, ds, x
     _no_children_within(2)
@@ -262,7 +266,7 @@ def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
       spelt.MultiprocessingOptions(num_workers=2))
   for i, x in enumerate(ds):
     assert x[0, 0] == i
-    assert isinstance(_arena_view_base(x), _core.ArenaView), f"element {i} was copied"
+    assert _in_arena(x), f"element {i} was copied"
     assert x.flags.writeable
   with open("/proc/self/status") as f:
     shmem_kib = next(int(line.split()[1]) for line in f if line.startswith("RssShmem:"))
@@ -286,13 +290,44 @@ def test_region_allocator_reuses_and_merges_free_space():
     allocator.free([8])
 
 
+def _assert_identical(got, want, where):
+  """Same types (all the way down), values, dtypes, shapes and memory order."""
+  assert type(got) is type(want), f"{where}: {type(got)} != {type(want)}"
+  if isinstance(want, np.ndarray):
+    assert (got.dtype, got.shape, got.flags.f_contiguous) == (
+        want.dtype, want.shape, want.flags.f_contiguous), where
+    assert np.array_equal(got, want) and got.flags.writeable, where
+  elif isinstance(want, dict):
+    assert list(got) == list(want), where
+    for key in want:
+      _assert_identical(got[key], want[key], f"{where}[{key!r}]")
+  elif isinstance(want, (list, tuple)):
+    assert len(got) == len(want), where
+    for k, (g, w) in enumerate(zip(got, want)):
+      _assert_identical(g, w, f"{where}[{k}]")
+  else:
+    assert got == want, where
+
+
+def test_elements_keep_their_types_and_arrays_stay_in_the_arena():
+  ds = spelt.MapDataset.range(28).map(wp.mixed).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  got = list(ds)
+  assert len(got) == 28
+  for i, element in enumerate(got):
+    _assert_identical(element, wp.mixed(i), f"element {i}")
+  for i in range(0, 28, 7):  # large arrays, native and pickled, are zero-copy
+    assert _in_arena(got[i + 1]["big"]) and _in_arena(got[i + 2].x)
+    assert _in_arena(got[i + 3]) and _in_arena(got[i + 4]["x"])
+
+
 def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
   monkeypatch.setattr(arena, "ARENA_BYTES", 1 << 20)
   ds = spelt.MapDataset.range(6).map(wp.big_array_mib).to_iter_dataset().mp_prefetch(
       spelt.MultiprocessingOptions(num_workers=2))
   got = list(ds)
   assert [x[0, 0] for x in got] == list(range(6))
-  assert all(_arena_view_base(x) is None and x.flags.writeable for x in got)
+  assert not any(_in_arena(x) for x in got) and all(x.flags.writeable for x in got)
 
 
 # ---------------------------------------------------------------------------------------------

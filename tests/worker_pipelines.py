@@ -6,6 +6,7 @@ reference, import only this light module (not pytest and the test suite).
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import sys
@@ -95,6 +96,27 @@ class Scale:
 
   def __call__(self, x):
     return x * self.factor
+
+
+Point = collections.namedtuple("Point", ["x", "label"])
+
+
+def mixed(i):
+  """Elements of every kind: native ones (plain containers, numbers, strings, C-order arrays of
+  Spelt dtypes) and ones that travel pickled (numpy scalars, a namedtuple, Fortran order,
+  an int beyond int64)."""
+  kinds = [
+      {"i": i, "f": i / 2, "s": f"\u00e9{i}", "b": bytes([i % 256]), "t": True, "n": None,
+       "l": [i, (i, "x")], "d": {"z": -i}},
+      {"a": np.arange(i % 5, dtype=np.int16), "big": np.full((64, 64), i, np.float64),
+       "zero_d": np.array(i), "empty": np.zeros((0, 3), np.uint8)},
+      Point(np.full((48, 48), i, np.float32), np.int32(i)),
+      np.asfortranarray(np.full((50, 60), i, np.float32)),
+      {"scalar": np.float32(i), "x": np.full(3000, i, np.int32)},
+      2**70 + i,
+      "x" * (i % 3),
+  ]
+  return kinds[i % len(kinds)]
 
 
 def loader(num_workers: int):

@@ -16,11 +16,13 @@
 //                                 the pipeline cannot be pickled); dropping the lease hands the
 //                                 pool back to the keeper, which keeps it warm for a while;
 //   lease.submit(begin, count) -> ticket
-//   ticket.take() -> (values, error, seconds, nbytes)
+//   ticket.take() -> (chunk, error, seconds, nbytes)
 //                                 blocks (without the GIL) for the chunk; raises if the pool
 //                                 failed (a worker died, Ctrl-C), in which case the executor
 //                                 stops it (lease.close()) and the next chunk starts a new one;
-//                                 dropping an untaken ticket abandons the chunk.
+//                                 dropping an untaken ticket abandons the chunk. `chunk` is
+//                                 an UnpackedChunk (py_arena.h): the elements, already engine
+//                                 Values; `error` the exception of the element after them.
 // Chunk sizes (ChunkSizer) adapt to the per-element time and size the workers report.
 //
 // Thread-safety: as every executor, used by the one thread that drives the iterator; every
@@ -34,6 +36,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "py_arena.h"
 #include "py_value.h"
 #include "spelt/executor.h"
 
@@ -107,21 +110,13 @@ class Session {
     ChunkResult out;
     out.begin = begin;
     out.count = count;
-    nb::list values = nb::borrow<nb::list>(reply[0]);
-    out.values.reserve(values.size());
-    for (nb::handle v : values) {
-      if (v.is_none()) {
-        out.values.emplace_back();
-      } else {
-        out.values.emplace_back(Wrap(v));
-      }
-    }
+    out.values = std::move(nb::cast<UnpackedChunk&>(reply[0]).values);
     nb::object error = reply[1];
     if (!error.is_none()) {
       PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
       out.error = std::make_exception_ptr(nb::python_error());
     }
-    sizer_.Observe(static_cast<int64_t>(values.size()), nb::cast<double>(reply[2]),
+    sizer_.Observe(static_cast<int64_t>(out.values.size()), nb::cast<double>(reply[2]),
                    nb::cast<double>(reply[3]));
     // Everything computed and taken: the workers go back to the keeper (warm) until a
     // set_state() asks for more.

@@ -2,42 +2,48 @@
 // hand-off buffer between a worker process and the consumer (python/spelt/_workers,
 // docs/workers.md).
 //
-// A worker pickles the elements of a chunk one after the other with one pickle.Pickler
-// (protocol 5, so one memo per chunk); large buffers go out of band. Store() copies each
-// element's out-of-band buffers into one region of the arena (a first-fit allocator names
-// regions by their offset), the pickle stream into another, and returns the *record* that
-// describes them. The consumer's Unpack() turns a record back into the elements: one
-// pickle.Unpickler loads them in order, with ArenaViews (writable buffer-protocol objects over
-// the shared mapping) as the out-of-band buffers, so numpy arrays are zero-copy views into the
-// arena. When the last view of an element's region dies (in any thread), the region id goes
-// onto the arena's released queue; the consumer drains it into its next request to the worker,
-// which Free()s it. The stream region is released as soon as it has been read.
+// A worker stores the elements of a chunk one after the other. An element of plain types is
+// encoded natively (py_element_codec.h): a tag stream, and its arrays' bytes copied into one
+// region of the arena (a first-fit allocator names regions by their offset). Any other element
+// is pickled (protocol 5, by the Python function the worker passes), its large buffers out of
+// band in its region. The tag streams and pickles of the chunk go into one more region (inline
+// in the record if none is free), and Store() returns the *record* that describes it all.
+// The consumer's Unpack() rebuilds the elements: native ones as engine Values whose arrays
+// point into the arena (no Python objects at all: a batch copies them straight from the arena);
+// pickled ones with pickle.loads and ArenaViews (writable buffer-protocol objects over the
+// mapping) as out-of-band buffers, so their numpy arrays are zero-copy views too. When the last
+// array or view of an element's region dies (in any thread), the region id goes onto the
+// arena's released queue; the consumer drains it into its next request to the worker, which
+// Free()s it. The stream region is released as soon as it has been read.
 //
 // Record layout (native int64 words, then the stream bytes if it is inline):
 //   [n, stream_offset (-1: inline after the words), stream_length,
-//    then per element: pickle_end (offset in the stream), region (-1: none), span_count,
-//    then span_count pairs (offset, length)]
+//    then per element: kind (0 native, 1 pickled), end (offset in the stream where its bytes
+//    end), region (-1: none), span_count, then span_count pairs (offset, length)]
 //
-// Python API (methods are safe from any Python thread; views may die anywhere):
+// Python API (methods are safe from any Python thread; arrays and views may die anywhere):
 //   Arena(fd, size)            maps `size` bytes of `fd` (MAP_SHARED); `fd` may be closed after.
 //   Arena.size                 mapped size in bytes.
 //   Arena.allocate(length)     worker: offset of a new region of `length` bytes, or None.
 //   Arena.free(offsets)        worker: returns regions (offsets from allocate) to the free space.
-//   Arena.store(stream, ends, buffer_ends, buffers) -> bytes | None
-//                              worker: copies element k's buffers (buffers[buffer_ends[k-1]:
-//                              buffer_ends[k]]) into a new region each and the stream (a
-//                              contiguous buffer; element k's pickle ends at ends[k]) into
-//                              another, inline if no region is free; returns the record, or
-//                              None (nothing allocated) if some element's buffers do not fit.
-//   Arena.unpack(record) -> (values, error)
-//                              consumer: the elements of a record (see above); if loading
-//                              element k raises, values holds the k before it and error is the
-//                              exception (else None).
+//   Arena.store(values, pickle_element) -> (record, count, error, nbytes)
+//                              worker: stores the elements `values` (a list; None for a filtered
+//                              one); pickle_element(value, in_band) -> (bytes, buffers) pickles
+//                              one that has no native form (in_band: everything in the bytes;
+//                              else buffers are the out-of-band ones). An element whose
+//                              buffers find no room goes in band. If pickle_element raises for
+//                              element k, the record holds the k before it (count) and error is
+//                              the exception (else None); nbytes: bytes the chunk occupies.
+//   Arena.unpack(record) -> UnpackedChunk
+//                              consumer: the elements of a record; len() of them, and .error if
+//                              unpickling the next one raised (the rest are dropped).
 //   Arena.discard(record)      consumer: releases the regions of a record nobody will read.
 //   Arena.take_released()      consumer: region ids released since the last call (list of int).
-// The mapping stays valid until the Arena and all its views are gone.
+// The mapping stays valid until the Arena and all its arrays and views are gone.
 
 #include "bindings.h"
+#include "py_arena.h"
+#include "py_element_codec.h"
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
@@ -52,6 +58,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <unordered_map>
 #include <utility>
@@ -210,20 +217,25 @@ class Buffer {
   Py_buffer view_;
 };
 
+enum ElementKind : int64_t { kNative = 0, kPickled = 1 };
+
 // The parsed word part of a record (see the file comment).
 struct RecordLayout {
   struct Element {
-    int64_t pickle_end = 0;
+    int64_t kind = kNative;
+    int64_t end = 0;
     int64_t region = -1;
     std::vector<std::pair<int64_t, int64_t>> spans;
   };
   int64_t stream_offset = -1;
   int64_t stream_length = 0;
   std::vector<Element> elements;
-  size_t words_bytes = 0;  // where an inline stream starts in the record
+  const char* stream = nullptr;  // in the record or in the arena
 };
 
-RecordLayout ParseRecord(const char* data, size_t size, const Mapping& mapping) {
+RecordLayout ParseRecord(const nb::bytes& record, const Mapping& mapping) {
+  const char* data = record.c_str();
+  const size_t size = record.size();
   size_t pos = 0;
   auto word = [&]() {
     if (size - pos < sizeof(int64_t)) throw std::invalid_argument("Arena: truncated record");
@@ -240,13 +252,15 @@ RecordLayout ParseRecord(const char* data, size_t size, const Mapping& mapping) 
   int64_t previous_end = 0;
   for (int64_t k = 0; k < n; ++k) {
     RecordLayout::Element e;
-    e.pickle_end = word();
+    e.kind = word();
+    e.end = word();
     e.region = word();
     const int64_t spans = word();
-    if (e.pickle_end < previous_end || e.pickle_end > layout.stream_length || spans < 0) {
+    if ((e.kind != kNative && e.kind != kPickled) || e.end < previous_end ||
+        e.end > layout.stream_length || spans < 0) {
       throw std::invalid_argument("Arena: corrupt record");
     }
-    previous_end = e.pickle_end;
+    previous_end = e.end;
     for (int64_t s = 0; s < spans; ++s) {
       const int64_t offset = word(), length = word();
       mapping.CheckSpan(offset, length);
@@ -254,30 +268,34 @@ RecordLayout ParseRecord(const char* data, size_t size, const Mapping& mapping) 
     }
     layout.elements.push_back(std::move(e));
   }
-  layout.words_bytes = pos;
   if (layout.stream_offset < 0) {
     if (size - pos != static_cast<size_t>(layout.stream_length)) {
       throw std::invalid_argument("Arena: corrupt record (inline stream)");
     }
+    layout.stream = data + pos;
   } else {
     mapping.CheckSpan(layout.stream_offset, layout.stream_length);
+    layout.stream = reinterpret_cast<const char*>(mapping.at(layout.stream_offset));
   }
   return layout;
 }
 
-// pickle.Unpickler and io.BytesIO, looked up once (never freed: module objects live forever).
-struct PickleModule {
-  nb::object unpickler, bytes_io;
-};
-const PickleModule& Pickle() {
-  static const PickleModule* module = [] {
-    auto* m = new PickleModule();
-    m->unpickler = nb::module_::import_("pickle").attr("Unpickler");
-    m->bytes_io = nb::module_::import_("io").attr("BytesIO");
-    return m;
-  }();
-  return *module;
+nb::handle PickleLoads() {
+  static nb::handle loads = nb::object(nb::module_::import_("pickle").attr("loads")).release();
+  return loads;  // kept for the process
 }
+
+// Where one element's bytes are, before they are copied into its region.
+struct Sources {
+  std::vector<Array> arrays;                   // a native element's arrays
+  std::vector<std::unique_ptr<Buffer>> buffers;  // a pickled element's out-of-band buffers
+  std::vector<std::pair<const void*, int64_t>> Spans() const {
+    std::vector<std::pair<const void*, int64_t>> out;
+    for (const Array& a : arrays) out.emplace_back(a.data, static_cast<int64_t>(a.nbytes()));
+    for (const auto& b : buffers) out.emplace_back(b->data(), b->size());
+    return out;
+  }
+};
 
 class Arena {
  public:
@@ -294,105 +312,113 @@ class Arena {
     for (int64_t offset : offsets) allocator_.Free(offset);
   }
 
-  std::optional<nb::bytes> Store(nb::handle stream, const std::vector<int64_t>& ends,
-                                 const std::vector<int64_t>& buffer_ends, nb::list buffers) {
-    if (ends.size() != buffer_ends.size()) {
-      throw std::invalid_argument("Arena.store: ends and buffer_ends differ in length");
-    }
-    Buffer stream_buffer(stream);
-    std::vector<std::unique_ptr<Buffer>> sources;
-    sources.reserve(nb::len(buffers));
-    for (nb::handle b : buffers) sources.push_back(std::make_unique<Buffer>(b));
-
-    // Allocate every element's region first, so that a failure leaves nothing allocated.
-    std::vector<int64_t> words = {static_cast<int64_t>(ends.size()), -1, stream_buffer.size()};
-    std::vector<int64_t> allocated;
-    std::vector<std::pair<std::byte*, const Buffer*>> copies;
-    int64_t first = 0;
-    for (size_t k = 0; k < ends.size(); ++k) {
-      const int64_t last = buffer_ends[k];
-      if (last < first || last > static_cast<int64_t>(sources.size()) ||
-          ends[k] > stream_buffer.size()) {
-        FreeAll(allocated);
-        throw std::invalid_argument("Arena.store: ends or buffer_ends out of range");
+  nb::tuple Store(nb::list values, nb::handle pickle_element) {
+    std::string stream;
+    std::vector<int64_t> words = {0, -1, 0};
+    int64_t stored = 0, nbytes = 0;
+    nb::object error = nb::none();
+    for (nb::handle value : values) {
+      const size_t start = stream.size();
+      Sources sources;
+      int64_t kind = kNative;
+      if (!EncodeElement(value, &stream, &sources.arrays)) {
+        kind = kPickled;
+        if (!Pickle(pickle_element, value, /*in_band=*/false, &stream, &sources, &error)) break;
       }
-      int64_t total = 0;
-      for (int64_t b = first; b < last; ++b) total += Align(sources[b]->size());
+      std::vector<std::pair<const void*, int64_t>> spans = sources.Spans();
       int64_t region = -1;
-      if (last > first) {
-        std::optional<int64_t> offset = allocator_.Allocate(std::max(total, kAlignment));
-        if (!offset) {
-          FreeAll(allocated);
-          return std::nullopt;
+      if (!spans.empty()) {
+        int64_t total = 0;
+        for (const auto& span : spans) total += Align(span.second);
+        if (std::optional<int64_t> offset = allocator_.Allocate(std::max(total, kAlignment))) {
+          region = *offset;
+        } else {  // no room: everything in band
+          stream.resize(start);
+          sources = Sources();
+          spans.clear();
+          kind = kPickled;
+          if (!Pickle(pickle_element, value, /*in_band=*/true, &stream, &sources, &error)) break;
         }
-        region = *offset;
-        allocated.push_back(region);
       }
-      words.insert(words.end(), {ends[k], region, last - first});
-      for (int64_t b = first, offset = region; b < last; ++b) {
-        words.insert(words.end(), {offset, sources[b]->size()});
-        copies.emplace_back(mapping_->at(offset), sources[b].get());
-        offset += Align(sources[b]->size());
+      words.insert(words.end(), {kind, static_cast<int64_t>(stream.size()), region,
+                                 static_cast<int64_t>(spans.size())});
+      int64_t offset = region;
+      for (const auto& [data, size] : spans) {
+        words.insert(words.end(), {offset, size});
+        Copy(mapping_->at(offset), data, size);
+        nbytes += size;
+        offset += Align(size);
       }
-      first = last;
+      ++stored;
     }
+    words[0] = stored;
+    words[2] = static_cast<int64_t>(stream.size());
+    nbytes += static_cast<int64_t>(stream.size());
     std::optional<int64_t> stream_region;
-    if (stream_buffer.size() > 0) stream_region = allocator_.Allocate(Align(stream_buffer.size()));
+    if (!stream.empty()) stream_region = allocator_.Allocate(Align(stream.size()));
     if (stream_region) {
       words[1] = *stream_region;
-      copies.emplace_back(mapping_->at(*stream_region), &stream_buffer);
+      Copy(mapping_->at(*stream_region), stream.data(), static_cast<int64_t>(stream.size()));
     }
-    CopyAll(copies);
-
     const size_t words_bytes = words.size() * sizeof(int64_t);
-    const size_t inline_bytes = stream_region ? 0 : static_cast<size_t>(stream_buffer.size());
+    const size_t inline_bytes = stream_region ? 0 : stream.size();
     nb::bytes record(nullptr, words_bytes + inline_bytes);
     char* out = const_cast<char*>(record.c_str());
     std::memcpy(out, words.data(), words_bytes);
-    if (inline_bytes > 0) std::memcpy(out + words_bytes, stream_buffer.data(), inline_bytes);
-    return record;
+    if (inline_bytes > 0) std::memcpy(out + words_bytes, stream.data(), inline_bytes);
+    return nb::make_tuple(record, stored, error, nbytes);
   }
 
-  nb::tuple Unpack(nb::bytes record) {
-    const RecordLayout layout = ParseRecord(record.c_str(), record.size(), *mapping_);
-    nb::list views;
-    for (const RecordLayout::Element& e : layout.elements) {
-      if (e.region < 0) continue;
-      auto region = std::make_shared<Region>(mapping_, released_, e.region);
+  UnpackedChunk Unpack(nb::bytes record) {
+    const RecordLayout layout = ParseRecord(record, *mapping_);
+    UnpackedChunk out;
+    out.values.reserve(layout.elements.size());
+    int64_t begin = 0;
+    size_t k = 0;
+    for (; k < layout.elements.size(); ++k) {
+      const RecordLayout::Element& e = layout.elements[k];
+      std::shared_ptr<Region> region;
+      if (e.region >= 0) region = std::make_shared<Region>(mapping_, released_, e.region);
+      std::string_view bytes(layout.stream + begin, static_cast<size_t>(e.end - begin));
+      begin = e.end;
+      if (e.kind == kNative) {
+        std::vector<ArrayBytes> arrays;
+        for (const auto& [offset, length] : e.spans) {
+          arrays.push_back({mapping_->at(offset), length, region});
+        }
+        out.values.push_back(DecodeElement(bytes, arrays));
+        continue;
+      }
+      nb::list views;
       for (const auto& [offset, length] : e.spans) {
         views.append(nb::cast(ArenaView{region, mapping_->at(offset),
                                         static_cast<Py_ssize_t>(length)}));
       }
-    }
-    nb::object stream;
-    if (layout.stream_offset < 0) {
-      stream = nb::steal(PyMemoryView_FromObject(record.ptr()))[nb::slice(
-          nb::int_(layout.words_bytes), nb::none(), nb::none())];
-    } else {
-      // Copied out so that the region can be released at once (the stream is small: large
-      // buffers are in the element regions).
-      stream = nb::bytes(reinterpret_cast<const char*>(mapping_->at(layout.stream_offset)),
-                         static_cast<size_t>(layout.stream_length));
-      released_->Push(layout.stream_offset);
-    }
-    nb::object unpickler = Pickle().unpickler(Pickle().bytes_io(stream),
-                                              nb::arg("buffers") = views);
-    nb::object load = unpickler.attr("load");
-    nb::list values;
-    nb::object error = nb::none();
-    for (size_t k = 0; k < layout.elements.size(); ++k) {
-      PyObject* value = PyObject_CallNoArgs(load.ptr());
+      nb::dict kwargs;
+      kwargs["buffers"] = views;
+      PyObject* value = PyObject_Call(
+          PickleLoads().ptr(), nb::make_tuple(nb::bytes(bytes.data(), bytes.size())).ptr(),
+          kwargs.ptr());
       if (value == nullptr) {
-        error = nb::borrow(nb::python_error().value());
+        out.error = nb::borrow(nb::python_error().value());
         break;
       }
-      values.append(nb::steal(value));
+      nb::object obj = nb::steal(value);
+      if (obj.is_none()) {
+        out.values.emplace_back();
+      } else {
+        out.values.emplace_back(Wrap(obj));
+      }
     }
-    return nb::make_tuple(values, error);
+    for (++k; k < layout.elements.size(); ++k) {  // after a failure: never read
+      if (layout.elements[k].region >= 0) released_->Push(layout.elements[k].region);
+    }
+    if (layout.stream_offset >= 0) released_->Push(layout.stream_offset);  // copied out
+    return out;
   }
 
   void Discard(nb::bytes record) {
-    const RecordLayout layout = ParseRecord(record.c_str(), record.size(), *mapping_);
+    const RecordLayout layout = ParseRecord(record, *mapping_);
     if (layout.stream_offset >= 0) released_->Push(layout.stream_offset);
     for (const RecordLayout::Element& e : layout.elements) {
       if (e.region >= 0) released_->Push(e.region);
@@ -407,23 +433,29 @@ class Arena {
     return size;
   }
 
-  void FreeAll(const std::vector<int64_t>& offsets) {
-    for (int64_t offset : offsets) allocator_.Free(offset);
+  // Appends pickle_element(value, in_band)'s bytes to *stream and its buffers to *sources;
+  // false (with *error set) if it raised.
+  static bool Pickle(nb::handle pickle_element, nb::handle value, bool in_band,
+                     std::string* stream, Sources* sources, nb::object* error) {
+    nb::object pickled;
+    try {
+      pickled = pickle_element(value, in_band);
+    } catch (nb::python_error& e) {
+      *error = nb::borrow(e.value());
+      return false;
+    }
+    Buffer data(pickled[0]);
+    stream->append(static_cast<const char*>(data.data()), static_cast<size_t>(data.size()));
+    for (nb::handle b : pickled[1]) sources->buffers.push_back(std::make_unique<Buffer>(b));
+    return true;
   }
 
-  static void CopyAll(const std::vector<std::pair<std::byte*, const Buffer*>>& copies) {
-    size_t total = 0;
-    for (const auto& [dst, src] : copies) total += static_cast<size_t>(src->size());
-    auto copy = [&] {
-      for (const auto& [dst, src] : copies) {
-        std::memcpy(dst, src->data(), static_cast<size_t>(src->size()));
-      }
-    };
-    if (total >= kReleaseGilBytes) {
+  static void Copy(std::byte* dst, const void* src, int64_t size) {
+    if (static_cast<size_t>(size) >= kReleaseGilBytes) {
       nb::gil_scoped_release unlocked;
-      copy();
+      std::memcpy(dst, src, static_cast<size_t>(size));
     } else {
-      copy();
+      std::memcpy(dst, src, static_cast<size_t>(size));
     }
   }
 
@@ -439,13 +471,17 @@ void RegisterArena(nb::module_& m) {
                         "A writable byte buffer inside an Arena (buffer protocol).")
       .def("__len__", [](const ArenaView& v) { return v.size; });
 
+  nb::class_<UnpackedChunk>(m, "UnpackedChunk",
+                            "The elements of a chunk reply, for the process executor.")
+      .def("__len__", [](const UnpackedChunk& c) { return c.values.size(); })
+      .def_prop_ro("error", [](const UnpackedChunk& c) { return c.error; });
+
   nb::class_<Arena>(m, "Arena", "A shared-memory file mapped into this process (py_arena.cc).")
       .def(nb::init<int, int64_t>(), nb::arg("fd"), nb::arg("size"))
       .def_prop_ro("size", &Arena::size)
       .def("allocate", &Arena::Allocate, nb::arg("length"))
       .def("free", &Arena::Free, nb::arg("offsets"))
-      .def("store", &Arena::Store, nb::arg("stream"), nb::arg("ends"), nb::arg("buffer_ends"),
-           nb::arg("buffers"))
+      .def("store", &Arena::Store, nb::arg("values"), nb::arg("pickle_element"))
       .def("unpack", &Arena::Unpack, nb::arg("record"))
       .def("discard", &Arena::Discard, nb::arg("record"))
       .def("take_released", &Arena::TakeReleased);

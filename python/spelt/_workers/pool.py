@@ -54,8 +54,8 @@ class Ticket:
     self._pool = pool
     self._chunk: _Chunk | None = chunk
 
-  def take(self) -> tuple[list[Any], BaseException | None, float, int]:
-    """(values, error, seconds, nbytes) of the chunk (see WorkerPool.take)."""
+  def take(self) -> tuple[Any, BaseException | None, float, int]:
+    """(elements, error, seconds, nbytes) of the chunk (see WorkerPool.take)."""
     chunk, self._chunk = self._chunk, None
     if chunk is None:
       raise ValueError("Ticket.take: already taken")
@@ -157,9 +157,9 @@ class WorkerPool:
     self._dispatch()
     return Ticket(self, chunk)
 
-  def take(self, chunk: _Chunk) -> tuple[list[Any], BaseException | None, float, int]:
-    """(values, error, seconds, nbytes): the elements computed from chunk.begin on, in index
-    order (None where filtered; numpy arrays are views into the worker's arena), all of them
+  def take(self, chunk: _Chunk) -> tuple[Any, BaseException | None, float, int]:
+    """(elements, error, seconds, nbytes): the elements computed from chunk.begin on, in index
+    order (a ``_core.UnpackedChunk``: engine values, arrays in the worker's arena), all of them
     unless `error`, the exception of the element after them; the worker's seconds and the
     chunk's bytes. Blocks until the reply is in; raises if a worker died or could not start."""
     self._check_open()
@@ -168,17 +168,17 @@ class WorkerPool:
       if not self._receive_ready(timeout=_POLL_SECONDS):
         raise RuntimeError(f"spelt: chunk at {chunk.begin} is neither sent nor queued")
     record, error, seconds, nbytes = chunk.reply
-    values, load_error = self._arenas[chunk.worker].unpack(record)
-    where = chunk.begin + len(values)
-    if load_error is not None:  # comes first: the worker's error is for a later element
-      load_error.add_note(f"spelt: element {where}, computed by worker process {chunk.worker},"
-                          " cannot be unpickled in this process")
-      error = load_error
+    elements = self._arenas[chunk.worker].unpack(record)
+    where = chunk.begin + len(elements)
+    if elements.error is not None:  # comes first: the worker's error is for a later element
+      error = elements.error
+      error.add_note(f"spelt: element {where}, computed by worker process {chunk.worker},"
+                     " cannot be unpickled in this process")
     elif error is not None:
       error = protocol.unpack_error(
           error, f"spelt: raised in worker process {chunk.worker} while computing element"
           f" {where} of the MapDataset")
-    return values, error, seconds, nbytes
+    return elements, error, seconds, nbytes
 
   def abandon(self, chunk: _Chunk) -> None:
     """Nobody will take `chunk`: its reply is dropped (now, or when it arrives)."""

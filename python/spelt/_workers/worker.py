@@ -6,7 +6,7 @@ payload (a memfd shared by all workers of a pool) holds the pickled MapDataset a
 worker_init_fn. Once they are loaded and worker_init_fn has run, the worker releases its start
 gate, says it is ready, and answers requests in order (protocol.py) until the consumer closes
 the socket. A chunk is computed by the engine (``MapDataset.compute_chunk``, one call per
-request) and serialized into the arena in one pass (``protocol.store_chunk``).
+request) and stored into the arena in one pass (``_core.Arena.store``).
 
 A worker exits by itself when the consumer process ends, however it ends: the socket reaches
 EOF, and a watcher thread exits as soon as the parent process is gone (pidfd, else polling
@@ -66,10 +66,12 @@ def _serve(conn: connection.Connection, node: Any, arena: Any) -> None:
     arena.free(freed)
     start = time.perf_counter()
     values, error = node.compute_chunk(begin, count)
-    record, stored, pickle_error, nbytes = protocol.store_chunk(values, arena, begin)
-    if stored < len(values):
+    record, stored, pickle_error, nbytes = arena.store(values, protocol.pickle_element)
+    if pickle_error is not None:  # comes first: the compute error is for a later element
+      pickle_error.add_note(f"spelt: element {begin + stored} cannot be pickled to leave its"
+                            " worker process")
       error = pickle_error
-    elif error is not None:
+    if error is not None:
       error = protocol.pack_error(error)
     del values  # their memory serves the next chunk
     conn.send_bytes(protocol.encode(
