@@ -19,7 +19,6 @@ keeps at most one.
 from __future__ import annotations
 
 import hashlib
-import pickle
 import threading
 import weakref
 from typing import Any, Callable
@@ -126,14 +125,14 @@ class PoolKeeper:
   def acquire(self) -> Lease:
     """A lease on a started pool for the current pipeline: the idle one if it runs the same
     pickled pipeline, else a new one. Raises if the pipeline cannot be pickled (naming what)."""
-    payload = pickle.dumps((pickling.dumps(self._dataset, "the pipeline"),
-                            pickling.dumps(self._worker_init_fn, "worker_init_fn")),
-                           protocol=pickle.HIGHEST_PROTOCOL)
-    digest = hashlib.blake2b(payload, digest_size=16).digest()
+    payload = (pickling.dumps(self._dataset, "the pipeline"),
+               pickling.dumps(self._worker_init_fn, "worker_init_fn"))
+    digest = hashlib.sha1(payload[0], usedforsecurity=False)
+    digest.update(payload[1])
     pool = self._idle.take()
-    if pool is not None and (pool.digest != digest or not pool.alive()):
+    if pool is not None and (pool.digest != digest.digest() or not pool.alive()):
       pool.close()
       pool = None
     if pool is None:
-      pool = pool_lib.WorkerPool(payload, digest, self._num_workers, self._capacity)
+      pool = pool_lib.WorkerPool(payload, digest.digest(), self._num_workers, self._capacity)
     return Lease(self._idle, pool)

@@ -88,13 +88,15 @@ def _shutdown(conns: list[connection.Connection], workers: list[launcher.WorkerP
 
 
 class WorkerPool:
-  """`num_workers` worker processes running the pickled pipeline `payload` (see module doc).
+  """`num_workers` worker processes running `payload`: the pickled MapDataset and the pickled
+  worker_init_fn (see module doc).
 
   `digest` identifies the payload (the keeper reuses a pool only for the same one). Not
   thread-safe: one lease at a time uses it.
   """
 
-  def __init__(self, payload: bytes, digest: bytes, num_workers: int, capacity: int):
+  def __init__(self, payload: tuple[bytes, bytes], digest: bytes, num_workers: int,
+               capacity: int):
     self.digest = digest
     self._capacity = capacity
     self._workers: list[launcher.WorkerProcess] = []
@@ -105,13 +107,16 @@ class WorkerPool:
     self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
     self._closed = False
     self._close = weakref.finalize(self, _shutdown, self._conns, self._workers, os.getpid())
-    payload_fd = arena_lib.create_memfd("spelt-pipeline", len(payload))
+    dataset_bytes, init_bytes = payload
+    payload_fd = arena_lib.create_memfd("spelt-pipeline", len(dataset_bytes) + len(init_bytes))
     gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     try:
       os.write(gate_write, b"x" * min(num_workers, _usable_cpus()))
-      os.pwrite(payload_fd, payload, 0)
+      os.pwrite(payload_fd, dataset_bytes, 0)
+      os.pwrite(payload_fd, init_bytes, len(dataset_bytes))
       for index in range(num_workers):
-        self._start(index, num_workers, (payload_fd, len(payload)), (gate_read, gate_write))
+        self._start(index, num_workers, (payload_fd, len(dataset_bytes), len(init_bytes)),
+                    (gate_read, gate_write))
     except BaseException:
       self.close()
       raise
@@ -119,7 +124,7 @@ class WorkerPool:
       for fd in (payload_fd, gate_read, gate_write):
         os.close(fd)
 
-  def _start(self, index: int, count: int, payload: tuple[int, int],
+  def _start(self, index: int, count: int, payload: tuple[int, int, int],
              gate: tuple[int, int]) -> None:
     ours, theirs = socket.socketpair()
     arena_fd = arena_lib.create_memfd(f"spelt-arena-{index}", arena_lib.ARENA_BYTES)
@@ -128,8 +133,8 @@ class WorkerPool:
       self._conns.append(connection.Connection(ours.detach()))
       self._ready.append(False)
       self._sent.append(collections.deque())
-      args = [theirs.fileno(), arena_fd, arena_lib.ARENA_BYTES, payload[0], payload[1], index,
-              count, os.getpid(), gate[0], gate[1]]
+      args = [theirs.fileno(), arena_fd, arena_lib.ARENA_BYTES, *payload, index, count,
+              os.getpid(), *gate]
       self._workers.append(launcher.WorkerProcess(
           [str(a) for a in args], pass_fds=(theirs.fileno(), arena_fd, payload[0], *gate)))
     finally:
