@@ -2,12 +2,13 @@
 // hand-off buffer between a worker process and the consumer (python/spelt/_workers,
 // docs/workers.md).
 //
-// A worker stores the elements of a chunk one after the other. An element of plain types is
-// encoded natively (py_element_codec.h): a tag stream, and its arrays' bytes copied into one
-// region of the arena (a first-fit allocator names regions by their offset). Any other element
-// is pickled (protocol 5, by the Python function the worker passes), its large buffers out of
-// band in its region. The tag streams and pickles of the chunk go into one more region (inline
-// in the record if none is free), and Store() returns the *record* that describes it all.
+// A worker stores the elements of a chunk one after the other (a ChunkWriter). An element of
+// plain types is encoded natively (py_element_codec.h): a tag stream, and its arrays' bytes
+// copied into one region of the arena (a first-fit allocator names regions by their offset).
+// Any other element is pickled (protocol 5, by the Python function the worker passes), its
+// large buffers out of band in its region. The tag streams and pickles of the chunk go into one
+// more region (inline in the record if none is free), and Finish() returns the *record* that
+// describes it all.
 // The consumer's Unpack() rebuilds the elements: native ones as engine Values whose arrays
 // point into the arena (no Python objects at all: a batch copies them straight from the arena);
 // pickled ones with pickle.loads and ArenaViews (writable buffer-protocol objects over the
@@ -26,14 +27,18 @@
 //   Arena.size                 mapped size in bytes.
 //   Arena.allocate(length)     worker: offset of a new region of `length` bytes, or None.
 //   Arena.free(offsets)        worker: returns regions (offsets from allocate) to the free space.
-//   Arena.store(values, pickle_element) -> (record, count, error, nbytes)
-//                              worker: stores the elements `values` (a list; None for a filtered
-//                              one); pickle_element(value, in_band) -> (bytes, buffers) pickles
-//                              one that has no native form (in_band: everything in the bytes;
-//                              else buffers are the out-of-band ones). An element whose
-//                              buffers find no room goes in band. If pickle_element raises for
-//                              element k, the record holds the k before it (count) and error is
-//                              the exception (else None); nbytes: bytes the chunk occupies.
+//   Arena.writer() -> ChunkWriter
+//                              worker: builds one chunk reply (the arena must outlive it):
+//     .add(values, pickle_element) -> (count, error)
+//                              stores the elements `values` (a list; None for a filtered one)
+//                              after those added before; pickle_element(value, in_band) ->
+//                              (bytes, buffers) pickles one that has no native form (in_band:
+//                              everything in the bytes; else buffers are the out-of-band
+//                              ones). An element whose buffers find no room goes in band. If
+//                              pickle_element raises for values[count], the elements before
+//                              it are stored and error is the exception (else None).
+//     .finish() -> (record, nbytes)
+//                              the record, and the bytes the chunk occupies.
 //   Arena.unpack(record) -> UnpackedChunk
 //                              consumer: the elements of a record; len() of them, and .error if
 //                              unpickling the next one raised (the rest are dropped).
@@ -47,11 +52,14 @@
 
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/vector.h>
+#include <emmintrin.h>
 #include <sys/mman.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -69,8 +77,10 @@ namespace nb = nanobind;
 namespace spelt::python {
 namespace {
 
-// Copies at least this large run without the GIL.
+// Copies at least this large run without the GIL, and from kStreamBytes on with
+// non-temporal stores.
 constexpr size_t kReleaseGilBytes = 64 * 1024;
+constexpr size_t kStreamBytes = 256 * 1024;
 // Offsets of buffers are multiples of this (a cache line; every numpy dtype's alignment).
 constexpr int64_t kAlignment = 64;
 
@@ -312,63 +322,6 @@ class Arena {
     for (int64_t offset : offsets) allocator_.Free(offset);
   }
 
-  nb::tuple Store(nb::list values, nb::handle pickle_element) {
-    std::string stream;
-    std::vector<int64_t> words = {0, -1, 0};
-    int64_t stored = 0, nbytes = 0;
-    nb::object error = nb::none();
-    for (nb::handle value : values) {
-      const size_t start = stream.size();
-      Sources sources;
-      int64_t kind = kNative;
-      if (!EncodeElement(value, &stream, &sources.arrays)) {
-        kind = kPickled;
-        if (!Pickle(pickle_element, value, /*in_band=*/false, &stream, &sources, &error)) break;
-      }
-      std::vector<std::pair<const void*, int64_t>> spans = sources.Spans();
-      int64_t region = -1;
-      if (!spans.empty()) {
-        int64_t total = 0;
-        for (const auto& span : spans) total += Align(span.second);
-        if (std::optional<int64_t> offset = allocator_.Allocate(std::max(total, kAlignment))) {
-          region = *offset;
-        } else {  // no room: everything in band
-          stream.resize(start);
-          sources = Sources();
-          spans.clear();
-          kind = kPickled;
-          if (!Pickle(pickle_element, value, /*in_band=*/true, &stream, &sources, &error)) break;
-        }
-      }
-      words.insert(words.end(), {kind, static_cast<int64_t>(stream.size()), region,
-                                 static_cast<int64_t>(spans.size())});
-      int64_t offset = region;
-      for (const auto& [data, size] : spans) {
-        words.insert(words.end(), {offset, size});
-        Copy(mapping_->at(offset), data, size);
-        nbytes += size;
-        offset += Align(size);
-      }
-      ++stored;
-    }
-    words[0] = stored;
-    words[2] = static_cast<int64_t>(stream.size());
-    nbytes += static_cast<int64_t>(stream.size());
-    std::optional<int64_t> stream_region;
-    if (!stream.empty()) stream_region = allocator_.Allocate(Align(stream.size()));
-    if (stream_region) {
-      words[1] = *stream_region;
-      Copy(mapping_->at(*stream_region), stream.data(), static_cast<int64_t>(stream.size()));
-    }
-    const size_t words_bytes = words.size() * sizeof(int64_t);
-    const size_t inline_bytes = stream_region ? 0 : stream.size();
-    nb::bytes record(nullptr, words_bytes + inline_bytes);
-    char* out = const_cast<char*>(record.c_str());
-    std::memcpy(out, words.data(), words_bytes);
-    if (inline_bytes > 0) std::memcpy(out + words_bytes, stream.data(), inline_bytes);
-    return nb::make_tuple(record, stored, error, nbytes);
-  }
-
   UnpackedChunk Unpack(nb::bytes record) {
     const RecordLayout layout = ParseRecord(record, *mapping_);
     UnpackedChunk out;
@@ -433,10 +386,123 @@ class Arena {
     return size;
   }
 
-  // Appends pickle_element(value, in_band)'s bytes to *stream and its buffers to *sources;
+  friend class ChunkWriter;
+  std::shared_ptr<Mapping> mapping_;
+  std::shared_ptr<ReleasedQueue> released_;
+  RegionAllocator allocator_;  // used by the worker only
+};
+
+// Copies `size` bytes into the arena; large copies without the GIL and with non-temporal
+// stores (the worker never reads them back: no read-for-ownership, no cache pollution; 15%
+// faster for 1 MiB than memcpy here).
+void CopyToArena(std::byte* dst, const void* src, int64_t size) {
+  const auto n = static_cast<size_t>(size);
+  if (n < kReleaseGilBytes) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  nb::gil_scoped_release unlocked;
+  if (n < kStreamBytes || reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
+    std::memcpy(dst, src, n);
+    return;
+  }
+  auto* d = reinterpret_cast<__m128i*>(dst);
+  const auto* s = static_cast<const __m128i*>(src);
+  for (size_t blocks = n / 64; blocks > 0; --blocks, d += 4, s += 4) {
+    const __m128i a = _mm_loadu_si128(s), b = _mm_loadu_si128(s + 1);
+    const __m128i c = _mm_loadu_si128(s + 2), e = _mm_loadu_si128(s + 3);
+    _mm_stream_si128(d, a);
+    _mm_stream_si128(d + 1, b);
+    _mm_stream_si128(d + 2, c);
+    _mm_stream_si128(d + 3, e);
+  }
+  std::memcpy(d, s, n % 64);
+  _mm_sfence();
+}
+
+// Builds one chunk reply in the worker (Python: Arena.writer()): Add() the elements as they
+// are computed (a few at a time, so that large arrays are copied while still in cache), then
+// Finish() once.
+class ChunkWriter {
+ public:
+  explicit ChunkWriter(Arena& arena) : arena_(arena) {}
+
+  nb::tuple Add(nb::list values, nb::handle pickle_element) {
+    if (finished_) throw std::invalid_argument("ChunkWriter.add: already finished");
+    int64_t added = 0;
+    for (nb::handle value : values) {
+      nb::object error = AddOne(value, pickle_element);
+      if (!error.is_none()) return nb::make_tuple(added, error);
+      ++added;
+    }
+    return nb::make_tuple(added, nb::none());
+  }
+
+  nb::tuple Finish() {
+    if (finished_) throw std::invalid_argument("ChunkWriter.finish: already finished");
+    finished_ = true;
+    words_[0] = count_;
+    words_[2] = static_cast<int64_t>(stream_.size());
+    nbytes_ += static_cast<int64_t>(stream_.size());
+    std::optional<int64_t> stream_region;
+    if (!stream_.empty()) stream_region = arena_.allocator_.Allocate(Align(stream_.size()));
+    if (stream_region) {
+      words_[1] = *stream_region;
+      CopyToArena(arena_.mapping_->at(*stream_region), stream_.data(),
+                  static_cast<int64_t>(stream_.size()));
+    }
+    const size_t words_bytes = words_.size() * sizeof(int64_t);
+    const size_t inline_bytes = stream_region ? 0 : stream_.size();
+    nb::bytes record(nullptr, words_bytes + inline_bytes);
+    char* out = const_cast<char*>(record.c_str());
+    std::memcpy(out, words_.data(), words_bytes);
+    if (inline_bytes > 0) std::memcpy(out + words_bytes, stream_.data(), inline_bytes);
+    return nb::make_tuple(record, nbytes_);
+  }
+
+ private:
+  // Stores one element; returns what pickle_element raised (then nothing is stored), or None.
+  nb::object AddOne(nb::handle value, nb::handle pickle_element) {
+    const size_t start = stream_.size();
+    Sources sources;
+    int64_t kind = kNative;
+    nb::object error = nb::none();
+    if (!EncodeElement(value, &stream_, &sources.arrays)) {
+      kind = kPickled;
+      if (!Pickle(pickle_element, value, /*in_band=*/false, &sources, &error)) return error;
+    }
+    std::vector<std::pair<const void*, int64_t>> spans = sources.Spans();
+    int64_t region = -1;
+    if (!spans.empty()) {
+      int64_t total = 0;
+      for (const auto& span : spans) total += Align(span.second);
+      if (std::optional<int64_t> offset = arena_.allocator_.Allocate(std::max(total, kAlignment))) {
+        region = *offset;
+      } else {  // no room: everything in band
+        stream_.resize(start);
+        sources = Sources();
+        spans.clear();
+        kind = kPickled;
+        if (!Pickle(pickle_element, value, /*in_band=*/true, &sources, &error)) return error;
+      }
+    }
+    words_.insert(words_.end(), {kind, static_cast<int64_t>(stream_.size()), region,
+                                 static_cast<int64_t>(spans.size())});
+    int64_t offset = region;
+    for (const auto& [data, size] : spans) {
+      words_.insert(words_.end(), {offset, size});
+      CopyToArena(arena_.mapping_->at(offset), data, size);
+      nbytes_ += size;
+      offset += Align(size);
+    }
+    ++count_;
+    return error;
+  }
+
+  // Appends pickle_element(value, in_band)'s bytes to the stream and its buffers to *sources;
   // false (with *error set) if it raised.
-  static bool Pickle(nb::handle pickle_element, nb::handle value, bool in_band,
-                     std::string* stream, Sources* sources, nb::object* error) {
+  bool Pickle(nb::handle pickle_element, nb::handle value, bool in_band, Sources* sources,
+              nb::object* error) {
     nb::object pickled;
     try {
       pickled = pickle_element(value, in_band);
@@ -445,23 +511,16 @@ class Arena {
       return false;
     }
     Buffer data(pickled[0]);
-    stream->append(static_cast<const char*>(data.data()), static_cast<size_t>(data.size()));
+    stream_.append(static_cast<const char*>(data.data()), static_cast<size_t>(data.size()));
     for (nb::handle b : pickled[1]) sources->buffers.push_back(std::make_unique<Buffer>(b));
     return true;
   }
 
-  static void Copy(std::byte* dst, const void* src, int64_t size) {
-    if (static_cast<size_t>(size) >= kReleaseGilBytes) {
-      nb::gil_scoped_release unlocked;
-      std::memcpy(dst, src, static_cast<size_t>(size));
-    } else {
-      std::memcpy(dst, src, static_cast<size_t>(size));
-    }
-  }
-
-  std::shared_ptr<Mapping> mapping_;
-  std::shared_ptr<ReleasedQueue> released_;
-  RegionAllocator allocator_;  // used by the worker only
+  Arena& arena_;
+  std::string stream_;
+  std::vector<int64_t> words_ = {0, -1, 0};
+  int64_t count_ = 0, nbytes_ = 0;
+  bool finished_ = false;
 };
 
 }  // namespace
@@ -476,12 +535,16 @@ void RegisterArena(nb::module_& m) {
       .def("__len__", [](const UnpackedChunk& c) { return c.values.size(); })
       .def_prop_ro("error", [](const UnpackedChunk& c) { return c.error; });
 
+  nb::class_<ChunkWriter>(m, "ChunkWriter", "Builds a chunk reply in a worker (py_arena.cc).")
+      .def("add", &ChunkWriter::Add, nb::arg("values"), nb::arg("pickle_element"))
+      .def("finish", &ChunkWriter::Finish);
+
   nb::class_<Arena>(m, "Arena", "A shared-memory file mapped into this process (py_arena.cc).")
       .def(nb::init<int, int64_t>(), nb::arg("fd"), nb::arg("size"))
       .def_prop_ro("size", &Arena::size)
       .def("allocate", &Arena::Allocate, nb::arg("length"))
       .def("free", &Arena::Free, nb::arg("offsets"))
-      .def("store", &Arena::Store, nb::arg("values"), nb::arg("pickle_element"))
+      .def("writer", [](Arena& arena) { return ChunkWriter(arena); }, nb::keep_alive<0, 1>())
       .def("unpack", &Arena::Unpack, nb::arg("record"))
       .def("discard", &Arena::Discard, nb::arg("record"))
       .def("take_released", &Arena::TakeReleased);
