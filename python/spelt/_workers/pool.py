@@ -73,6 +73,14 @@ def _usable_cpus() -> int:
     return os.cpu_count() or 1
 
 
+def _write_all(fd: int, data: bytes, offset: int) -> None:
+  """pwrite of all of `data` (one call writes at most ~2 GiB)."""
+  with memoryview(data) as view:
+    while view:
+      written = os.pwrite(fd, view, offset)
+      view, offset = view[written:], offset + written
+
+
 def _shutdown(conns: list[connection.Connection], workers: list[launcher.WorkerProcess],
               owner_pid: int) -> None:
   """Stops every worker (EOF, then SIGKILL after a grace period) and reaps them. In a forked
@@ -112,8 +120,8 @@ class WorkerPool:
     gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     try:
       os.write(gate_write, b"x" * min(num_workers, _usable_cpus()))
-      os.pwrite(payload_fd, dataset_bytes, 0)
-      os.pwrite(payload_fd, init_bytes, len(dataset_bytes))
+      _write_all(payload_fd, dataset_bytes, 0)
+      _write_all(payload_fd, init_bytes, len(dataset_bytes))
       for index in range(num_workers):
         self._start(index, num_workers, (payload_fd, len(dataset_bytes), len(init_bytes)),
                     (gate_read, gate_write))
