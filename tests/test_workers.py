@@ -219,9 +219,11 @@ def test_later_iterators_reuse_the_warm_workers():
   assert _normalized(list(it)) == _normalized(first)
   assert sorted(wp.children(os.getpid())) == workers
   loader = wp.loader(2)
-  epochs = [list(loader), list(loader)]
-  pipelines.assert_same(epochs[0], epochs[1])
-  assert len(set(wp.children(os.getpid())) - set(workers)) == 2  # the loader's pool
+  first_epoch = list(loader)
+  loader_workers = set(wp.children(os.getpid())) - set(workers)
+  assert len(loader_workers) == 2
+  pipelines.assert_same(list(loader), first_epoch)  # the next epoch, on the same workers
+  assert set(wp.children(os.getpid())) - set(workers) == loader_workers
 
 
 def test_workers_are_not_reused_for_a_changed_pipeline():
