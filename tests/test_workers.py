@@ -1,8 +1,10 @@
 """Worker processes (mp_prefetch, DataLoader(worker_count=N)): same output and state as
-0 workers, restore across worker counts, failures that never hang or leak.
+0 workers, restore across worker counts, warm reuse across iterators, failures that never hang
+or leak.
 
 Worker processes take a fraction of a second to start, so tests reuse pipelines and keep
-datasets small. Pipelines live in worker_pipelines.py (workers import it by reference).
+datasets small. Pipelines live in worker_pipelines.py (workers import it by reference). After
+every test, once its objects are garbage, no worker process may remain.
 """
 
 import gc
@@ -14,6 +16,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 
 import pipelines
@@ -21,6 +24,7 @@ from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
 from spelt import _core
 from spelt._workers import arena
+from spelt._workers import keeper
 import worker_pipelines as wp
 
 TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
@@ -38,12 +42,27 @@ def _no_children_within(seconds):
     time.sleep(0.02)
 
 
-def _arena_view_base(array):
-  """The ArenaView at the end of array's .base chain, or None."""
-  base = array
-  while base is not None and not isinstance(base, _core.ArenaView):
-    base = getattr(base, "base", None)
-  return base
+@pytest.fixture(autouse=True)
+def no_workers_left_behind():
+  yield
+  gc.collect()  # datasets kept alive by reference cycles (e.g. a traceback) keep idle pools
+  _no_children_within(2)
+
+
+def _arena_mappings():
+  """Lines of /proc/self/maps that map a worker's arena."""
+  with open("/proc/self/maps") as f:
+    return [line for line in f if "spelt-arena" in line]
+
+
+def _in_arena(array):
+  """True if the bytes of `array` lie in a worker's arena mapped here (zero-copy)."""
+  start = array.__array_interface__["data"][0]
+  for line in _arena_mappings():
+    low, high = (int(x, 16) for x in line.split()[0].split("-"))
+    if low <= start and start + array.nbytes <= high:
+      return True
+  return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -73,6 +92,19 @@ def test_loader_output_equals_zero_workers():
   want = list(wp.loader(0))
   for n in (2, 3):
     pipelines.assert_same(list(wp.loader(n)), want)
+
+
+@pytest.mark.parametrize("workers", [1, 2, 3])
+def test_filter_and_batch_on_top_equal_zero_workers(workers):
+  want, want_states = pipelines.run_with_states(iter(wp.filtered_batches(0)), None)
+  assert len(want) > 10
+  it = iter(wp.filtered_batches(workers))
+  got, states = pipelines.run_with_states(it, None)
+  assert states == want_states
+  assert _normalized(got) == _normalized(want)
+  for k in (len(want), 0, 5, len(want) // 2):  # restored on the same iterator, both ways
+    it.set_state(want_states[k])
+    assert _normalized(list(it)) == _normalized(want[k:]), f"restored at {k}"
 
 
 def _shape(state):
@@ -154,7 +186,14 @@ def test_worker_init_fn_gets_index_and_count(tmp_path):
   ds = spelt.MapDataset.range(20).map(abs).to_iter_dataset().mp_prefetch(
       spelt.MultiprocessingOptions(num_workers=3), worker_init_fn=wp.write_init_marker(tmp_path))
   assert list(ds) == list(range(20))
-  calls = sorted(json.loads((tmp_path / f"init-{i}").read_text()) for i in range(3))
+  # The first worker ready may compute everything; the others start all the same (the pool
+  # stays up while ds lives) and run worker_init_fn.
+  markers = [tmp_path / f"init-{i}" for i in range(3)]
+  deadline = time.monotonic() + 10
+  while not all(m.exists() for m in markers):
+    assert time.monotonic() < deadline, "worker_init_fn did not run in every worker"
+    time.sleep(0.02)
+  calls = sorted(json.loads(m.read_text()) for m in markers)
   assert [c[:2] for c in calls] == [[0, 3], [1, 3], [2, 3]]
   assert len({c[2] for c in calls} | {os.getpid()}) == 4  # three distinct worker processes
 
@@ -168,6 +207,60 @@ def test_native_pipeline_uses_threads_not_processes():
   pipelines.assert_same([first, *it], list(ds))
 
 
+def test_later_iterators_reuse_the_warm_workers():
+  ds = wp.pipeline("all", 2)
+  first = list(ds)
+  workers = sorted(wp.children(os.getpid()))
+  assert len(workers) == 2  # kept, idle, after the first iterator ended
+  it = iter(ds)
+  start = it.get_state()
+  assert _normalized(list(it)) == _normalized(first)
+  it.set_state(start)  # after the end: the pool is leased again
+  assert _normalized(list(it)) == _normalized(first)
+  assert sorted(wp.children(os.getpid())) == workers
+  loader = wp.loader(2)
+  first_epoch = list(loader)
+  loader_workers = set(wp.children(os.getpid())) - set(workers)
+  assert len(loader_workers) == 2
+  pipelines.assert_same(list(loader), first_epoch)  # the next epoch, on the same workers
+  assert set(wp.children(os.getpid())) - set(workers) == loader_workers
+
+
+def test_workers_are_not_reused_for_a_changed_pipeline():
+  scale = wp.Scale(2)
+  ds = spelt.MapDataset.range(10).map(scale).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  assert list(ds) == [2 * i for i in range(10)]
+  workers = set(wp.children(os.getpid()))
+  scale.factor = 3
+  assert list(ds) == [3 * i for i in range(10)]
+  assert not workers & set(wp.children(os.getpid()))
+
+
+def test_idle_workers_stop_after_idle_seconds(monkeypatch):
+  monkeypatch.setattr(keeper, "IDLE_SECONDS", 0.2)
+  ds = wp.pipeline("all", 2)
+  assert list(ds)
+  _no_children_within(2)  # while ds lives
+
+
+def test_close_leaves_no_processes_fds_or_mappings():
+  gc.collect()
+  fds = set(os.listdir("/proc/self/fd"))
+  for _ in range(2):
+    ds = spelt.MapDataset.range(100).map(wp.big_array).to_iter_dataset().mp_prefetch(
+        spelt.MultiprocessingOptions(num_workers=2))
+    it = iter(ds)
+    x = next(it)
+    assert _in_arena(x)
+    it.close()
+    del it, ds, x
+    _no_children_within(2)
+  gc.collect()
+  assert set(os.listdir("/proc/self/fd")) == fds
+  assert not _arena_mappings()
+
+
 def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
   # 2,000 arrays of 256 KiB (500 MiB) through 256 MiB arenas: only reuse keeps every one of
   # them zero-copy, and the shared memory in use stays small.
@@ -175,7 +268,7 @@ def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
       spelt.MultiprocessingOptions(num_workers=2))
   for i, x in enumerate(ds):
     assert x[0, 0] == i
-    assert isinstance(_arena_view_base(x), _core.ArenaView), f"element {i} was copied"
+    assert _in_arena(x), f"element {i} was copied"
     assert x.flags.writeable
   with open("/proc/self/status") as f:
     shmem_kib = next(int(line.split()[1]) for line in f if line.startswith("RssShmem:"))
@@ -183,16 +276,51 @@ def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
 
 
 def test_region_allocator_reuses_and_merges_free_space():
-  allocator = arena.RegionAllocator(1024)
+  fd = arena.create_memfd("test-arena", 1024)
+  allocator = _core.Arena(fd, 1024)
+  os.close(fd)
   a, b, c = (allocator.allocate(256) for _ in range(3))
   assert (a, b, c) == (0, 256, 512)
   assert allocator.allocate(512) is None
-  allocator.free(b)
+  allocator.free([b])
   assert allocator.allocate(128) == 256  # lowest hole first
-  allocator.free(256)
-  allocator.free(a)
-  allocator.free(c)  # merges with both neighbours: one hole again
+  allocator.free([256])
+  allocator.free([a])
+  allocator.free([c])  # merges with both neighbours: one hole again
   assert allocator.allocate(1024) == 0
+  with pytest.raises(ValueError, match="no region at offset 8"):
+    allocator.free([8])
+
+
+def _assert_identical(got, want, where):
+  """Same types (all the way down), values, dtypes, shapes and memory order."""
+  assert type(got) is type(want), f"{where}: {type(got)} != {type(want)}"
+  if isinstance(want, np.ndarray):
+    assert (got.dtype, got.shape, got.flags.f_contiguous) == (
+        want.dtype, want.shape, want.flags.f_contiguous), where
+    assert np.array_equal(got, want) and got.flags.writeable, where
+  elif isinstance(want, dict):
+    assert list(got) == list(want), where
+    for key in want:
+      _assert_identical(got[key], want[key], f"{where}[{key!r}]")
+  elif isinstance(want, (list, tuple)):
+    assert len(got) == len(want), where
+    for k, (g, w) in enumerate(zip(got, want)):
+      _assert_identical(g, w, f"{where}[{k}]")
+  else:
+    assert got == want, where
+
+
+def test_elements_keep_their_types_and_arrays_stay_in_the_arena():
+  ds = spelt.MapDataset.range(28).map(wp.mixed).to_iter_dataset().mp_prefetch(
+      spelt.MultiprocessingOptions(num_workers=2))
+  got = list(ds)
+  assert len(got) == 28
+  for i, element in enumerate(got):
+    _assert_identical(element, wp.mixed(i), f"element {i}")
+  for i in range(0, 28, 7):  # large arrays, native and pickled, are zero-copy
+    assert _in_arena(got[i + 1]["big"]) and _in_arena(got[i + 2].x)
+    assert _in_arena(got[i + 3]) and _in_arena(got[i + 4]["x"])
 
 
 def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
@@ -201,7 +329,7 @@ def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
       spelt.MultiprocessingOptions(num_workers=2))
   got = list(ds)
   assert [x[0, 0] for x in got] == list(range(6))
-  assert all(_arena_view_base(x) is None and x.flags.writeable for x in got)
+  assert not any(_in_arena(x) for x in got) and all(x.flags.writeable for x in got)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -278,6 +406,7 @@ def test_killed_worker_is_reported_within_two_seconds():
   state = it.get_state()
   assert next(it)[0] == state["next_index"]  # new workers continue where it stopped
   it.close()
+  del ds  # an idle pool lives as long as its dataset (or keeper.IDLE_SECONDS)
   _no_children_within(2)
 
 

@@ -6,6 +6,7 @@ reference, import only this light module (not pytest and the test suite).
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import sys
@@ -74,6 +75,50 @@ def pipeline(name: str, num_workers: int, length: int = 400):
   return ds
 
 
+def keep_id_not_multiple_of_five(x):
+  return x["id"] % 5 != 0
+
+
+def filtered_batches(num_workers: int):
+  """A filter on each side of to_iter_dataset, and a batch on top."""
+  ds = (spelt.MapDataset.range(300).seed(5).shuffle().map(record).filter(keep_two_of_three)
+        .to_iter_dataset().filter(keep_id_not_multiple_of_five).batch(7))
+  if num_workers:
+    ds = ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=num_workers))
+  return ds
+
+
+class Scale:
+  """A transform with a setting that can change between two iterators."""
+
+  def __init__(self, factor: int):
+    self.factor = factor
+
+  def __call__(self, x):
+    return x * self.factor
+
+
+Point = collections.namedtuple("Point", ["x", "label"])
+
+
+def mixed(i):
+  """Elements of every kind: native ones (plain containers, numbers, strings, C-order arrays of
+  Spelt dtypes) and ones that travel pickled (numpy scalars, a namedtuple, Fortran order,
+  an int beyond int64)."""
+  kinds = [
+      {"i": i, "f": i / 2, "s": f"\u00e9{i}", "b": bytes([i % 256]), "t": True, "n": None,
+       "l": [i, (i, "x")], "d": {"z": -i}},
+      {"a": np.arange(i % 5, dtype=np.int16), "big": np.full((64, 64), i, np.float64),
+       "zero_d": np.array(i), "empty": np.zeros((0, 3), np.uint8)},
+      Point(np.full((48, 48), i, np.float32), np.int32(i)),
+      np.asfortranarray(np.full((50, 60), i, np.float32)),
+      {"scalar": np.float32(i), "x": np.full(3000, i, np.int32)},
+      2**70 + i,
+      "x" * (i % 3),
+  ]
+  return kinds[i % len(kinds)]
+
+
 def loader(num_workers: int):
   ops = [spelt.transforms.Batch(4, drop_remainder=True)]
   return spelt.DataLoader(
@@ -122,8 +167,10 @@ def write_init_marker(directory):
   """A worker_init_fn that records (index, count, pid) in `directory`."""
 
   def init(index, count):
-    with open(os.path.join(directory, f"init-{index}"), "w") as f:
+    path = os.path.join(directory, f"init-{index}")
+    with open(path + ".tmp", "w") as f:
       json.dump([index, count, os.getpid()], f)
+    os.rename(path + ".tmp", path)  # whole, for a reader that polls
 
   return init
 

@@ -33,6 +33,9 @@ void RegisterSamplers(nb::module_& m);
 void RegisterArrayRecord(nb::module_& m);
 // py_arena.cc: Arena and ArenaView (see py_arena.cc).
 void RegisterArena(nb::module_& m);
+// process_executor.cc: process_prefetch (worker processes as a ChunkExecutor) and
+// MapDataset.compute_chunk. After RegisterDatasets.
+void RegisterProcessExecutor(nb::module_& m);
 
 }  // namespace spelt::python
 

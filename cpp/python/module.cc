@@ -22,6 +22,7 @@ NB_MODULE(_core, m) {
   RegisterSamplers(m);
   RegisterArrayRecord(m);
   RegisterArena(m);
+  RegisterProcessExecutor(m);
 }
 
 }  // namespace spelt::python

@@ -15,13 +15,17 @@ from __future__ import annotations
 
 import abc
 import builtins
+import copy
+import functools
 import operator
+import warnings
 from typing import Any, Callable, Iterator, Sequence
 
 from spelt import _callables
 from spelt import _core
 from spelt import options as options_lib
 from spelt import transforms
+from spelt._workers import keeper as keeper_lib
 
 
 def _check_seed(seed: Any, what: str) -> int:
@@ -269,8 +273,18 @@ class IterDataset(_Transformations, abc.ABC):
     IterDataset source) is returned unchanged and runs in this process. See docs/workers.md.
     """
     del sequential_slice  # chunks are always consecutive indices
-    from spelt._workers import prefetch  # pylint: disable=g-import-not-at-top
-    return prefetch.mp_prefetch(self, options, worker_init_fn)
+    if options is None:
+      options = options_lib.MultiprocessingOptions(num_workers=10)
+    if options.num_workers < 0:
+      raise ValueError(f"num_workers must be non-negative, got {options.num_workers}")
+    if options.num_workers == 0:
+      return self
+    if options.per_worker_buffer_size <= 0:
+      raise ValueError(
+          f"`buffer_size` must be greater than 0, got {options.per_worker_buffer_size}."
+      )
+    return _replace_stages(self, functools.partial(_parallel_stage, options=options,
+                                                   worker_init_fn=worker_init_fn))
 
   def prefetch(self, multiprocessing_options: options_lib.MultiprocessingOptions) -> IterDataset:
     """Deprecated alias of mp_prefetch (as in Grain)."""
@@ -530,6 +544,80 @@ class _PrefetchIterDataset(IterDataset):
 
   def __str__(self) -> str:
     return f"PrefetchIterDataset(read_options={self._read_options})"
+
+
+class ProcessPrefetchIterDataset(_PrefetchIterDataset):
+  """``parent.to_iter_dataset()`` with the elements computed by worker processes.
+
+  Its engine node is the ordered core with a worker-process executor
+  (cpp/python/process_executor.cc): workers compute chunks of consecutive indices with their
+  own copy of `parent` (once per chunk); the merge in index order and the state
+  ``{"next_index": n}`` are those of to_iter_dataset. The workers belong to the node's
+  PoolKeeper, which keeps them warm between iterators (docs/workers.md).
+  """
+
+  def __init__(
+      self,
+      parent: MapDataset,
+      read_options: options_lib.ReadOptions,
+      allow_nones: bool,
+      options: options_lib.MultiprocessingOptions,
+      worker_init_fn: Callable[[int, int], None] | None,
+  ):
+    super().__init__(parent, read_options, allow_nones)
+    self._options = options
+    self._worker_init_fn = worker_init_fn
+
+  def _make_node(self):
+    parent, options = self._parents[0], self._options
+    keeper = keeper_lib.PoolKeeper(parent, self._worker_init_fn, options.num_workers,
+                                   capacity=options.per_worker_buffer_size + 1, anchor=self)
+    return _core.process_prefetch(parent._node, keeper, self._allow_nones, options.num_workers,
+                                  options.per_worker_buffer_size)
+
+  def __str__(self) -> str:
+    return (
+        f"ProcessPrefetchIterDataset(num_workers={self._options.num_workers},"
+        f" per_worker_buffer_size={self._options.per_worker_buffer_size})"
+    )
+
+
+def _parallel_stage(stage: _PrefetchIterDataset, options: options_lib.MultiprocessingOptions,
+                    worker_init_fn: Callable[[int, int], None] | None) -> IterDataset:
+  """A to_iter_dataset stage read in parallel (IterDataset.mp_prefetch): by worker processes
+  if its MapDataset calls Python (its engine node is serial), else, since native work runs
+  without the GIL, by at least num_workers threads (same output and state, fewer copies)."""
+  parent = stage._parents[0]
+  if parent._node.serial():
+    return ProcessPrefetchIterDataset(parent, stage._read_options, stage._allow_nones, options,
+                                      worker_init_fn)
+  if worker_init_fn is not None:
+    warnings.warn(
+        "mp_prefetch: the pipeline calls no Python before to_iter_dataset, so it is read with"
+        " threads, not worker processes, and worker_init_fn is not called"
+    )
+  n = options.num_workers
+  threads = options_lib.ReadOptions(
+      num_threads=max(stage._read_options.num_threads, n),
+      prefetch_buffer_size=max(stage._read_options.prefetch_buffer_size, n),
+  )
+  return _PrefetchIterDataset(parent, threads, stage._allow_nones)
+
+
+def _replace_stages(ds: Any, replace: Callable[[Any], IterDataset]) -> Any:
+  """`ds` with every to_iter_dataset stage below it replaced by replace(stage); the datasets in
+  between are shallow copies with new parents (their engine nodes are rebuilt lazily), so they
+  run unchanged in this process, on top of the parallel stage."""
+  if isinstance(ds, _PrefetchIterDataset):  # ProcessPrefetchIterDataset too
+    return replace(ds)
+  if not isinstance(ds, IterDataset):
+    return ds
+  parents = tuple(_replace_stages(p, replace) for p in ds.parents)
+  if all(new is old for new, old in zip(parents, ds.parents)):
+    return ds
+  rebuilt = copy.copy(ds)
+  rebuilt._parents = parents  # copy.copy dropped the node (_Node.__getstate__)
+  return rebuilt
 
 
 def _apply(ds: Any, transformations: Any) -> Any:

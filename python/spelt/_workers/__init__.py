@@ -1,15 +1,17 @@
-"""Parallel workers: the MapDataset part of a pipeline computed in worker processes.
+"""Worker processes: the MapDataset part of a pipeline computed in parallel processes.
 
-See docs/workers.md for the design. Modules, one concept each:
+See docs/workers.md for the design. ``IterDataset.mp_prefetch`` (dataset.py) replaces a
+pipeline's ``to_iter_dataset`` stages by ProcessPrefetchIterDatasets, whose engine node is the
+ordered core with a worker-process executor (cpp/python/process_executor.cc). This package is
+what that executor talks to, once per chunk; it knows nothing of datasets. Modules, one concept
+each:
 
-* prefetch.py: ``mp_prefetch``, which swaps a pipeline's ``to_iter_dataset`` stages for
-  parallel ones, and ProcessPrefetchIterDataset;
-* iterator.py: the consumer's iterator (chunk scheduling, in-order merge, state);
-* chunk_sizer.py: adaptive chunk sizes;
-* pool.py: the worker processes of one iterator (start, requests, failures, shutdown);
+* keeper.py: the pool of one parallel stage, leased to its iterators and kept warm in between;
+* pool.py: the worker processes of a pool (start, chunks sent and received, failures, shutdown);
 * launcher.py: starting one worker process (a fresh interpreter);
+* bootstrap.py: the worker's first code (waiting for its turn to start);
 * worker.py: the worker's main loop;
-* protocol.py: messages and the serialization of results (pickle 5, arrays in the arena);
-* arena.py: shared-memory arenas (memfd) and the worker's allocator;
+* protocol.py: messages, and the serialization of a chunk (pickle 5, buffers in the arena);
+* arena.py: shared-memory arenas (memfd; mapped and allocated by ``_core.Arena``);
 * pickling.py: pickling the pipeline, with errors that name what cannot be pickled.
 """

@@ -2,7 +2,8 @@
 
 ``subprocess`` forks and immediately execs ``sys.executable`` (no Python code runs between the
 two, so this is safe in a process with threads), passing exactly the given file descriptors.
-The worker sets ``sys.path`` to the consumer's and runs ``spelt._workers.worker.main``.
+The worker runs bootstrap.py as a script, which waits for its turn to start, sets ``sys.path``
+to the consumer's and runs ``spelt._workers.worker.main``.
 
 Unlike ``multiprocessing``'s spawn and forkserver methods, the user's ``__main__`` module is not
 re-imported in the worker: the pipeline arrives by value (cloudpickle), so scripts need no
@@ -19,10 +20,7 @@ import subprocess
 import sys
 from multiprocessing import connection
 
-_BOOTSTRAP = (
-    "import json, sys; sys.path[:] = json.loads(sys.argv[1]);"
-    " from spelt._workers import worker; sys.exit(worker.main(sys.argv[2:]))"
-)
+_BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap.py")
 
 
 class WorkerProcess:
@@ -33,7 +31,7 @@ class WorkerProcess:
     if not sys.executable:
       raise RuntimeError("spelt: cannot start worker processes: sys.executable is not set")
     self._popen = subprocess.Popen(
-        [sys.executable, "-c", _BOOTSTRAP, json.dumps(sys.path), *args],
+        [sys.executable, _BOOTSTRAP, json.dumps(sys.path), *args],
         pass_fds=pass_fds,
         stdin=subprocess.DEVNULL,
     )

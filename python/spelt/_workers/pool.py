@@ -1,24 +1,33 @@
-"""A pool of worker processes: starting them, talking to them, noticing deaths, stopping them.
+"""A pool of worker processes: starting them, handing out chunks, noticing deaths, stopping them.
 
-Each worker gets a socket, an arena (arena.py) and the shared payload memfd (the pickled
-MapDataset and worker_init_fn). The pool moves requests and replies (protocol.py); which
-chunks to ask for, and in what order to read them, is the iterator's business (iterator.py).
+The engine's process executor (cpp/python/process_executor.cc) drives a pool through a lease
+(keeper.py): ``submit(begin, count)`` returns a Ticket, ``Ticket.take()`` the chunk's elements.
+Chunks are sent in submission order, each to the ready worker with the fewest requests
+outstanding (at most ``capacity`` each: one being computed and the rest ready), so the first
+chunks go to whichever worker has started first. A worker answers its requests in order, so the
+pool knows which chunk each reply is for; replies are read as they come and kept until taken.
+A chunk abandoned (its Ticket dropped untaken) is dropped when its reply arrives, and the arena
+regions of dropped or consumed replies go back to their worker with its next request.
 
-Failures never hang: waiting for a reply also watches every worker's pidfd (and polls exit
-codes every half second), so a worker that dies is reported as a RuntimeError naming it and its
-exit status within a second. ``close()`` lets idle workers exit on EOF, SIGKILLs whatever is
-still running after a short grace period, and reaps every process; it is idempotent and safe
-from a finalizer.
+Each worker gets a socket, an arena (arena.py), the shared payload memfd (the pickled MapDataset
+and worker_init_fn) and the start gate (bootstrap.py). Failures never hang: waiting for a reply
+also watches every worker's pidfd (and polls exit codes every half second), so a worker that
+dies is reported as a RuntimeError naming it and its exit status within a second. ``close()``
+lets idle workers exit on EOF, SIGKILLs whatever is still running after a short grace period,
+and reaps every process; it is idempotent, and also runs when the pool is garbage collected
+and at interpreter exit.
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import os
-import pickle
 import socket
 import time
+import weakref
 from multiprocessing import connection
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NoReturn
 
 from spelt import _core
 from spelt._workers import arena as arena_lib
@@ -29,46 +38,113 @@ _POLL_SECONDS = 0.5
 _CLOSE_GRACE_SECONDS = 0.5
 
 
-class Reply(NamedTuple):
-  """A worker's reply to one request."""
-  values: list[Any]  # the elements computed, in index order (None where filtered)
-  error: tuple | None  # packed exception of the element after the last value (protocol.py)
-  seconds: float  # worker time spent on the chunk
-  nbytes: int  # bytes received (pipe and arena)
+@dataclasses.dataclass(eq=False)
+class _Chunk:
+  begin: int
+  count: int
+  worker: int = -1  # -1 while not sent
+  reply: tuple | None = None  # (record, error, seconds, nbytes) once received
+  abandoned: bool = False
+
+
+class Ticket:
+  """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk."""
+
+  def __init__(self, pool: WorkerPool, chunk: _Chunk):
+    self._pool = pool
+    self._chunk: _Chunk | None = chunk
+
+  def take(self) -> tuple[Any, BaseException | None, float, int]:
+    """(elements, error, seconds, nbytes) of the chunk (see WorkerPool.take)."""
+    chunk, self._chunk = self._chunk, None
+    if chunk is None:
+      raise ValueError("Ticket.take: already taken")
+    return self._pool.take(chunk)
+
+  def __del__(self):
+    if self._chunk is not None:
+      self._pool.abandon(self._chunk)
+
+
+def _usable_cpus() -> int:
+  try:
+    return len(os.sched_getaffinity(0))
+  except (AttributeError, OSError):
+    return os.cpu_count() or 1
+
+
+def _write_all(fd: int, data: bytes, offset: int) -> None:
+  """pwrite of all of `data` (one call writes at most ~2 GiB)."""
+  with memoryview(data) as view:
+    while view:
+      written = os.pwrite(fd, view, offset)
+      view, offset = view[written:], offset + written
+
+
+def _shutdown(conns: list[connection.Connection], workers: list[launcher.WorkerProcess],
+              owner_pid: int) -> None:
+  """Stops every worker (EOF, then SIGKILL after a grace period) and reaps them. In a forked
+  copy of the consumer, only closes its copies of the sockets: the workers are not its own."""
+  for conn in conns:
+    conn.close()
+  if os.getpid() != owner_pid:
+    return
+  deadline = time.monotonic() + _CLOSE_GRACE_SECONDS
+  for worker in workers:
+    worker.wait(deadline - time.monotonic())
+    worker.kill()
 
 
 class WorkerPool:
-  """`num_workers` started worker processes running `dataset_bytes` (see module doc)."""
+  """`num_workers` worker processes running `payload`: the pickled MapDataset and the pickled
+  worker_init_fn (see module doc).
 
-  def __init__(self, dataset_bytes: bytes, init_bytes: bytes, num_workers: int):
+  `digest` identifies the payload (the keeper reuses a pool only for the same one). Not
+  thread-safe: one lease at a time uses it.
+  """
+
+  def __init__(self, payload: tuple[bytes, bytes], digest: bytes, num_workers: int,
+               capacity: int):
+    self.digest = digest
+    self._capacity = capacity
     self._workers: list[launcher.WorkerProcess] = []
     self._conns: list[connection.Connection] = []
     self._arenas: list[Any] = []
-    self._freed: list[list[int]] = []  # regions to hand back to each worker
+    self._ready: list[bool] = []
+    self._sent: list[collections.deque[_Chunk]] = []  # per worker, request order
+    self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
     self._closed = False
-    payload = pickle.dumps((dataset_bytes, init_bytes), protocol=pickle.HIGHEST_PROTOCOL)
-    payload_fd = arena_lib.create_memfd("spelt-pipeline", len(payload))
+    self._close = weakref.finalize(self, _shutdown, self._conns, self._workers, os.getpid())
+    dataset_bytes, init_bytes = payload
+    payload_fd = arena_lib.create_memfd("spelt-pipeline", len(dataset_bytes) + len(init_bytes))
+    gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     try:
-      os.pwrite(payload_fd, payload, 0)
+      os.write(gate_write, b"x" * min(num_workers, _usable_cpus()))
+      _write_all(payload_fd, dataset_bytes, 0)
+      _write_all(payload_fd, init_bytes, len(dataset_bytes))
       for index in range(num_workers):
-        self._start(index, num_workers, payload_fd, len(payload))
+        self._start(index, num_workers, (payload_fd, len(dataset_bytes), len(init_bytes)),
+                    (gate_read, gate_write))
     except BaseException:
       self.close()
       raise
     finally:
-      os.close(payload_fd)
+      for fd in (payload_fd, gate_read, gate_write):
+        os.close(fd)
 
-  def _start(self, index: int, count: int, payload_fd: int, payload_size: int) -> None:
+  def _start(self, index: int, count: int, payload: tuple[int, int, int],
+             gate: tuple[int, int]) -> None:
     ours, theirs = socket.socketpair()
     arena_fd = arena_lib.create_memfd(f"spelt-arena-{index}", arena_lib.ARENA_BYTES)
     try:
       self._arenas.append(_core.Arena(arena_fd, arena_lib.ARENA_BYTES))
       self._conns.append(connection.Connection(ours.detach()))
-      self._freed.append([])
-      args = [theirs.fileno(), arena_fd, arena_lib.ARENA_BYTES, payload_fd, payload_size,
-              index, count, os.getpid()]
+      self._ready.append(False)
+      self._sent.append(collections.deque())
+      args = [theirs.fileno(), arena_fd, arena_lib.ARENA_BYTES, *payload, index, count,
+              os.getpid(), *gate]
       self._workers.append(launcher.WorkerProcess(
-          [str(a) for a in args], pass_fds=(theirs.fileno(), arena_fd, payload_fd)))
+          [str(a) for a in args], pass_fds=(theirs.fileno(), arena_fd, payload[0], *gate)))
     finally:
       theirs.close()
       os.close(arena_fd)
@@ -77,53 +153,125 @@ class WorkerPool:
   def num_workers(self) -> int:
     return len(self._workers)
 
-  def request(self, worker: int, begin: int, size: int) -> None:
-    """Asks `worker` for elements [begin, begin + size), handing back released regions."""
-    freed = self._freed[worker] + self._arenas[worker].take_released()
-    self._freed[worker] = []
+  @property
+  def closed(self) -> bool:
+    return self._closed
+
+  def alive(self) -> bool:
+    """True if no worker has exited (a pool kept idle is checked before reuse)."""
+    return not self._closed and all(w.exitcode is None for w in self._workers)
+
+  def submit(self, begin: int, count: int) -> Ticket:
+    """Queues elements [begin, begin + count) and sends what the workers can take now."""
+    self._check_open()
+    chunk = _Chunk(begin, count)
+    self._queue.append(chunk)
+    self._receive_ready(timeout=0)
+    self._dispatch()
+    return Ticket(self, chunk)
+
+  def take(self, chunk: _Chunk) -> tuple[Any, BaseException | None, float, int]:
+    """(elements, error, seconds, nbytes): the elements computed from chunk.begin on, in index
+    order (a ``_core.UnpackedChunk``: engine values, arrays in the worker's arena), all of them
+    unless `error`, the exception of the element after them; the worker's seconds and the
+    chunk's bytes. Blocks until the reply is in; raises if a worker died or could not start."""
+    self._check_open()
+    while chunk.reply is None:
+      self._dispatch()
+      if not self._receive_ready(timeout=_POLL_SECONDS):
+        raise RuntimeError(f"spelt: chunk at {chunk.begin} is neither sent nor queued")
+    record, error, seconds, nbytes = chunk.reply
+    elements = self._arenas[chunk.worker].unpack(record)
+    where = chunk.begin + len(elements)
+    if elements.error is not None:  # comes first: the worker's error is for a later element
+      error = elements.error
+      error.add_note(f"spelt: element {where}, computed by worker process {chunk.worker},"
+                     " cannot be unpickled in this process")
+    elif error is not None:
+      error = protocol.unpack_error(
+          error, f"spelt: raised in worker process {chunk.worker} while computing element"
+          f" {where} of the MapDataset")
+    return elements, error, seconds, nbytes
+
+  def abandon(self, chunk: _Chunk) -> None:
+    """Nobody will take `chunk`: its reply is dropped (now, or when it arrives)."""
+    chunk.abandoned = True
+    if chunk.reply is not None and not self._closed:
+      self._arenas[chunk.worker].discard(chunk.reply[0])
+      chunk.reply = None
+
+  def close(self) -> None:
+    """Stops every worker and reaps them (see module doc). Idempotent."""
+    self._closed = True
+    self._close()
+    self._arenas.clear()  # views handed out keep their own mapping alive
+
+  # Sending and receiving.
+  def _check_open(self) -> None:
+    if self._closed:
+      raise RuntimeError("spelt: the worker pool is closed")
+
+  def _dispatch(self) -> None:
+    """Sends queued chunks, in order, to the ready workers with room."""
+    while self._queue:
+      if self._queue[0].abandoned:
+        self._queue.popleft()
+        continue
+      room = [(len(sent), w) for w, sent in enumerate(self._sent)
+              if self._ready[w] and len(sent) < self._capacity]
+      if not room:
+        return
+      _, worker = min(room)
+      chunk = self._queue.popleft()
+      freed = self._arenas[worker].take_released()
+      try:
+        self._conns[worker].send_bytes(protocol.encode((chunk.begin, chunk.count, freed)))
+      except OSError:
+        self._raise_connection_lost(worker)
+      chunk.worker = worker
+      self._sent[worker].append(chunk)
+
+  def _receive_ready(self, timeout: float) -> bool:
+    """Reads the messages that arrive within `timeout` seconds (from workers that are starting
+    or have requests outstanding); raises if a worker has died. False if no message is
+    expected."""
+    expecting = [conn for conn, ready, sent in zip(self._conns, self._ready, self._sent)
+                 if not ready or sent]
+    if not expecting:
+      return False
+    sentinels = [w.sentinel for w in self._workers if w.sentinel is not None]
+    readable = connection.wait([*expecting, *sentinels], timeout)
+    received = False
+    for worker, conn in enumerate(self._conns):
+      if conn in readable:
+        self._receive(worker)
+        received = True
+    if not received and (readable or timeout > 0):
+      self._raise_if_any_died()
+    return True
+
+  def _receive(self, worker: int) -> None:
     try:
-      self._conns[worker].send_bytes(protocol.encode_request(begin, size, freed))
-    except OSError:
-      self._raise_connection_lost(worker)
-
-  def receive(self, worker: int) -> Reply:
-    """The next reply of `worker`."""
-    header, payload = self._receive(worker)
-    _, error, seconds = header
-    values = protocol.decode_values(header, payload, self._arenas[worker])
-    return Reply(values, error, seconds, protocol.payload_bytes(header, payload))
-
-  def discard(self, worker: int) -> None:
-    """Reads and drops the next reply of `worker` (a chunk nobody needs any more)."""
-    header, _ = self._receive(worker)
-    self._freed[worker] += protocol.regions(header)
-
-  def _receive(self, worker: int) -> tuple[tuple, bytes]:
-    conn = self._conns[worker]
-    self._wait_readable(worker)
-    try:
-      header = protocol.decode_header(conn.recv_bytes())
-      payload = b"" if protocol.is_fatal(header) else conn.recv_bytes()
+      message = protocol.decode(self._conns[worker].recv_bytes())
     except (EOFError, OSError):
       self._raise_connection_lost(worker)
-    if protocol.is_fatal(header):
-      raise protocol.unpack_error(header[1])
-    return header, payload
+    if message[0] == protocol.READY:
+      self._ready[worker] = True
+    elif message[0] == protocol.FATAL:
+      raise protocol.unpack_error(message[1])
+    else:
+      chunk = self._sent[worker].popleft()
+      if chunk.abandoned:
+        self._arenas[worker].discard(message[1])
+      else:
+        chunk.reply = message[1:]
 
+  # Failures.
   def _raise_connection_lost(self, worker: int) -> NoReturn:
     """The connection broke, so the worker is exiting: raises how it ended."""
     self._workers[worker].wait(2 * _POLL_SECONDS)
     self._raise_if_any_died()
     raise RuntimeError(f"spelt: worker process {worker} closed its connection")
-
-  def _wait_readable(self, worker: int) -> None:
-    conn = self._conns[worker]
-    sentinels = [w.sentinel for w in self._workers if w.sentinel is not None]
-    while not conn.poll(0):
-      ready = connection.wait([conn, *sentinels], timeout=_POLL_SECONDS)
-      if conn in ready:
-        return
-      self._raise_if_any_died()
 
   def _raise_if_any_died(self) -> None:
     for index, worker in enumerate(self._workers):
@@ -142,21 +290,8 @@ class WorkerPool:
     try:
       if not conn.poll(0):
         return
-      header = protocol.decode_header(conn.recv_bytes())
+      message = protocol.decode(conn.recv_bytes())
     except Exception:  # pylint: disable=broad-exception-caught
       return
-    if protocol.is_fatal(header):
-      raise protocol.unpack_error(header[1])
-
-  def close(self) -> None:
-    """Stops every worker (EOF, then SIGKILL after a grace period) and reaps them."""
-    if self._closed:
-      return
-    self._closed = True
-    for conn in self._conns:
-      conn.close()
-    deadline = time.monotonic() + _CLOSE_GRACE_SECONDS
-    for worker in self._workers:
-      worker.wait(deadline - time.monotonic())
-      worker.kill()
-    self._arenas.clear()  # views handed out keep their own mapping alive
+    if message[0] == protocol.FATAL:
+      raise protocol.unpack_error(message[1])

@@ -1,0 +1,292 @@
+// Worker processes as a ChunkExecutor of the ordered core (spelt/executor.h), and the engine
+// side of the worker processes themselves (docs/workers.md):
+//
+//   _core.process_prefetch(parent, keeper, allow_nones, num_workers, per_worker_buffer_size)
+//       -> IterDataset: ProcessPrefetchIterDataset's node. Its iterator is
+//       MakeOrderedIterator over a ProcessExecutor: chunks of consecutive indices of `parent`
+//       are computed by worker processes; the merge in index order, the state
+//       ({"next_index": n}) and everything downstream (batch, ...) are C++.
+//   MapDataset.compute_chunk(begin, count) -> (values, error)
+//       what a worker runs per request: ComputeChunk, values as a list (None where filtered)
+//       and `error` the exception raised by element begin + len(values) (else None).
+//
+// The processes are Python's business (python/spelt/_workers); the executor talks to them once
+// per chunk through three small Python objects:
+//   keeper.acquire() -> lease     a pool of started workers, leased to this iterator (raises if
+//                                 the pipeline cannot be pickled); dropping the lease hands the
+//                                 pool back to the keeper, which keeps it warm for a while;
+//   lease.submit(begin, count) -> ticket
+//   ticket.take() -> (chunk, error, seconds, nbytes)
+//                                 blocks (without the GIL) for the chunk; raises if the pool
+//                                 failed (a worker died, Ctrl-C), in which case the executor
+//                                 stops it (lease.close()) and the next chunk starts a new one;
+//                                 dropping an untaken ticket abandons the chunk. `chunk` is
+//                                 an UnpackedChunk (py_arena.h): the elements, already engine
+//                                 Values; `error` the exception of the element after them.
+// Chunk sizes (ChunkSizer) adapt to the per-element time and size the workers report.
+//
+// Thread-safety: as every executor, used by the one thread that drives the iterator; every
+// call into Python takes the GIL.
+#include <nanobind/nanobind.h>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+
+#include "bindings.h"
+#include "py_arena.h"
+#include "py_value.h"
+#include "spelt/executor.h"
+
+namespace spelt::python {
+namespace {
+
+// How many consecutive indices to put in one request. A chunk should be long enough that the
+// fixed cost of a request and its reply (tens of microseconds on each side) is small against
+// the work, and short enough that the consumer does not wait long for the first element.
+// Sizes double from 1 (a fast first element) until the first reply, then aim at
+// kTargetSeconds of a worker's time per chunk, capped by element count and by bytes: with large
+// arrays, smaller chunks keep the copies of workers and consumer overlapping (8 MiB beat 32 MiB
+// by ~20% with 1 MiB elements on 2 cores) and touch less of the arenas. Sizes affect only
+// speed: the output never depends on them.
+class ChunkSizer {
+ public:
+  void Observe(int64_t count, double seconds, double bytes) {
+    if (count <= 0) return;
+    seconds_ = Smooth(seconds_, seconds / static_cast<double>(count));
+    bytes_ = Smooth(bytes_, bytes / static_cast<double>(count));
+  }
+
+  int64_t Next() {
+    if (!seconds_) {
+      const int64_t size = warmup_;
+      warmup_ = std::min(2 * warmup_, kMaxWarmup);
+      return size;
+    }
+    const double size = std::min({static_cast<double>(kMaxElements),
+                                  kTargetSeconds / std::max(*seconds_, 1e-9),
+                                  kMaxBytes / std::max(*bytes_, 1.0)});
+    return std::max<int64_t>(1, static_cast<int64_t>(size));
+  }
+
+ private:
+  static constexpr double kTargetSeconds = 0.01;
+  static constexpr int64_t kMaxElements = 1024;
+  static constexpr double kMaxBytes = 8 << 20;
+  static constexpr int64_t kMaxWarmup = 8;  // chunk size before the first reply
+  static constexpr double kSmoothing = 0.3;  // weight of the newest observation
+
+  static double Smooth(std::optional<double> old, double now) {
+    return old ? (1 - kSmoothing) * *old + kSmoothing * now : now;
+  }
+
+  std::optional<double> seconds_, bytes_;  // per element
+  int64_t warmup_ = 1;
+};
+
+// What the executor and its pending chunks share. REQUIRES the GIL for every member function
+// but Abandon(). Destroying it drops the lease (PyRef takes the GIL), which hands the pool back
+// to the keeper.
+class Session {
+ public:
+  Session(nb::handle keeper, int64_t length) : keeper_(MakePyRef(keeper)), length_(length) {
+    Lease();  // starts the workers now, and raises now if the pipeline cannot be pickled
+  }
+
+  PyRef Submit(int64_t begin, int64_t count) {
+    nb::object ticket = Call([&] { return Lease().attr("submit")(begin, count); });
+    ++outstanding_;
+    submitted_end_ = begin + count;
+    return MakePyRef(ticket);
+  }
+
+  ChunkResult Take(const PyRef& ticket, int64_t begin, int64_t count) {
+    nb::tuple reply = nb::borrow<nb::tuple>(Call([&] {
+      return nb::handle(ticket.get()).attr("take")();
+    }));
+    --outstanding_;
+    ChunkResult out;
+    out.begin = begin;
+    out.count = count;
+    out.values = std::move(nb::cast<UnpackedChunk&>(reply[0]).values);
+    nb::object error = reply[1];
+    if (!error.is_none()) {
+      PyErr_SetObject(reinterpret_cast<PyObject*>(Py_TYPE(error.ptr())), error.ptr());
+      out.error = std::make_exception_ptr(nb::python_error());
+    }
+    sizer_.Observe(static_cast<int64_t>(out.values.size()), nb::cast<double>(reply[2]),
+                   nb::cast<double>(reply[3]));
+    // Everything computed and taken: the workers go back to the keeper (warm) until a
+    // set_state() asks for more.
+    if (outstanding_ == 0 && submitted_end_ >= length_) lease_.reset();
+    return out;
+  }
+
+  // Needs no GIL.
+  void Abandon() { --outstanding_; }
+  int64_t NextChunkSize() { return sizer_.Next(); }
+
+ private:
+  nb::handle Lease() {
+    if (!lease_) {
+      lease_ = MakePyRef(nb::handle(keeper_.get()).attr("acquire")());
+      outstanding_ = 0;
+    }
+    return lease_.get();
+  }
+
+  // Runs a call on the lease; if it raises, the pool is broken: it is stopped (the next call
+  // starts a new one) and the error propagates.
+  template <typename F>
+  nb::object Call(F&& f) {
+    try {
+      return f();
+    } catch (nb::python_error&) {
+      if (lease_) {
+        nb::error_scope keep;  // the error being propagated
+        try {
+          nb::handle(lease_.get()).attr("close")();
+        } catch (nb::python_error& close_error) {
+          close_error.discard_as_unraisable("spelt: stopping worker processes");
+        }
+        lease_.reset();
+      }
+      throw;
+    }
+  }
+
+  PyRef keeper_;
+  PyRef lease_;  // null when no pool is leased
+  const int64_t length_;
+  int64_t outstanding_ = 0;  // chunks of lease_ submitted, neither taken nor abandoned
+  int64_t submitted_end_ = 0;
+  ChunkSizer sizer_;
+};
+
+class ProcessChunk final : public PendingChunk {
+ public:
+  ProcessChunk(std::shared_ptr<Session> session, PyRef ticket, int64_t begin, int64_t count)
+      : session_(std::move(session)), ticket_(std::move(ticket)), begin_(begin), count_(count) {}
+  // Dropping the ticket (PyRef takes the GIL) tells the pool to drop the reply.
+  ~ProcessChunk() override {
+    if (ticket_ != nullptr) session_->Abandon();
+  }
+  ChunkResult Take() override {
+    nb::gil_scoped_acquire gil;
+    PyRef ticket = std::move(ticket_);
+    return session_->Take(ticket, begin_, count_);
+  }
+
+ private:
+  std::shared_ptr<Session> session_;
+  PyRef ticket_;
+  int64_t begin_, count_;
+};
+
+class ProcessExecutor final : public ChunkExecutor {
+ public:
+  ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight)
+      : max_in_flight_(max_in_flight) {
+    nb::gil_scoped_acquire gil;
+    session_ = std::make_shared<Session>(keeper, length);
+  }
+  int64_t MaxInFlight() const override { return max_in_flight_; }
+  int64_t NextChunkSize() override { return session_->NextChunkSize(); }
+  std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
+    nb::gil_scoped_acquire gil;
+    return std::make_unique<ProcessChunk>(session_, session_->Submit(begin, count), begin,
+                                          count);
+  }
+
+ private:
+  std::shared_ptr<Session> session_;
+  const int64_t max_in_flight_;
+};
+
+class ProcessPrefetchNode final : public IterNode {
+ public:
+  ProcessPrefetchNode(std::shared_ptr<const MapNode> parent, nb::handle keeper,
+                      bool allow_nones, int64_t max_in_flight)
+      : IterNode({parent}, /*serial_self=*/true),
+        parent_(std::move(parent)),
+        keeper_(MakePyRef(keeper)),
+        allow_nones_(allow_nones),
+        max_in_flight_(max_in_flight) {}
+  std::string Name() const override { return "ProcessPrefetchIterDataset"; }
+  std::unique_ptr<DatasetIterator> MakeIterator() const override {
+    const int64_t length = parent_->Length();
+    return MakeOrderedIterator(
+        length, allow_nones_,
+        std::make_unique<ProcessExecutor>(keeper_.get(), length, max_in_flight_));
+  }
+
+ private:
+  std::shared_ptr<const MapNode> parent_;
+  PyRef keeper_;
+  bool allow_nones_;
+  int64_t max_in_flight_;
+};
+
+// The Python exception for an engine error: a Python error as it is, anything else translated
+// as at the boundary of a bound function (bind_errors.cc), by raising it from one.
+nb::object ExceptionToPython(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (nb::python_error& e) {
+    return nb::borrow(e.value());
+  } catch (...) {
+  }
+  try {
+    nb::cpp_function([error] { std::rethrow_exception(error); })();
+  } catch (nb::python_error& e) {
+    return nb::borrow(e.value());
+  }
+  throw std::logic_error("ExceptionToPython: the error did not raise");
+}
+
+nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t count) {
+  if (begin < 0 || count < 0) {
+    throw std::invalid_argument("compute_chunk: begin and count must be >= 0, got " +
+                                std::to_string(begin) + ", " + std::to_string(count));
+  }
+  ChunkResult chunk;
+  if (dataset.node()->Serial()) {  // calls Python per element: keep the GIL (bind_iterator.cc)
+    chunk = ComputeChunk(*dataset.node(), begin, count);
+  } else {
+    nb::gil_scoped_release unlocked;
+    chunk = ComputeChunk(*dataset.node(), begin, count);
+  }
+  nb::list values;
+  for (const std::optional<Value>& v : chunk.values) {
+    values.append(v ? ToPython(*v) : nb::none());
+  }
+  nb::object error = nb::none();
+  if (chunk.error) error = ExceptionToPython(chunk.error);
+  return nb::make_tuple(values, error);
+}
+
+}  // namespace
+
+void RegisterProcessExecutor(nb::module_& m) {
+  m.def("process_prefetch", [](const MapDataset& parent, nb::object keeper, bool allow_nones,
+                               int64_t num_workers, int64_t per_worker_buffer_size) {
+    if (num_workers < 1 || per_worker_buffer_size < 1) {
+      throw std::invalid_argument(
+          "process_prefetch: num_workers and per_worker_buffer_size must be >= 1");
+    }
+    // Per worker: one chunk being computed and per_worker_buffer_size ready.
+    return IterDataset(std::make_shared<ProcessPrefetchNode>(
+        parent.node(), keeper, allow_nones, num_workers * (per_worker_buffer_size + 1)));
+  }, nb::arg("parent"), nb::arg("keeper"), nb::arg("allow_nones"), nb::arg("num_workers"),
+     nb::arg("per_worker_buffer_size"));
+
+  nb::handle map_dataset = nb::type<MapDataset>();
+  nb::setattr(map_dataset, "compute_chunk",
+              nb::cpp_function(&ComputeChunkToPython, nb::scope(map_dataset),
+                               nb::name("compute_chunk"), nb::is_method(), nb::arg("begin"),
+                               nb::arg("count")));
+}
+
+}  // namespace spelt::python

@@ -1,0 +1,252 @@
+// Implementation of py_element_codec.h.
+//
+// Encoding: one tag byte per node, then its payload (integers native-endian, as both sides are
+// processes of one machine):
+//   'N' None   'T' True   'F' False   'i' int64   'd' float64
+//   's' str (u64 length, UTF-8 bytes)   'b' bytes (u64 length, bytes)
+//   'l' list / 't' tuple (u64 count, items)   'm' dict (u64 count, then per item: u64 key
+//   length, UTF-8 key, value)   'a' array (u8 dtype, u8 ndim, i64 shape[ndim]; the bytes are
+//   the next entry of the element's arrays).
+#include "py_element_codec.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+namespace spelt::python {
+namespace {
+
+constexpr int kMaxDepth = 64;
+
+PyTypeObject* NdarrayType() {
+  static PyTypeObject* type = [] {
+    nb::object t = nb::module_::import_("numpy").attr("ndarray");
+    return reinterpret_cast<PyTypeObject*>(t.release().ptr());  // kept for the process
+  }();
+  return type;
+}
+
+template <typename T>
+void Put(std::string* out, T value) {
+  out->append(reinterpret_cast<const char*>(&value), sizeof(value));
+}
+
+void PutString(std::string* out, const char* data, size_t size) {
+  Put<uint64_t>(out, size);
+  out->append(data, size);
+}
+
+// The numpy array `obj` (exact ndarray) as an Array sharing its memory, if it is C-contiguous
+// and of a Spelt dtype.
+std::optional<Array> NativeArray(PyObject* obj) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) != 0) {  // Fortran order, strided
+    PyErr_Clear();
+    return std::nullopt;
+  }
+  PyBuffer_Release(&view);
+  Value v = ToValue(obj);  // an Opaque leaf for dtypes Spelt does not have
+  if (!v.is<Array>()) return std::nullopt;
+  return v.as<Array>();
+}
+
+bool Encode(PyObject* obj, int depth, std::string* out, std::vector<Array>* arrays) {
+  if (depth > kMaxDepth) return false;
+  if (obj == Py_None) {
+    out->push_back('N');
+    return true;
+  }
+  if (obj == Py_True || obj == Py_False) {
+    out->push_back(obj == Py_True ? 'T' : 'F');
+    return true;
+  }
+  PyTypeObject* type = Py_TYPE(obj);
+  if (type == &PyLong_Type) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (overflow != 0) return false;
+    out->push_back('i');
+    Put<int64_t>(out, v);
+    return true;
+  }
+  if (type == &PyFloat_Type) {
+    out->push_back('d');
+    Put<double>(out, PyFloat_AS_DOUBLE(obj));
+    return true;
+  }
+  if (type == &PyUnicode_Type) {
+    Py_ssize_t size = 0;
+    const char* data = PyUnicode_AsUTF8AndSize(obj, &size);
+    if (data == nullptr) {  // e.g. lone surrogates
+      PyErr_Clear();
+      return false;
+    }
+    out->push_back('s');
+    PutString(out, data, static_cast<size_t>(size));
+    return true;
+  }
+  if (type == &PyBytes_Type) {
+    out->push_back('b');
+    PutString(out, PyBytes_AS_STRING(obj), static_cast<size_t>(PyBytes_GET_SIZE(obj)));
+    return true;
+  }
+  if (type == &PyList_Type || type == &PyTuple_Type) {
+    const bool is_list = type == &PyList_Type;
+    const Py_ssize_t n = is_list ? PyList_GET_SIZE(obj) : PyTuple_GET_SIZE(obj);
+    out->push_back(is_list ? 'l' : 't');
+    Put<uint64_t>(out, static_cast<uint64_t>(n));
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      PyObject* item = is_list ? PyList_GET_ITEM(obj, i) : PyTuple_GET_ITEM(obj, i);
+      if (!Encode(item, depth + 1, out, arrays)) return false;
+    }
+    return true;
+  }
+  if (type == &PyDict_Type) {
+    out->push_back('m');
+    Put<uint64_t>(out, static_cast<uint64_t>(PyDict_GET_SIZE(obj)));
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(obj, &pos, &key, &value)) {
+      if (Py_TYPE(key) != &PyUnicode_Type) return false;
+      Py_ssize_t size = 0;
+      const char* data = PyUnicode_AsUTF8AndSize(key, &size);
+      if (data == nullptr) {
+        PyErr_Clear();
+        return false;
+      }
+      PutString(out, data, static_cast<size_t>(size));
+      if (!Encode(value, depth + 1, out, arrays)) return false;
+    }
+    return true;
+  }
+  if (type == NdarrayType()) {
+    std::optional<Array> array = NativeArray(obj);
+    if (!array || array->shape.size() > 255) return false;
+    out->push_back('a');
+    Put<uint8_t>(out, static_cast<uint8_t>(array->dtype));
+    Put<uint8_t>(out, static_cast<uint8_t>(array->shape.size()));
+    for (int64_t d : array->shape) Put<int64_t>(out, d);
+    arrays->push_back(std::move(*array));
+    return true;
+  }
+  return false;
+}
+
+class Reader {
+ public:
+  explicit Reader(std::string_view data) : data_(data) {}
+  bool done() const { return pos_ == data_.size(); }
+  template <typename T>
+  T Get() {
+    T value;
+    std::memcpy(&value, Take(sizeof(T)).data(), sizeof(T));
+    return value;
+  }
+  std::string_view Take(uint64_t size) {
+    if (size > data_.size() - pos_) throw std::invalid_argument("element encoding: truncated");
+    std::string_view out = data_.substr(pos_, size);
+    pos_ += size;
+    return out;
+  }
+
+ private:
+  std::string_view data_;
+  size_t pos_ = 0;
+};
+
+class Decoder {
+ public:
+  Decoder(std::string_view data, std::span<const ArrayBytes> arrays)
+      : reader_(data), arrays_(arrays) {}
+
+  Value Decode(int depth) {
+    if (depth > kMaxDepth) throw std::invalid_argument("element encoding: nested too deep");
+    const char tag = reader_.Get<char>();
+    switch (tag) {
+      case 'N': return Value();
+      case 'T': return Value(true);
+      case 'F': return Value(false);
+      case 'i': return Value(reader_.Get<int64_t>());
+      case 'd': return Value(reader_.Get<double>());
+      case 's': return Value::Text(std::string(reader_.Take(reader_.Get<uint64_t>())));
+      case 'b': return Value::Bytes(std::string(reader_.Take(reader_.Get<uint64_t>())));
+      case 'l':
+      case 't': {
+        auto seq = std::make_shared<Sequence>();
+        seq->kind = tag == 'l' ? Sequence::Kind::kList : Sequence::Kind::kTuple;
+        const uint64_t n = reader_.Get<uint64_t>();
+        for (uint64_t i = 0; i < n; ++i) seq->items.push_back(Decode(depth + 1));
+        return Value(std::shared_ptr<const Sequence>(std::move(seq)));
+      }
+      case 'm': {
+        auto map = std::make_shared<Mapping>();
+        const uint64_t n = reader_.Get<uint64_t>();
+        for (uint64_t i = 0; i < n; ++i) {
+          std::string key(reader_.Take(reader_.Get<uint64_t>()));
+          map->items.emplace_back(std::move(key), Decode(depth + 1));
+        }
+        return Value(std::shared_ptr<const Mapping>(std::move(map)));
+      }
+      case 'a': return DecodeArray();
+      default:
+        throw std::invalid_argument("element encoding: unknown tag " +
+                                    std::to_string(static_cast<int>(tag)));
+    }
+  }
+
+  std::optional<Value> DecodeTop() {
+    Value v = Decode(0);
+    if (!reader_.done()) throw std::invalid_argument("element encoding: trailing bytes");
+    if (next_array_ != arrays_.size()) {
+      throw std::invalid_argument("element encoding: arrays left over");
+    }
+    if (v.is_none()) return std::nullopt;
+    return v;
+  }
+
+ private:
+  Value DecodeArray() {
+    const auto dtype = reader_.Get<uint8_t>();
+    if (dtype > static_cast<uint8_t>(DType::kFloat64)) {
+      throw std::invalid_argument("element encoding: unknown dtype");
+    }
+    Array a;
+    a.dtype = static_cast<DType>(dtype);
+    a.shape.resize(reader_.Get<uint8_t>());
+    for (int64_t& d : a.shape) {
+      d = reader_.Get<int64_t>();
+      if (d < 0) throw std::invalid_argument("element encoding: negative dimension");
+    }
+    if (next_array_ >= arrays_.size()) {
+      throw std::invalid_argument("element encoding: more arrays than buffers");
+    }
+    const ArrayBytes& bytes = arrays_[next_array_++];
+    if (static_cast<int64_t>(a.nbytes()) != bytes.size) {
+      throw std::invalid_argument("element encoding: " + a.Describe() + " does not fit " +
+                                  std::to_string(bytes.size) + " bytes");
+    }
+    a.data = bytes.data;
+    a.owner = bytes.owner;
+    return Value(std::move(a));
+  }
+
+  Reader reader_;
+  std::span<const ArrayBytes> arrays_;
+  size_t next_array_ = 0;
+};
+
+}  // namespace
+
+bool EncodeElement(nb::handle obj, std::string* out, std::vector<Array>* arrays) {
+  const size_t out_size = out->size(), arrays_size = arrays->size();
+  if (Encode(obj.ptr(), 0, out, arrays)) return true;
+  out->resize(out_size);
+  arrays->resize(arrays_size);
+  return false;
+}
+
+std::optional<Value> DecodeElement(std::string_view data, std::span<const ArrayBytes> arrays) {
+  return Decoder(data, arrays).DecodeTop();
+}
+
+}  // namespace spelt::python

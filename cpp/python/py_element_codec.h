@@ -1,0 +1,44 @@
+// The native encoding of elements that worker processes hand to the consumer (py_arena.cc,
+// docs/workers.md). An element made only of exact built-in types (None, bool, int that fits
+// int64, float, str, bytes, list, tuple, dict with str keys) and C-contiguous numpy.ndarrays of
+// a Spelt dtype (native byte order) is written as a compact tag stream plus its arrays' bytes;
+// the consumer rebuilds it as an engine Value without creating Python objects, its arrays
+// pointing into the shared arena. Anything else (numpy scalars, subclasses, namedtuples,
+// Fortran-order arrays, user classes, cycles or nesting deeper than 64) is pickled instead.
+// Decoded values convert back (ToPython) to objects of the same types and values; objects
+// shared inside an element come back as copies. Encoding REQUIRES the GIL; decoding does not.
+#ifndef SPELT_PYTHON_PY_ELEMENT_CODEC_H_
+#define SPELT_PYTHON_PY_ELEMENT_CODEC_H_
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "py_value.h"
+#include "spelt/value.h"
+
+namespace spelt::python {
+
+// Appends the encoding of `obj` to *out and its arrays, in order, to *arrays (each sharing the
+// numpy array's memory, kept alive by the Array's owner). Returns false, with *out and *arrays
+// unchanged, if `obj` has no exact native form.
+bool EncodeElement(nb::handle obj, std::string* out, std::vector<Array>* arrays);
+
+// Where the bytes of an encoded element's arrays are on the decoding side, in order.
+struct ArrayBytes {
+  const std::byte* data = nullptr;
+  int64_t size = 0;
+  std::shared_ptr<const void> owner;  // keeps `data` alive
+};
+
+// The element that EncodeElement wrote as `data`, with arrays over `arrays` (zero-copy); a
+// top-level None (a filtered element) is nullopt. Throws std::invalid_argument if `data` is
+// malformed or an array's size does not match its dtype and shape.
+std::optional<Value> DecodeElement(std::string_view data, std::span<const ArrayBytes> arrays);
+
+}  // namespace spelt::python
+
+#endif  // SPELT_PYTHON_PY_ELEMENT_CODEC_H_
