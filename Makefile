@@ -35,6 +35,7 @@ test-cpp: cpp
 	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_BUILD) --output-on-failure -j $(JOBS)
 
 test-python: python
+	$(VENV)/bin/ruff format --check --quiet python tests bench examples cpp/fuzz
 	$(PY) -m pytest -q tests
 
 # Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
@@ -79,7 +80,7 @@ fuzz: python
 
 # Applies the one Python style (PEP 8 via ruff, configured in pyproject.toml).
 format: setup
-	$(VENV)/bin/ruff format python tests bench examples
+	$(VENV)/bin/ruff format python tests bench examples cpp/fuzz
 
 clean:
 	rm -rf build $(VENV)

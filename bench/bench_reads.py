@@ -52,72 +52,76 @@ REPS = 5
 M1_SHAPE = (70_000, 785)
 CHECKED_BATCHES = 2
 GOAL_LIMIT = 0.5
-R1_FILES = [spec for spec in bar.FILES
-            if (spec.compression, spec.group_size) in (("zstd", 1), ("uncompressed", 64))]
+R1_FILES = [
+    spec
+    for spec in bar.FILES
+    if (spec.compression, spec.group_size) in (("zstd", 1), ("uncompressed", 64))
+]
 
 
 @dataclasses.dataclass
 class Contender:
-  """One way of making batches; `make()` returns a fresh iterable of them."""
+    """One way of making batches; `make()` returns a fresh iterable of them."""
 
-  name: str
-  make: Callable[[], Iterable[Any]]
-  batches: int | None = None  # batches per repetition; None: the whole epoch
-  rates: list[float] = dataclasses.field(default_factory=list)  # records/s per repetition
-  # Records per second of CPU time (all threads of the process) per repetition: the work per
-  # record, which other jobs on the machine disturb much less than the wall-clock rate.
-  cpu_rates: list[float] = dataclasses.field(default_factory=list)
+    name: str
+    make: Callable[[], Iterable[Any]]
+    batches: int | None = None  # batches per repetition; None: the whole epoch
+    rates: list[float] = dataclasses.field(default_factory=list)  # records/s per repetition
+    # Records per second of CPU time (all threads of the process) per repetition: the work per
+    # record, which other jobs on the machine disturb much less than the wall-clock rate.
+    cpu_rates: list[float] = dataclasses.field(default_factory=list)
 
-  def once(self) -> None:
-    threads_before = set(threading.enumerate())
-    cpu = time.process_time()
-    start = time.perf_counter()
-    records = 0
-    for batch in itertools.islice(iter(self.make()), self.batches):
-      records += len(batch)
-    self.rates.append(records / (time.perf_counter() - start))
-    self.cpu_rates.append(records / (time.process_time() - cpu))
-    bench._settle(threads_before)  # noqa: SLF001  (Grain's read-ahead threads)
+    def once(self) -> None:
+        threads_before = set(threading.enumerate())
+        cpu = time.process_time()
+        start = time.perf_counter()
+        records = 0
+        for batch in itertools.islice(iter(self.make()), self.batches):
+            records += len(batch)
+        self.rates.append(records / (time.perf_counter() - start))
+        self.cpu_rates.append(records / (time.process_time() - cpu))
+        bench._settle(threads_before)  # noqa: SLF001  (Grain's read-ahead threads)
 
-  @property
-  def median(self) -> float:
-    return statistics.median(self.rates)
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates)
 
-  @property
-  def cpu_median(self) -> float:
-    return statistics.median(self.cpu_rates)
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu_rates)
 
 
 def check_same_batches(case: str, contenders: Sequence[Contender]) -> None:
-  first = [list(itertools.islice(iter(c.make()), CHECKED_BATCHES)) for c in contenders]
-  for c, batches in zip(contenders[1:], first[1:]):
-    for i, (a, b) in enumerate(zip(first[0], batches)):
-      where = f"{case}: batch {i} of {c.name} vs {contenders[0].name}"
-      bench._assert_same(b, a, where)  # noqa: SLF001
+    first = [list(itertools.islice(iter(c.make()), CHECKED_BATCHES)) for c in contenders]
+    for c, batches in zip(contenders[1:], first[1:]):
+        for i, (a, b) in enumerate(zip(first[0], batches)):
+            where = f"{case}: batch {i} of {c.name} vs {contenders[0].name}"
+            bench._assert_same(b, a, where)  # noqa: SLF001
 
 
-def measure(case: str, contenders: Sequence[Contender],
-            reps: int) -> tuple[str, Sequence[Contender]]:
-  """Checks the contenders' first batches, then one warm-up each and reps interleaved."""
-  check_same_batches(case, contenders)
-  names = ", ".join(c.name for c in contenders)
-  print(f"{case}: first {CHECKED_BATCHES} batches identical ({names}); measuring")
-  for c in contenders:
-    c.once()
-    c.rates.clear()
-    c.cpu_rates.clear()
-  for _ in range(reps):
+def measure(
+    case: str, contenders: Sequence[Contender], reps: int
+) -> tuple[str, Sequence[Contender]]:
+    """Checks the contenders' first batches, then one warm-up each and reps interleaved."""
+    check_same_batches(case, contenders)
+    names = ", ".join(c.name for c in contenders)
+    print(f"{case}: first {CHECKED_BATCHES} batches identical ({names}); measuring")
     for c in contenders:
-      c.once()
-  return case, contenders
+        c.once()
+        c.rates.clear()
+        c.cpu_rates.clear()
+    for _ in range(reps):
+        for c in contenders:
+            c.once()
+    return case, contenders
 
 
 def _rate(c: Contender) -> str:
-  return f"{c.median:,.0f} ({min(c.rates):,.0f}-{max(c.rates):,.0f})"
+    return f"{c.median:,.0f} ({min(c.rates):,.0f}-{max(c.rates):,.0f})"
 
 
 def _reads(c: Contender) -> str:
-  return "epoch" if c.batches is None else f"{c.batches} batches"
+    return "epoch" if c.batches is None else f"{c.batches} batches"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,47 +129,71 @@ def _reads(c: Contender) -> str:
 
 
 def m1_contenders(arr: np.ndarray, pipeline: str) -> list[Contender]:
-  """Spelt, Grain and the numpy-gather limit for one M1 pipeline."""
+    """Spelt, Grain and the numpy-gather limit for one M1 pipeline."""
 
-  def make(g: Any) -> Callable[[], Iterable[Any]]:
-    if pipeline == "MapDataset.batch":
-      return lambda: g.MapDataset.source(arr).seed(0).shuffle().batch(BATCH_SIZE)
-    return lambda: g.MapDataset.source(arr).seed(0).shuffle().to_iter_dataset().batch(BATCH_SIZE)
+    def make(g: Any) -> Callable[[], Iterable[Any]]:
+        if pipeline == "MapDataset.batch":
+            return lambda: g.MapDataset.source(arr).seed(0).shuffle().batch(BATCH_SIZE)
+        return lambda: (
+            g.MapDataset.source(arr).seed(0).shuffle().to_iter_dataset().batch(BATCH_SIZE)
+        )
 
-  order = np.fromiter(spelt.MapDataset.range(len(arr)).seed(0).shuffle(), np.int64, len(arr))
-  index_batches = [order[i:i + BATCH_SIZE] for i in range(0, len(order), BATCH_SIZE)]
-  # Grain reads ~40k records/s with MapDataset.batch and ~5k with to_iter_dataset().batch
-  # (16 threads taking turns at the GIL) on this machine.
-  grain_batches = 150 if pipeline == "MapDataset.batch" else 30
-  return [
-      Contender("Spelt", make(spelt)),
-      Contender("Grain", make(grain), batches=grain_batches),
-      Contender("numpy gather", lambda: (arr[idx] for idx in index_batches)),
-  ]
+    order = np.fromiter(spelt.MapDataset.range(len(arr)).seed(0).shuffle(), np.int64, len(arr))
+    index_batches = [order[i : i + BATCH_SIZE] for i in range(0, len(order), BATCH_SIZE)]
+    # Grain reads ~40k records/s with MapDataset.batch and ~5k with to_iter_dataset().batch
+    # (16 threads taking turns at the GIL) on this machine.
+    grain_batches = 150 if pipeline == "MapDataset.batch" else 30
+    return [
+        Contender("Spelt", make(spelt)),
+        Contender("Grain", make(grain), batches=grain_batches),
+        Contender("numpy gather", lambda: (arr[idx] for idx in index_batches)),
+    ]
 
 
 def run_m1(reps: int, pattern: str) -> list[tuple[str, Sequence[Contender]]]:
-  arr = np.random.default_rng(0).integers(0, 256, M1_SHAPE, dtype=np.uint8)
-  results = []
-  for pipeline in ("MapDataset.batch", "to_iter_dataset().batch"):
-    case = f"M1 {pipeline}"
-    if pattern not in case:
-      continue
-    results.append(measure(case, m1_contenders(arr, pipeline), reps))
-  return results
+    arr = np.random.default_rng(0).integers(0, 256, M1_SHAPE, dtype=np.uint8)
+    results = []
+    for pipeline in ("MapDataset.batch", "to_iter_dataset().batch"):
+        case = f"M1 {pipeline}"
+        if pattern not in case:
+            continue
+        results.append(measure(case, m1_contenders(arr, pipeline), reps))
+    return results
 
 
 def print_m1(results: list[tuple[str, Sequence[Contender]]]) -> None:
-  rows = []
-  for case, (s, g, limit) in results:
-    rows.append((case, _rate(s), _rate(g), _reads(g), _rate(limit), f"{s.median / g.median:.1f}x",
-                 f"{s.median / limit.median:.2f}x", f"{s.cpu_median / limit.cpu_median:.2f}x"))
-  bar.print_table(("case", "Spelt records/s: median (min-max)", "Grain", "Grain reads",
-                   "numpy gather", "Spelt/Grain", "Spelt/gather", "per CPU second"), rows)
-  lowest = min(s.median / limit.median for _, (s, _, limit) in results)
-  verdict = "met" if lowest >= GOAL_LIMIT else "NOT met"
-  print(f"\ngoal Spelt >= {GOAL_LIMIT:g}x the numpy-gather limit: {verdict} "
-        f"(lowest {lowest:.2f}x)")
+    rows = []
+    for case, (s, g, limit) in results:
+        rows.append(
+            (
+                case,
+                _rate(s),
+                _rate(g),
+                _reads(g),
+                _rate(limit),
+                f"{s.median / g.median:.1f}x",
+                f"{s.median / limit.median:.2f}x",
+                f"{s.cpu_median / limit.cpu_median:.2f}x",
+            )
+        )
+    bar.print_table(
+        (
+            "case",
+            "Spelt records/s: median (min-max)",
+            "Grain",
+            "Grain reads",
+            "numpy gather",
+            "Spelt/Grain",
+            "Spelt/gather",
+            "per CPU second",
+        ),
+        rows,
+    )
+    lowest = min(s.median / limit.median for _, (s, _, limit) in results)
+    verdict = "met" if lowest >= GOAL_LIMIT else "NOT met"
+    print(
+        f"\ngoal Spelt >= {GOAL_LIMIT:g}x the numpy-gather limit: {verdict} (lowest {lowest:.2f}x)"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,59 +201,76 @@ def print_m1(results: list[tuple[str, Sequence[Contender]]]) -> None:
 
 
 def r1_contenders(spec: bar.FileSpec, path: str) -> list[Contender]:
-  def make(g: Any) -> Callable[[], Iterable[Any]]:
-    return lambda: (g.MapDataset.source(g.sources.ArrayRecordDataSource(path)).seed(0).shuffle()
-                    .batch(BATCH_SIZE))
+    def make(g: Any) -> Callable[[], Iterable[Any]]:
+        return lambda: (
+            g.MapDataset.source(g.sources.ArrayRecordDataSource(path))
+            .seed(0)
+            .shuffle()
+            .batch(BATCH_SIZE)
+        )
 
-  big = spec.record_size >= (64 << 10)
-  grouped = spec.group_size > 1
-  # Grain reads record by record: a 100 KiB record of a group_size 64 file decodes 6.4 MB.
-  grain_batches = 4 if big and grouped else 15 if big else 60
-  return [Contender("Spelt", make(spelt), batches=40 if big and grouped else None),
-          Contender("Grain", make(grain), batches=grain_batches)]
+    big = spec.record_size >= (64 << 10)
+    grouped = spec.group_size > 1
+    # Grain reads record by record: a 100 KiB record of a group_size 64 file decodes 6.4 MB.
+    grain_batches = 4 if big and grouped else 15 if big else 60
+    return [
+        Contender("Spelt", make(spelt), batches=40 if big and grouped else None),
+        Contender("Grain", make(grain), batches=grain_batches),
+    ]
 
 
 def run_r1(reps: int, pattern: str) -> list[tuple[str, Sequence[Contender]]]:
-  results = []
-  for spec in R1_FILES:
-    case = f"R1 pipeline {spec.label}"
-    if pattern not in case:
-      continue
-    path = bar.ensure_file(spec, bar.Records(spec))
-    print(f"{case}: {bar.warm_page_cache(path)}")
-    results.append(measure(case, r1_contenders(spec, path), reps))
-  return results
+    results = []
+    for spec in R1_FILES:
+        case = f"R1 pipeline {spec.label}"
+        if pattern not in case:
+            continue
+        path = bar.ensure_file(spec, bar.Records(spec))
+        print(f"{case}: {bar.warm_page_cache(path)}")
+        results.append(measure(case, r1_contenders(spec, path), reps))
+    return results
 
 
 def print_r1(results: list[tuple[str, Sequence[Contender]]]) -> None:
-  bar.print_table(
-      ("case", "Spelt records/s: median (min-max)", "Spelt reads", "Grain", "Grain reads",
-       "Spelt/Grain"),
-      [(case, _rate(s), _reads(s), _rate(g), _reads(g), f"{s.median / g.median:.1f}x")
-       for case, (s, g) in results])
+    bar.print_table(
+        (
+            "case",
+            "Spelt records/s: median (min-max)",
+            "Spelt reads",
+            "Grain",
+            "Grain reads",
+            "Spelt/Grain",
+        ),
+        [
+            (case, _rate(s), _reads(s), _rate(g), _reads(g), f"{s.median / g.median:.1f}x")
+            for case, (s, g) in results
+        ],
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("-k", default="", help="run only the cases whose name contains this")
-  parser.add_argument("--reps", type=int, default=REPS, help="measured repetitions each")
-  args = parser.parse_args(argv)
-  print(f"\nBatched reads: Spelt {spelt.__version__} vs Grain, {os.cpu_count()} CPUs, "
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    parser.add_argument("--reps", type=int, default=REPS, help="measured repetitions each")
+    args = parser.parse_args(argv)
+    print(
+        f"\nBatched reads: Spelt {spelt.__version__} vs Grain, {os.cpu_count()} CPUs, "
         f"{bar._load()}; batch {BATCH_SIZE}, {args.reps} repetitions each after one warm-up, "
-        "interleaved")
-  bar.raise_malloc_thresholds()  # as bench_array_record: figures independent of earlier work
-  m1 = run_m1(args.reps, args.k)
-  r1 = run_r1(args.reps, args.k)
-  if m1:
-    print()
-    print_m1(m1)
-  if r1:
-    print()
-    print_r1(r1)
-  if not m1 and not r1:
-    print(f"batched reads: no case matches -k {args.k!r}; skipped")
-  print(f"end: {bar._load()}")
+        "interleaved"
+    )
+    bar.raise_malloc_thresholds()  # as bench_array_record: figures independent of earlier work
+    m1 = run_m1(args.reps, args.k)
+    r1 = run_r1(args.reps, args.k)
+    if m1:
+        print()
+        print_m1(m1)
+    if r1:
+        print()
+        print_r1(r1)
+    if not m1 and not r1:
+        print(f"batched reads: no case matches -k {args.k!r}; skipped")
+    print(f"end: {bar._load()}")
 
 
 if __name__ == "__main__":
-  main()
+    main()

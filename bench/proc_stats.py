@@ -13,51 +13,51 @@ import os
 
 @dataclasses.dataclass(frozen=True)
 class ProcessStats:
-  pid: int
-  rss_bytes: int  # VmRSS: resident pages, shared ones (memfd arenas) counted in every process
-  open_fds: int  # entries of /proc/<pid>/fd
+    pid: int
+    rss_bytes: int  # VmRSS: resident pages, shared ones (memfd arenas) counted in every process
+    open_fds: int  # entries of /proc/<pid>/fd
 
 
 def children(pid: int) -> list[int]:
-  """Direct children of `pid` (all its threads' children); [] if it is gone."""
-  out = []
-  try:
-    tasks = os.listdir(f"/proc/{pid}/task")
-  except OSError:
-    return out
-  for tid in tasks:
+    """Direct children of `pid` (all its threads' children); [] if it is gone."""
+    out = []
     try:
-      with open(f"/proc/{pid}/task/{tid}/children") as f:
-        out += [int(c) for c in f.read().split()]
+        tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-      continue
-  return out
+        return out
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out += [int(c) for c in f.read().split()]
+        except OSError:
+            continue
+    return out
 
 
 def descendants(pid: int) -> list[int]:
-  """All processes below `pid`, parents before their children."""
-  out, frontier = [], [pid]
-  while frontier:
-    frontier = [c for p in frontier for c in children(p)]
-    out += frontier
-  return out
+    """All processes below `pid`, parents before their children."""
+    out, frontier = [], [pid]
+    while frontier:
+        frontier = [c for p in frontier for c in children(p)]
+        out += frontier
+    return out
 
 
 def process_stats(pid: int) -> ProcessStats | None:
-  """RSS and open fds of `pid`, or None if it exited meanwhile."""
-  try:
-    with open(f"/proc/{pid}/status") as f:
-      rss_kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
-    fds = len(os.listdir(f"/proc/{pid}/fd"))
-  except (OSError, StopIteration):
-    return None
-  return ProcessStats(pid, rss_kib << 10, fds)
+    """RSS and open fds of `pid`, or None if it exited meanwhile."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss_kib = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        fds = len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, StopIteration):
+        return None
+    return ProcessStats(pid, rss_kib << 10, fds)
 
 
 def tree_stats(pid: int) -> tuple[ProcessStats, list[ProcessStats]]:
-  """(stats of `pid`, stats of each live descendant). REQUIRES: `pid` is alive."""
-  root = process_stats(pid)
-  if root is None:
-    raise ProcessLookupError(pid)
-  below = [s for s in map(process_stats, descendants(pid)) if s is not None]
-  return root, below
+    """(stats of `pid`, stats of each live descendant). REQUIRES: `pid` is alive."""
+    root = process_stats(pid)
+    if root is None:
+        raise ProcessLookupError(pid)
+    below = [s for s in map(process_stats, descendants(pid)) if s is not None]
+    return root, below

@@ -19,35 +19,37 @@ import time
 
 
 def _use_package(path: str) -> None:
-  """Makes ``import spelt`` load DIR/spelt: scikit-build-core's editable finder sits in
-  sys.meta_path ahead of sys.path, so it is removed first."""
-  sys.meta_path[:] = [f for f in sys.meta_path
-                      if not type(f).__module__.startswith("_editable_skbc")]
-  sys.path.insert(0, path)
+    """Makes ``import spelt`` load DIR/spelt: scikit-build-core's editable finder sits in
+    sys.meta_path ahead of sys.path, so it is removed first."""
+    sys.meta_path[:] = [
+        f for f in sys.meta_path if not type(f).__module__.startswith("_editable_skbc")
+    ]
+    sys.path.insert(0, path)
 
 
 def main() -> None:
-  parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-  parser.add_argument("-k", default="DataLoader", help="first case whose name contains this")
-  parser.add_argument("--epochs", type=int, default=40)
-  parser.add_argument("--package", help="import spelt from this folder's spelt/")
-  args = parser.parse_args()
-  if args.package:
-    _use_package(args.package)
-  bench = importlib.import_module("bench")  # imports spelt: after _use_package
-  print(f"spelt from {bench.spelt.__file__}")
-  case = next((c for c in bench.CASES if args.k in c.name), None)
-  if case is None:
-    parser.error(f"no case name contains {args.k!r}")
-  source = bench.MnistLikeSource()
-  start = time.perf_counter()
-  for _ in range(args.epochs):
-    for _ in case.spelt(source):
-      pass
-  elapsed = time.perf_counter() - start
-  print(f"{case.name}: {args.epochs} epochs, "
-        f"{args.epochs * len(source) / elapsed:,.0f} records/s")
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="DataLoader", help="first case whose name contains this")
+    parser.add_argument("--epochs", type=int, default=40)
+    parser.add_argument("--package", help="import spelt from this folder's spelt/")
+    args = parser.parse_args()
+    if args.package:
+        _use_package(args.package)
+    bench = importlib.import_module("bench")  # imports spelt: after _use_package
+    print(f"spelt from {bench.spelt.__file__}")
+    case = next((c for c in bench.CASES if args.k in c.name), None)
+    if case is None:
+        parser.error(f"no case name contains {args.k!r}")
+    source = bench.MnistLikeSource()
+    start = time.perf_counter()
+    for _ in range(args.epochs):
+        for _ in case.spelt(source):
+            pass
+    elapsed = time.perf_counter() - start
+    print(
+        f"{case.name}: {args.epochs} epochs, {args.epochs * len(source) / elapsed:,.0f} records/s"
+    )
 
 
 if __name__ == "__main__":
-  main()
+    main()

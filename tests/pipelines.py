@@ -33,19 +33,19 @@ TEST_TIMEOUT_S = 60
 
 @pytest.fixture(autouse=True)
 def timeout():
-  def on_alarm(signum, frame):
-    del signum, frame
-    raise TimeoutError(f"test ran longer than {TEST_TIMEOUT_S} s")
+    def on_alarm(signum, frame):
+        del signum, frame
+        raise TimeoutError(f"test ran longer than {TEST_TIMEOUT_S} s")
 
-  previous = signal.signal(signal.SIGALRM, on_alarm)
-  signal.alarm(TEST_TIMEOUT_S)
-  faulthandler.dump_traceback_later(TEST_TIMEOUT_S + 30, exit=True)
-  try:
-    yield
-  finally:
-    signal.alarm(0)
-    faulthandler.cancel_dump_traceback_later()
-    signal.signal(signal.SIGALRM, previous)
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.alarm(TEST_TIMEOUT_S)
+    faulthandler.dump_traceback_later(TEST_TIMEOUT_S + 30, exit=True)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        faulthandler.cancel_dump_traceback_later()
+        signal.signal(signal.SIGALRM, previous)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -55,38 +55,38 @@ NT = collections.namedtuple("NT", ["a", "b"])
 
 
 def describe(x: Any) -> Any:
-  """A structure that is equal for two values only if types, dtypes, shapes and data are."""
-  if isinstance(x, dict):
-    return (type(x).__name__, sorted((k, describe(v)) for k, v in x.items()))
-  if isinstance(x, tuple) and hasattr(x, "_fields"):
-    return (type(x).__name__, tuple(x._fields), [describe(v) for v in x])
-  if isinstance(x, (list, tuple)):
-    return (type(x).__name__, [describe(v) for v in x])
-  if isinstance(x, np.ndarray):
-    data = x.tolist() if x.dtype != object else [describe(v) for v in x.ravel()]
-    return ("ndarray", x.dtype.str if x.dtype.kind not in "SU" else x.dtype.kind, x.shape, data)
-  if isinstance(x, np.generic):
-    return ("np." + type(x).__name__, x.item())
-  if isinstance(x, float) and np.isnan(x):
-    return ("float", "nan")
-  return (type(x).__name__, x)
+    """A structure that is equal for two values only if types, dtypes, shapes and data are."""
+    if isinstance(x, dict):
+        return (type(x).__name__, sorted((k, describe(v)) for k, v in x.items()))
+    if isinstance(x, tuple) and hasattr(x, "_fields"):
+        return (type(x).__name__, tuple(x._fields), [describe(v) for v in x])
+    if isinstance(x, (list, tuple)):
+        return (type(x).__name__, [describe(v) for v in x])
+    if isinstance(x, np.ndarray):
+        data = x.tolist() if x.dtype != object else [describe(v) for v in x.ravel()]
+        return ("ndarray", x.dtype.str if x.dtype.kind not in "SU" else x.dtype.kind, x.shape, data)
+    if isinstance(x, np.generic):
+        return ("np." + type(x).__name__, x.item())
+    if isinstance(x, float) and np.isnan(x):
+        return ("float", "nan")
+    return (type(x).__name__, x)
 
 
 def assert_same(a: Any, b: Any) -> None:
-  np.testing.assert_equal(a, b)
-  assert describe(a) == describe(b)
+    np.testing.assert_equal(a, b)
+    assert describe(a) == describe(b)
 
 
 def both(build: Callable[[Any], Any]) -> tuple[Any, Any]:
-  """(build(grain), build(spelt))."""
-  import grain  # pylint: disable=import-outside-toplevel
-  import spelt  # pylint: disable=import-outside-toplevel
+    """(build(grain), build(spelt))."""
+    import grain  # pylint: disable=import-outside-toplevel
+    import spelt  # pylint: disable=import-outside-toplevel
 
-  return build(grain), build(spelt)
+    return build(grain), build(spelt)
 
 
 def take(iterable, n: int | None) -> list[Any]:
-  return list(iterable) if n is None else list(itertools.islice(iterable, n))
+    return list(iterable) if n is None else list(itertools.islice(iterable, n))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -95,260 +95,386 @@ def take(iterable, n: int | None) -> list[Any]:
 
 @functools.cache
 def user_classes(g: Any) -> Any:
-  """Custom transforms and datasets written against library ``g``'s base classes."""
+    """Custom transforms and datasets written against library ``g``'s base classes."""
 
-  class Triple(g.transforms.Map):
+    class Triple(g.transforms.Map):
+        def map(self, x):
+            return x * 3
 
-    def map(self, x):
-      return x * 3
+    class Even(g.transforms.Filter):
+        def filter(self, x):
+            return x % 2 == 0
 
-  class Even(g.transforms.Filter):
+    class Noise(g.transforms.RandomMap):
+        def random_map(self, x, rng):
+            return x + int(rng.integers(0, 1000)) * 1000
 
-    def filter(self, x):
-      return x % 2 == 0
+    class Tag(g.transforms.MapWithIndex):
+        def map_with_index(self, index, x):
+            return (index, x)
 
-  class Noise(g.transforms.RandomMap):
+    class Split(g.experimental.FlatMapTransform):
+        max_fan_out = 3
 
-    def random_map(self, x, rng):
-      return x + int(rng.integers(0, 1000)) * 1000
+        def flat_map(self, x):
+            x = int(x)
+            return [x * 10 + j for j in range(x % 4 if x % 4 < 3 else 3)]
 
-  class Tag(g.transforms.MapWithIndex):
+    class Squares(g.MapDataset):
+        """Custom MapDataset: element i is (i % n)**2, plus 1000 per epoch."""
 
-    def map_with_index(self, index, x):
-      return (index, x)
+        def __init__(self, n):
+            super().__init__()
+            self._n = n
 
-  class Split(g.experimental.FlatMapTransform):
-    max_fan_out = 3
+        def __len__(self):
+            return self._n
 
-    def flat_map(self, x):
-      x = int(x)
-      return [x * 10 + j for j in range(x % 4 if x % 4 < 3 else 3)]
+        def __getitem__(self, index):
+            if isinstance(index, slice):
+                return self.slice(index)
+            epoch, i = divmod(index, self._n)
+            return i * i + 1000 * epoch
 
-  class Squares(g.MapDataset):
-    """Custom MapDataset: element i is (i % n)**2, plus 1000 per epoch."""
+    class CountIterator(g.DatasetIterator):
+        """Custom DatasetIterator over 7, 14, ..., 7 * n with state {"pos": k}."""
 
-    def __init__(self, n):
-      super().__init__()
-      self._n = n
+        def __init__(self, n):
+            super().__init__()
+            self._n = n
+            self._pos = 0
 
-    def __len__(self):
-      return self._n
+        def __next__(self):
+            if self._pos >= self._n:
+                raise StopIteration
+            self._pos += 1
+            return 7 * self._pos
 
-    def __getitem__(self, index):
-      if isinstance(index, slice):
-        return self.slice(index)
-      epoch, i = divmod(index, self._n)
-      return i * i + 1000 * epoch
+        def get_state(self):
+            return {"pos": self._pos}
 
-  class CountIterator(g.DatasetIterator):
-    """Custom DatasetIterator over 7, 14, ..., 7 * n with state {"pos": k}."""
+        def set_state(self, state):
+            self._pos = state["pos"]
 
-    def __init__(self, n):
-      super().__init__()
-      self._n = n
-      self._pos = 0
+    class Counts(g.IterDataset):
+        def __init__(self, n):
+            super().__init__()
+            self._n = n
 
-    def __next__(self):
-      if self._pos >= self._n:
-        raise StopIteration
-      self._pos += 1
-      return 7 * self._pos
+        def __iter__(self):
+            return CountIterator(self._n)
 
-    def get_state(self):
-      return {"pos": self._pos}
+    class ForgetfulIterator(CountIterator):
+        """Broken on purpose: set_state ignores the state."""
 
-    def set_state(self, state):
-      self._pos = state["pos"]
+        def set_state(self, state):
+            del state
 
-  class Counts(g.IterDataset):
+    class Forgetful(g.IterDataset):
+        def __init__(self, n):
+            super().__init__()
+            self._n = n
 
-    def __init__(self, n):
-      super().__init__()
-      self._n = n
+        def __iter__(self):
+            return ForgetfulIterator(self._n)
 
-    def __iter__(self):
-      return CountIterator(self._n)
+    class OffByOneIterator(CountIterator):
+        """Broken on purpose: restores one element too far."""
 
-  class ForgetfulIterator(CountIterator):
-    """Broken on purpose: set_state ignores the state."""
+        def set_state(self, state):
+            self._pos = min(state["pos"] + 1, self._n)
 
-    def set_state(self, state):
-      del state
+    class OffByOne(g.IterDataset):
+        def __init__(self, n):
+            super().__init__()
+            self._n = n
 
-  class Forgetful(g.IterDataset):
+        def __iter__(self):
+            return OffByOneIterator(self._n)
 
-    def __init__(self, n):
-      super().__init__()
-      self._n = n
-
-    def __iter__(self):
-      return ForgetfulIterator(self._n)
-
-  class OffByOneIterator(CountIterator):
-    """Broken on purpose: restores one element too far."""
-
-    def set_state(self, state):
-      self._pos = min(state["pos"] + 1, self._n)
-
-  class OffByOne(g.IterDataset):
-
-    def __init__(self, n):
-      super().__init__()
-      self._n = n
-
-    def __iter__(self):
-      return OffByOneIterator(self._n)
-
-  return collections.namedtuple("UserClasses", list(locals()))(**locals())
+    return collections.namedtuple("UserClasses", list(locals()))(**locals())
 
 
 def _records(n):
-  return [{"id": i, "text": f"r{i}", "v": np.arange(3, dtype=np.float32) + i} for i in range(n)]
+    return [{"id": i, "text": f"r{i}", "v": np.arange(3, dtype=np.float32) + i} for i in range(n)]
 
 
 def _noise(x, rng):
-  return x * 1000 + int(rng.integers(0, 1000))
+    return x * 1000 + int(rng.integers(0, 1000))
 
 
 # ---------------------------------------------------------------------------------------------
 # Dataset pipelines: build(g) -> IterDataset (or MapDataset). (limit: elements read; None: all.)
 
+
 def _d(build, limit=None, grain_equal=True, grain_state_equal=True):
-  return {"build": build, "limit": limit, "grain_equal": grain_equal,
-          "grain_state_equal": grain_state_equal}
+    return {
+        "build": build,
+        "limit": limit,
+        "grain_equal": grain_equal,
+        "grain_state_equal": grain_state_equal,
+    }
 
 
 DATASET_PIPELINES: dict[str, dict[str, Any]] = {
     "source_list": _d(lambda g: g.MapDataset.source(_records(9)).to_iter_dataset()),
-    "source_ndarray": _d(lambda g: g.MapDataset.source(np.arange(24).reshape(12, 2))
-                         .to_iter_dataset()),
+    "source_ndarray": _d(
+        lambda g: g.MapDataset.source(np.arange(24).reshape(12, 2)).to_iter_dataset()
+    ),
     "range": _d(lambda g: g.MapDataset.range(3, 40, 2).to_iter_dataset()),
     "shuffle": _d(lambda g: g.MapDataset.range(15).seed(1).shuffle().to_iter_dataset()),
     "slice": _d(lambda g: g.MapDataset.range(40)[3:33:2].to_iter_dataset()),
-    "repeat_reseed": _d(lambda g: g.MapDataset.range(6).seed(2).shuffle().repeat(3)
-                        .to_iter_dataset()),
-    "repeat_no_reseed": _d(lambda g: g.MapDataset.range(6).random_map(_noise, seed=3)
-                           .repeat(3, reseed_each_epoch=False).to_iter_dataset()),
-    "repeat_forever": _d(lambda g: g.MapDataset.range(5).seed(8).shuffle().repeat()
-                         .to_iter_dataset(), limit=17),
+    "repeat_reseed": _d(
+        lambda g: g.MapDataset.range(6).seed(2).shuffle().repeat(3).to_iter_dataset()
+    ),
+    "repeat_no_reseed": _d(
+        lambda g: (
+            g.MapDataset.range(6)
+            .random_map(_noise, seed=3)
+            .repeat(3, reseed_each_epoch=False)
+            .to_iter_dataset()
+        )
+    ),
+    "repeat_forever": _d(
+        lambda g: g.MapDataset.range(5).seed(8).shuffle().repeat().to_iter_dataset(), limit=17
+    ),
     "map": _d(lambda g: g.MapDataset.range(12).map(lambda x: x * x).to_iter_dataset()),
-    "random_map": _d(lambda g: g.MapDataset.range(12).seed(4).random_map(_noise)
-                     .to_iter_dataset()),
-    "map_with_index": _d(lambda g: g.MapDataset.range(12, 0, -1)
-                         .map_with_index(lambda i, x: (i, x)).to_iter_dataset()),
-    "filter": _d(lambda g: g.MapDataset.range(30).filter(lambda x: x % 3 != 1)
-                 .to_iter_dataset()),
-    "filter_allow_nones": _d(lambda g: g.MapDataset.range(12).filter(lambda x: x % 3 == 0)
-                             .to_iter_dataset(allow_nones=True)),
+    "random_map": _d(lambda g: g.MapDataset.range(12).seed(4).random_map(_noise).to_iter_dataset()),
+    "map_with_index": _d(
+        lambda g: (
+            g.MapDataset.range(12, 0, -1).map_with_index(lambda i, x: (i, x)).to_iter_dataset()
+        )
+    ),
+    "filter": _d(lambda g: g.MapDataset.range(30).filter(lambda x: x % 3 != 1).to_iter_dataset()),
+    "filter_allow_nones": _d(
+        lambda g: (
+            g.MapDataset.range(12).filter(lambda x: x % 3 == 0).to_iter_dataset(allow_nones=True)
+        )
+    ),
     "map_batch": _d(lambda g: g.MapDataset.source(_records(17)).batch(4).to_iter_dataset()),
-    "map_batch_drop_epochs": _d(lambda g: g.MapDataset.range(10).batch(3, drop_remainder=True)
-                                .repeat(2).to_iter_dataset()),
-    "native_threads": _d(lambda g: g.MapDataset.range(60).seed(5).shuffle().batch(4)
-                         .to_iter_dataset(g.ReadOptions(num_threads=4,
-                                                        prefetch_buffer_size=7))),
+    "map_batch_drop_epochs": _d(
+        lambda g: g.MapDataset.range(10).batch(3, drop_remainder=True).repeat(2).to_iter_dataset()
+    ),
+    "native_threads": _d(
+        lambda g: (
+            g.MapDataset.range(60)
+            .seed(5)
+            .shuffle()
+            .batch(4)
+            .to_iter_dataset(g.ReadOptions(num_threads=4, prefetch_buffer_size=7))
+        )
+    ),
     "iter_map": _d(lambda g: g.MapDataset.range(15).to_iter_dataset().map(lambda x: -x)),
-    "iter_filter": _d(lambda g: g.MapDataset.range(25).to_iter_dataset()
-                      .filter(lambda x: x % 4 != 0)),
+    "iter_filter": _d(
+        lambda g: g.MapDataset.range(25).to_iter_dataset().filter(lambda x: x % 4 != 0)
+    ),
     "iter_batch": _d(lambda g: g.MapDataset.source(_records(14)).to_iter_dataset().batch(3)),
-    "iter_batch_drop": _d(lambda g: g.MapDataset.range(14).to_iter_dataset()
-                          .batch(3, drop_remainder=True)),
-    "iter_random_map": _d(lambda g: g.MapDataset.range(14).to_iter_dataset()
-                          .random_map(_noise, seed=11)),
-    "iter_map_with_index": _d(lambda g: g.MapDataset.range(20).filter(lambda x: x % 3 != 0)
-                              .to_iter_dataset().map_with_index(lambda i, x: i * 100 + x)),
-    "flat_map": _d(lambda g: g.experimental.FlatMapIterDataset(
-        g.MapDataset.range(14).to_iter_dataset(), user_classes(g).Split())),
-    "flat_map_batch": _d(lambda g: g.experimental.FlatMapIterDataset(
-        g.MapDataset.range(14).seed(3).shuffle().to_iter_dataset(), user_classes(g).Split())
-                         .batch(2)),
-    "apply_transforms": _d(lambda g: g.MapDataset.range(20).seed(6).apply([
-        user_classes(g).Triple(), user_classes(g).Noise(), user_classes(g).Even(),
-    ]).to_iter_dataset().apply([user_classes(g).Tag(), g.transforms.Batch(3)])),
-    "custom_map_dataset": _d(lambda g: user_classes(g).Squares(8).seed(2).shuffle().repeat(2)
-                             .map(lambda x: x + 1).to_iter_dataset()),
-    "custom_iter_dataset": _d(lambda g: user_classes(g).Counts(13).map(lambda x: x + 1)
-                              .filter(lambda x: x % 3 != 0).random_map(_noise, seed=5)
-                              .batch(2)),
-    "long_chain": _d(lambda g: g.experimental.FlatMapIterDataset(
-        g.MapDataset.source(np.arange(40) * 2).seed(9).shuffle()[2:30].repeat(2)
-        .random_map(_noise).filter(lambda x: x % 5 != 0)
-        .to_iter_dataset().map_with_index(lambda i, x: x + i)
-        .random_map(lambda x, rng: x % 97 + int(rng.integers(0, 2))),
-        user_classes(g).Split()).map(lambda x: x // 2).batch(3)),
+    "iter_batch_drop": _d(
+        lambda g: g.MapDataset.range(14).to_iter_dataset().batch(3, drop_remainder=True)
+    ),
+    "iter_random_map": _d(
+        lambda g: g.MapDataset.range(14).to_iter_dataset().random_map(_noise, seed=11)
+    ),
+    "iter_map_with_index": _d(
+        lambda g: (
+            g.MapDataset.range(20)
+            .filter(lambda x: x % 3 != 0)
+            .to_iter_dataset()
+            .map_with_index(lambda i, x: i * 100 + x)
+        )
+    ),
+    "flat_map": _d(
+        lambda g: g.experimental.FlatMapIterDataset(
+            g.MapDataset.range(14).to_iter_dataset(), user_classes(g).Split()
+        )
+    ),
+    "flat_map_batch": _d(
+        lambda g: g.experimental.FlatMapIterDataset(
+            g.MapDataset.range(14).seed(3).shuffle().to_iter_dataset(), user_classes(g).Split()
+        ).batch(2)
+    ),
+    "apply_transforms": _d(
+        lambda g: (
+            g.MapDataset.range(20)
+            .seed(6)
+            .apply(
+                [
+                    user_classes(g).Triple(),
+                    user_classes(g).Noise(),
+                    user_classes(g).Even(),
+                ]
+            )
+            .to_iter_dataset()
+            .apply([user_classes(g).Tag(), g.transforms.Batch(3)])
+        )
+    ),
+    "custom_map_dataset": _d(
+        lambda g: (
+            user_classes(g)
+            .Squares(8)
+            .seed(2)
+            .shuffle()
+            .repeat(2)
+            .map(lambda x: x + 1)
+            .to_iter_dataset()
+        )
+    ),
+    "custom_iter_dataset": _d(
+        lambda g: (
+            user_classes(g)
+            .Counts(13)
+            .map(lambda x: x + 1)
+            .filter(lambda x: x % 3 != 0)
+            .random_map(_noise, seed=5)
+            .batch(2)
+        )
+    ),
+    "long_chain": _d(
+        lambda g: (
+            g.experimental.FlatMapIterDataset(
+                g.MapDataset.source(np.arange(40) * 2)
+                .seed(9)
+                .shuffle()[2:30]
+                .repeat(2)
+                .random_map(_noise)
+                .filter(lambda x: x % 5 != 0)
+                .to_iter_dataset()
+                .map_with_index(lambda i, x: x + i)
+                .random_map(lambda x, rng: x % 97 + int(rng.integers(0, 2))),
+                user_classes(g).Split(),
+            )
+            .map(lambda x: x // 2)
+            .batch(3)
+        )
+    ),
 }
 
 
 # ---------------------------------------------------------------------------------------------
 # DataLoader pipelines: build(g) -> DataLoader.
 
-def _loader(g, *, n=23, sampler="index", shard=None, ops=(), worker_count=0, source=None,
-            **sampler_kw):
-  so = g.sharding.NoSharding() if shard is None else g.sharding.ShardOptions(*shard)
-  if sampler == "index":
-    s = g.samplers.IndexSampler(n, shard_options=so, **sampler_kw)
-  else:
-    s = g.samplers.SequentialSampler(n, shard_options=so, **sampler_kw)
-  u = user_classes(g)
-  operations = []
-  for op in ops:
-    if op == "map":
-      operations.append(u.Triple())
-    elif op == "filter":
-      operations.append(u.Even())
-    elif op == "random_map":
-      operations.append(u.Noise())
-    elif op == "flat_map":
-      operations.append(u.Split())
-    elif op == "map_with_index":
-      operations.append(u.Tag())
-    elif op.startswith("batch"):
-      size = int(op[5:].rstrip("d"))
-      operations.append(g.transforms.Batch(size, drop_remainder=op.endswith("d")))
+
+def _loader(
+    g, *, n=23, sampler="index", shard=None, ops=(), worker_count=0, source=None, **sampler_kw
+):
+    so = g.sharding.NoSharding() if shard is None else g.sharding.ShardOptions(*shard)
+    if sampler == "index":
+        s = g.samplers.IndexSampler(n, shard_options=so, **sampler_kw)
     else:
-      raise ValueError(op)
-  return g.DataLoader(
-      data_source=list(range(n)) if source is None else source, sampler=s,
-      operations=operations, worker_count=worker_count)
+        s = g.samplers.SequentialSampler(n, shard_options=so, **sampler_kw)
+    u = user_classes(g)
+    operations = []
+    for op in ops:
+        if op == "map":
+            operations.append(u.Triple())
+        elif op == "filter":
+            operations.append(u.Even())
+        elif op == "random_map":
+            operations.append(u.Noise())
+        elif op == "flat_map":
+            operations.append(u.Split())
+        elif op == "map_with_index":
+            operations.append(u.Tag())
+        elif op.startswith("batch"):
+            size = int(op[5:].rstrip("d"))
+            operations.append(g.transforms.Batch(size, drop_remainder=op.endswith("d")))
+        else:
+            raise ValueError(op)
+    return g.DataLoader(
+        data_source=list(range(n)) if source is None else source,
+        sampler=s,
+        operations=operations,
+        worker_count=worker_count,
+    )
 
 
 def _l(build, limit=None, grain_equal=True, grain_state_equal=True):
-  return {"build": build, "limit": limit, "grain_equal": grain_equal,
-          "grain_state_equal": grain_state_equal}
+    return {
+        "build": build,
+        "limit": limit,
+        "grain_equal": grain_equal,
+        "grain_state_equal": grain_state_equal,
+    }
 
 
 LOADER_PIPELINES: dict[str, dict[str, Any]] = {
     "plain": _l(lambda g: _loader(g, num_epochs=1)),
-    "shuffle_epochs_ops": _l(lambda g: _loader(
-        g, shuffle=True, num_epochs=2, seed=5, ops=("map", "random_map", "filter", "batch3"))),
-    "sharded": _l(lambda g: _loader(
-        g, shuffle=True, num_epochs=2, seed=1, shard=(1, 3), ops=("random_map", "batch2"))),
-    "sharded_drop": _l(lambda g: _loader(
-        g, shuffle=True, num_epochs=2, seed=1, shard=(2, 3, True), ops=("batch2d",))),
+    "shuffle_epochs_ops": _l(
+        lambda g: _loader(
+            g, shuffle=True, num_epochs=2, seed=5, ops=("map", "random_map", "filter", "batch3")
+        )
+    ),
+    "sharded": _l(
+        lambda g: _loader(
+            g, shuffle=True, num_epochs=2, seed=1, shard=(1, 3), ops=("random_map", "batch2")
+        )
+    ),
+    "sharded_drop": _l(
+        lambda g: _loader(
+            g, shuffle=True, num_epochs=2, seed=1, shard=(2, 3, True), ops=("batch2d",)
+        )
+    ),
     "sequential": _l(lambda g: _loader(g, sampler="sequential", ops=("map", "batch4"))),
-    "sequential_sharded_seeded": _l(lambda g: _loader(
-        g, sampler="sequential", shard=(0, 2), seed=3, ops=("random_map", "filter"))),
-    "two_random_maps": _l(lambda g: _loader(
-        g, shuffle=True, num_epochs=2, seed=8, ops=("random_map", "filter", "random_map",
-                                                    "batch3"))),
+    "sequential_sharded_seeded": _l(
+        lambda g: _loader(
+            g, sampler="sequential", shard=(0, 2), seed=3, ops=("random_map", "filter")
+        )
+    ),
+    "two_random_maps": _l(
+        lambda g: _loader(
+            g,
+            shuffle=True,
+            num_epochs=2,
+            seed=8,
+            ops=("random_map", "filter", "random_map", "batch3"),
+        )
+    ),
     "infinite": _l(lambda g: _loader(g, n=7, shuffle=True, seed=2, ops=("batch3",)), limit=12),
-    "load": _l(lambda g: g.load(list(range(11)), num_epochs=2, shuffle=True, seed=4,
-                                transformations=[user_classes(g).Noise()], batch_size=3,
-                                drop_remainder=True)),
-    "ndarray_source": _l(lambda g: _loader(g, n=9, num_epochs=2, source=np.arange(9) * 2,
-                                           ops=("batch2",))),
+    "load": _l(
+        lambda g: g.load(
+            list(range(11)),
+            num_epochs=2,
+            shuffle=True,
+            seed=4,
+            transformations=[user_classes(g).Noise()],
+            batch_size=3,
+            drop_remainder=True,
+        )
+    ),
+    "ndarray_source": _l(
+        lambda g: _loader(g, n=9, num_epochs=2, source=np.arange(9) * 2, ops=("batch2",))
+    ),
     # Grain 0.2.18 writes the raw dataset state for FlatMap loaders (compared separately).
-    "flat_map": _l(lambda g: _loader(g, n=12, shuffle=True, num_epochs=1, seed=3,
-                                     ops=("flat_map", "batch2")), grain_state_equal=False),
+    "flat_map": _l(
+        lambda g: _loader(g, n=12, shuffle=True, num_epochs=1, seed=3, ops=("flat_map", "batch2")),
+        grain_state_equal=False,
+    ),
     # Spelt-only semantics (docs/compatibility.md): not compared with Grain.
-    "map_with_index": _l(lambda g: _loader(g, n=10, num_epochs=1, shuffle=True, seed=3,
-                                           shard=(1, 2), ops=("map_with_index", "batch2")),
-                         grain_equal=False, grain_state_equal=False),
-    "random_map_after_batch": _l(lambda g: _loader(g, n=10, num_epochs=1, seed=3,
-                                                   ops=("batch3", "random_map")),
-                                 grain_equal=False, grain_state_equal=False),
-    "two_workers": _l(lambda g: _loader(g, shuffle=True, num_epochs=1, seed=7,
-                                        ops=("filter", "batch2"), worker_count=2),
-                      grain_equal=False, grain_state_equal=False),
+    "map_with_index": _l(
+        lambda g: _loader(
+            g,
+            n=10,
+            num_epochs=1,
+            shuffle=True,
+            seed=3,
+            shard=(1, 2),
+            ops=("map_with_index", "batch2"),
+        ),
+        grain_equal=False,
+        grain_state_equal=False,
+    ),
+    "random_map_after_batch": _l(
+        lambda g: _loader(g, n=10, num_epochs=1, seed=3, ops=("batch3", "random_map")),
+        grain_equal=False,
+        grain_state_equal=False,
+    ),
+    "two_workers": _l(
+        lambda g: _loader(
+            g, shuffle=True, num_epochs=1, seed=7, ops=("filter", "batch2"), worker_count=2
+        ),
+        grain_equal=False,
+        grain_state_equal=False,
+    ),
 }
 
 
@@ -357,63 +483,67 @@ LOADER_PIPELINES: dict[str, dict[str, Any]] = {
 
 
 def run_with_states(it, limit: int | None):
-  """Reads it to the end (or limit elements); returns (outputs, states) with states[k] the
-  state after k elements (len(states) == len(outputs) + 1)."""
-  outputs, states = [], [it.get_state()]
-  while limit is None or len(outputs) < limit:
-    try:
-      outputs.append(next(it))
-    except StopIteration:
-      break
-    states.append(it.get_state())
-  return outputs, states
+    """Reads it to the end (or limit elements); returns (outputs, states) with states[k] the
+    state after k elements (len(states) == len(outputs) + 1)."""
+    outputs, states = [], [it.get_state()]
+    while limit is None or len(outputs) < limit:
+        try:
+            outputs.append(next(it))
+        except StopIteration:
+            break
+        states.append(it.get_state())
+    return outputs, states
 
 
 def _encode_state(state):
-  return state.decode() if isinstance(state, bytes) else state
+    return state.decode() if isinstance(state, bytes) else state
 
 
 def _decode_state(kind, state):
-  return state.encode() if kind == "loader" else state
+    return state.encode() if kind == "loader" else state
 
 
 def child_main(in_path: str, out_path: str) -> None:
-  """Runs in a fresh interpreter: restores each saved state and reads the remainder."""
-  import spelt  # pylint: disable=import-outside-toplevel
+    """Runs in a fresh interpreter: restores each saved state and reads the remainder."""
+    import spelt  # pylint: disable=import-outside-toplevel
 
-  with open(in_path) as f:
-    request = json.load(f)
-  results = {}
-  for item in request:
-    kind, name = item["kind"], item["name"]
-    spec = (DATASET_PIPELINES if kind == "dataset" else LOADER_PIPELINES)[name]
-    limit = spec["limit"]
-    runs = []
-    try:
-      for k, state in item["states"]:
-        it = iter(spec["build"](spelt))
-        it.set_state(_decode_state(kind, state))
-        restored_state = it.get_state()
-        rest = take(it, None if limit is None else limit - k)
-        runs.append((k, restored_state, rest))
-      results[(kind, name)] = ("ok", runs)
-    except Exception as e:  # pylint: disable=broad-except
-      results[(kind, name)] = ("error", f"{type(e).__name__}: {e}")
-  with open(out_path, "wb") as f:
-    pickle.dump(results, f)
+    with open(in_path) as f:
+        request = json.load(f)
+    results = {}
+    for item in request:
+        kind, name = item["kind"], item["name"]
+        spec = (DATASET_PIPELINES if kind == "dataset" else LOADER_PIPELINES)[name]
+        limit = spec["limit"]
+        runs = []
+        try:
+            for k, state in item["states"]:
+                it = iter(spec["build"](spelt))
+                it.set_state(_decode_state(kind, state))
+                restored_state = it.get_state()
+                rest = take(it, None if limit is None else limit - k)
+                runs.append((k, restored_state, rest))
+            results[(kind, name)] = ("ok", runs)
+        except Exception as e:  # pylint: disable=broad-except
+            results[(kind, name)] = ("error", f"{type(e).__name__}: {e}")
+    with open(out_path, "wb") as f:
+        pickle.dump(results, f)
 
 
 def restore_in_new_process(requests: list[dict[str, Any]], tmp_dir: str) -> dict[Any, Any]:
-  """requests: [{"kind", "name", "states": [(k, state), ...]}]; one child for all of them."""
-  in_path = os.path.join(tmp_dir, "request.json")
-  out_path = os.path.join(tmp_dir, "result.pkl")
-  with open(in_path, "w") as f:
-    json.dump([dict(r, states=[(k, _encode_state(s)) for k, s in r["states"]])
-               for r in requests], f)
-  code = (f"import sys; sys.path.insert(0, {TESTS_DIR!r}); import pipelines; "
-          f"pipelines.child_main({in_path!r}, {out_path!r})")
-  proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                        timeout=120, check=False)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  with open(out_path, "rb") as f:
-    return pickle.load(f)
+    """requests: [{"kind", "name", "states": [(k, state), ...]}]; one child for all of them."""
+    in_path = os.path.join(tmp_dir, "request.json")
+    out_path = os.path.join(tmp_dir, "result.pkl")
+    with open(in_path, "w") as f:
+        json.dump(
+            [dict(r, states=[(k, _encode_state(s)) for k, s in r["states"]]) for r in requests], f
+        )
+    code = (
+        f"import sys; sys.path.insert(0, {TESTS_DIR!r}); import pipelines; "
+        f"pipelines.child_main({in_path!r}, {out_path!r})"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    with open(out_path, "rb") as f:
+        return pickle.load(f)

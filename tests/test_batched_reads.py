@@ -22,145 +22,149 @@ from spelt import _core
 
 
 class CountingSource:
-  """Records i * 10; counts __getitem__ calls and the index lists of batched calls.
+    """Records i * 10; counts __getitem__ calls and the index lists of batched calls.
 
-  `bad`: keys whose reads raise `exc` (both per record and batched).
-  """
+    `bad`: keys whose reads raise `exc` (both per record and batched).
+    """
 
-  def __init__(self, n=100, bad=(), exc=ValueError):
-    self._n = n
-    self._bad = set(bad)
-    self._exc = exc
-    self.single = []
-    self.batches = []
+    def __init__(self, n=100, bad=(), exc=ValueError):
+        self._n = n
+        self._bad = set(bad)
+        self._exc = exc
+        self.single = []
+        self.batches = []
 
-  def __len__(self):
-    return self._n
+    def __len__(self):
+        return self._n
 
-  def __getitem__(self, i):
-    self.single.append(i)
-    if i in self._bad:
-      raise self._exc(f"cannot read {i}")
-    return i * 10
+    def __getitem__(self, i):
+        self.single.append(i)
+        if i in self._bad:
+            raise self._exc(f"cannot read {i}")
+        return i * 10
 
-  def _read_batch(self, keys):
-    self.batches.append(list(keys))
-    for k in keys:
-      if k in self._bad:
-        raise self._exc(f"cannot read {k} (batched)")
-    return [k * 10 for k in keys]
+    def _read_batch(self, keys):
+        self.batches.append(list(keys))
+        for k in keys:
+            if k in self._bad:
+                raise self._exc(f"cannot read {k} (batched)")
+        return [k * 10 for k in keys]
 
-  def __repr__(self):
-    return f"CountingSource(n={self._n})"
+    def __repr__(self):
+        return f"CountingSource(n={self._n})"
 
 
 class GrainBatched(CountingSource):
-  """Grain's SupportsBatchedReadRandomAccessDataSource protocol."""
+    """Grain's SupportsBatchedReadRandomAccessDataSource protocol."""
 
-  def _getitems(self, keys):
-    return self._read_batch(keys)
+    def _getitems(self, keys):
+        return self._read_batch(keys)
 
 
 class TorchBatched(CountingSource):
-  """array-record's and PyTorch's name for the batched read."""
+    """array-record's and PyTorch's name for the batched read."""
 
-  def __getitems__(self, keys):
-    return self._read_batch(keys)
+    def __getitems__(self, keys):
+        return self._read_batch(keys)
 
 
 def _note(e):
-  return "\n".join(getattr(e, "__notes__", []))
+    return "\n".join(getattr(e, "__notes__", []))
 
 
 @pytest.mark.parametrize("cls", [GrainBatched, TorchBatched])
 def test_batched_source_sees_whole_chunks(cls):
-  src = cls(1000)
-  ds = spelt.MapDataset.source(src).seed(0).shuffle().batch(16)
-  out = [b.tolist() for b in ds]
-  assert src.single == []
-  keys = [k for batch in src.batches for k in batch]
-  assert sorted(keys) == list(range(1000))  # every record read exactly once
-  # Chunks of several batches: far fewer calls than batches, most calls many batches long.
-  assert len(src.batches) < len(out) / 4
-  assert max(len(b) for b in src.batches) >= 16 * 16
-  expected = grain.MapDataset.source(CountingSource(1000)).seed(0).shuffle().batch(16)
-  assert out == [b.tolist() for b in expected]
+    src = cls(1000)
+    ds = spelt.MapDataset.source(src).seed(0).shuffle().batch(16)
+    out = [b.tolist() for b in ds]
+    assert src.single == []
+    keys = [k for batch in src.batches for k in batch]
+    assert sorted(keys) == list(range(1000))  # every record read exactly once
+    # Chunks of several batches: far fewer calls than batches, most calls many batches long.
+    assert len(src.batches) < len(out) / 4
+    assert max(len(b) for b in src.batches) >= 16 * 16
+    expected = grain.MapDataset.source(CountingSource(1000)).seed(0).shuffle().batch(16)
+    assert out == [b.tolist() for b in expected]
 
 
 def test_batched_source_in_a_data_loader():
-  src = GrainBatched(200)
-  loader = spelt.DataLoader(
-      data_source=src,
-      sampler=spelt.samplers.IndexSampler(200, shuffle=True, seed=1, num_epochs=1),
-      operations=[spelt.transforms.Batch(8)], worker_count=0)
-  out = [b.tolist() for b in loader]
-  expected = grain.DataLoader(
-      data_source=CountingSource(200),
-      sampler=grain.samplers.IndexSampler(200, shuffle=True, seed=1, num_epochs=1),
-      operations=[grain.transforms.Batch(8)], worker_count=0)
-  assert out == [b.tolist() for b in expected]
-  if src.batches:  # the sampler stage reads in batches where it supports it
-    assert src.single == []
+    src = GrainBatched(200)
+    loader = spelt.DataLoader(
+        data_source=src,
+        sampler=spelt.samplers.IndexSampler(200, shuffle=True, seed=1, num_epochs=1),
+        operations=[spelt.transforms.Batch(8)],
+        worker_count=0,
+    )
+    out = [b.tolist() for b in loader]
+    expected = grain.DataLoader(
+        data_source=CountingSource(200),
+        sampler=grain.samplers.IndexSampler(200, shuffle=True, seed=1, num_epochs=1),
+        operations=[grain.transforms.Batch(8)],
+        worker_count=0,
+    )
+    assert out == [b.tolist() for b in expected]
+    if src.batches:  # the sampler stage reads in batches where it supports it
+        assert src.single == []
 
 
 @pytest.mark.parametrize("cls", [GrainBatched, TorchBatched, CountingSource])
 @pytest.mark.parametrize("exc", [ValueError, KeyError, OSError])
 def test_error_in_the_middle_of_a_chunk(cls, exc):
-  src = cls(40, bad={21}, exc=exc)
-  it = iter(spelt.MapDataset.source(src).to_iter_dataset())
-  got = []
-  with pytest.raises(exc) as info:
-    while True:
-      got.append(next(it))
-  assert got == [i * 10 for i in range(21)]
-  assert "cannot read 21" in str(info.value)
-  assert "(batched)" not in str(info.value)  # the per-record error, as Get() raises it
-  assert "record 21" in _note(info.value)
-  assert "CountingSource(n=40)" in _note(info.value)
-  assert list(it) == [i * 10 for i in range(22, 40)]  # later elements still come
+    src = cls(40, bad={21}, exc=exc)
+    it = iter(spelt.MapDataset.source(src).to_iter_dataset())
+    got = []
+    with pytest.raises(exc) as info:
+        while True:
+            got.append(next(it))
+    assert got == [i * 10 for i in range(21)]
+    assert "cannot read 21" in str(info.value)
+    assert "(batched)" not in str(info.value)  # the per-record error, as Get() raises it
+    assert "record 21" in _note(info.value)
+    assert "CountingSource(n=40)" in _note(info.value)
+    assert list(it) == [i * 10 for i in range(22, 40)]  # later elements still come
 
 
 def test_error_in_a_batch_of_a_map_dataset_batch():
-  src = TorchBatched(40, bad={13})
-  it = iter(spelt.MapDataset.source(src).batch(4))
-  assert [next(it).tolist() for _ in range(3)] == [[0, 10, 20, 30], [40, 50, 60, 70],
-                                                  [80, 90, 100, 110]]
-  with pytest.raises(ValueError, match="cannot read 13"):
-    next(it)
-  assert next(it).tolist() == [160, 170, 180, 190]
+    src = TorchBatched(40, bad={13})
+    it = iter(spelt.MapDataset.source(src).batch(4))
+    assert [next(it).tolist() for _ in range(3)] == [
+        [0, 10, 20, 30],
+        [40, 50, 60, 70],
+        [80, 90, 100, 110],
+    ]
+    with pytest.raises(ValueError, match="cannot read 13"):
+        next(it)
+    assert next(it).tolist() == [160, 170, 180, 190]
 
 
 class Interrupted(TorchBatched):
-
-  def __getitems__(self, keys):
-    raise KeyboardInterrupt
+    def __getitems__(self, keys):
+        raise KeyboardInterrupt
 
 
 def test_keyboard_interrupt_is_not_swallowed():
-  src = Interrupted(10)
-  with pytest.raises(KeyboardInterrupt):
-    list(spelt.MapDataset.source(src))
-  assert src.single == []  # no fall-back to reads one at a time
+    src = Interrupted(10)
+    with pytest.raises(KeyboardInterrupt):
+        list(spelt.MapDataset.source(src))
+    assert src.single == []  # no fall-back to reads one at a time
 
 
 class WrongCount(TorchBatched):
-
-  def __getitems__(self, keys):
-    return super().__getitems__(keys)[:-1]
+    def __getitems__(self, keys):
+        return super().__getitems__(keys)[:-1]
 
 
 class BrokenBatched(TorchBatched):
-
-  def __getitems__(self, keys):
-    raise TypeError("bug in __getitems__")
+    def __getitems__(self, keys):
+        raise TypeError("bug in __getitems__")
 
 
 @pytest.mark.parametrize("cls", [WrongCount, BrokenBatched])
 def test_broken_batched_read_falls_back_with_a_warning(cls):
-  src = cls(10)
-  with pytest.warns(RuntimeWarning, match="every record read alone"):
-    assert list(spelt.MapDataset.source(src)) == [i * 10 for i in range(10)]
-  assert sorted(src.single) == list(range(10))
+    src = cls(10)
+    with pytest.warns(RuntimeWarning, match="every record read alone"):
+        assert list(spelt.MapDataset.source(src)) == [i * 10 for i in range(10)]
+    assert sorted(src.single) == list(range(10))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -168,116 +172,124 @@ def test_broken_batched_read_falls_back_with_a_warning(cls):
 
 
 class RowSource:
-  """The per-record Python path over an array: what a numpy source was read as before."""
+    """The per-record Python path over an array: what a numpy source was read as before."""
 
-  def __init__(self, arr):
-    self._arr = arr
+    def __init__(self, arr):
+        self._arr = arr
 
-  def __len__(self):
-    return len(self._arr)
+    def __len__(self):
+        return len(self._arr)
 
-  def __getitem__(self, i):
-    return self._arr[i]
+    def __getitem__(self, i):
+        return self._arr[i]
 
 
 class GatherSource(RowSource):
-  """A Python source whose batched read is one numpy gather."""
+    """A Python source whose batched read is one numpy gather."""
 
-  def __getitems__(self, keys):
-    return self._arr[np.asarray(keys)]
+    def __getitems__(self, keys):
+        return self._arr[np.asarray(keys)]
 
 
 def _arrays():
-  rng = np.random.default_rng(0)
-  return {
-      "uint8": rng.integers(0, 256, (50, 7), dtype=np.uint8),
-      "float32_3d": rng.random((41, 3, 2), dtype=np.float32),
-      "float16": rng.random((30, 4)).astype(np.float16),
-      "bool": rng.random((30, 5)) > 0.5,
-      "int64": rng.integers(-1000, 1000, (33, 2)),
-      "uint16_empty_rows": np.zeros((20, 0), np.uint16),
-  }
+    rng = np.random.default_rng(0)
+    return {
+        "uint8": rng.integers(0, 256, (50, 7), dtype=np.uint8),
+        "float32_3d": rng.random((41, 3, 2), dtype=np.float32),
+        "float16": rng.random((30, 4)).astype(np.float16),
+        "bool": rng.random((30, 5)) > 0.5,
+        "int64": rng.integers(-1000, 1000, (33, 2)),
+        "uint16_empty_rows": np.zeros((20, 0), np.uint16),
+    }
 
 
 def _pipelines(g, src):
-  return {
-      "source": g.MapDataset.source(src),
-      "shuffle_batch": g.MapDataset.source(src).seed(3).shuffle().batch(8),
-      "batch_drop": g.MapDataset.source(src).batch(6, drop_remainder=True),
-      "iter_batch": g.MapDataset.source(src).seed(3).shuffle().to_iter_dataset().batch(7),
-      "map": g.MapDataset.source(src).map(lambda x: x[:1]).batch(4),
-      "loader": g.DataLoader(
-          data_source=src,
-          sampler=g.samplers.IndexSampler(len(src), shuffle=True, seed=2, num_epochs=2),
-          operations=[g.transforms.Batch(5)], worker_count=0),
-  }
+    return {
+        "source": g.MapDataset.source(src),
+        "shuffle_batch": g.MapDataset.source(src).seed(3).shuffle().batch(8),
+        "batch_drop": g.MapDataset.source(src).batch(6, drop_remainder=True),
+        "iter_batch": g.MapDataset.source(src).seed(3).shuffle().to_iter_dataset().batch(7),
+        "map": g.MapDataset.source(src).map(lambda x: x[:1]).batch(4),
+        "loader": g.DataLoader(
+            data_source=src,
+            sampler=g.samplers.IndexSampler(len(src), shuffle=True, seed=2, num_epochs=2),
+            operations=[g.transforms.Batch(5)],
+            worker_count=0,
+        ),
+    }
 
 
 @pytest.mark.parametrize("name", list(_arrays()))
 def test_numpy_source_is_native_and_equals_the_per_record_path(name):
-  arr = _arrays()[name]
-  assert not _core.source(arr).serial()  # read in C++, no GIL
-  assert _core.source(RowSource(arr)).serial()
-  native = _pipelines(spelt, arr)
-  python = _pipelines(spelt, RowSource(arr))
-  gather = _pipelines(spelt, GatherSource(arr))
-  reference = _pipelines(grain, arr)
-  for key in native:
-    out = list(native[key])
-    assert_same(out, list(python[key]))
-    assert_same(out, list(gather[key]))
-    assert_same(out, list(reference[key]))
-  ds = spelt.MapDataset.source(arr)
-  for i in (0, 5, len(arr) + 3):  # random access, later epochs too
-    assert_same(ds[i], arr[i % len(arr)])
+    arr = _arrays()[name]
+    assert not _core.source(arr).serial()  # read in C++, no GIL
+    assert _core.source(RowSource(arr)).serial()
+    native = _pipelines(spelt, arr)
+    python = _pipelines(spelt, RowSource(arr))
+    gather = _pipelines(spelt, GatherSource(arr))
+    reference = _pipelines(grain, arr)
+    for key in native:
+        out = list(native[key])
+        assert_same(out, list(python[key]))
+        assert_same(out, list(gather[key]))
+        assert_same(out, list(reference[key]))
+    ds = spelt.MapDataset.source(arr)
+    for i in (0, 5, len(arr) + 3):  # random access, later epochs too
+        assert_same(ds[i], arr[i % len(arr)])
 
 
 def test_numpy_rows_are_views_that_keep_the_array_alive():
-  arr = np.arange(60, dtype=np.int32).reshape(20, 3)
-  ds = spelt.MapDataset.source(arr)
-  row = ds[4]
-  assert np.shares_memory(row, arr)
-  del arr, ds
-  gc.collect()
-  assert row.tolist() == [12, 13, 14]
+    arr = np.arange(60, dtype=np.int32).reshape(20, 3)
+    ds = spelt.MapDataset.source(arr)
+    row = ds[4]
+    assert np.shares_memory(row, arr)
+    del arr, ds
+    gc.collect()
+    assert row.tolist() == [12, 13, 14]
 
 
 class SubArray(np.ndarray):
-  pass
+    pass
 
 
-@pytest.mark.parametrize("arr", [
-    np.arange(10),  # 1-d: items are numpy scalars
-    np.arange(20).reshape(10, 2)[:, ::-1],  # not C-contiguous
-    np.arange(20, dtype=">i4").reshape(10, 2),  # byte-swapped
-], ids=["1d", "strided", "big_endian"])
+@pytest.mark.parametrize(
+    "arr",
+    [
+        np.arange(10),  # 1-d: items are numpy scalars
+        np.arange(20).reshape(10, 2)[:, ::-1],  # not C-contiguous
+        np.arange(20, dtype=">i4").reshape(10, 2),  # byte-swapped
+    ],
+    ids=["1d", "strided", "big_endian"],
+)
 def test_other_numeric_arrays_keep_the_python_path(arr):
-  assert _core.source(arr).serial()
-  for key, out in _pipelines(spelt, arr).items():
-    if key == "map" and arr.ndim == 1:
-      continue  # x[:1] of a scalar
-    assert_same(list(out), list(_pipelines(grain, arr)[key]))
+    assert _core.source(arr).serial()
+    for key, out in _pipelines(spelt, arr).items():
+        if key == "map" and arr.ndim == 1:
+            continue  # x[:1] of a scalar
+        assert_same(list(out), list(_pipelines(grain, arr)[key]))
 
 
 def test_arrays_without_a_native_dtype_or_of_a_subclass_keep_the_python_path():
-  assert _core.source(np.array([["a", "b"], ["c", "d"]])).serial()
-  assert _core.source(np.array([[1, None]], dtype=object)).serial()
-  assert _core.source(np.arange(20).reshape(10, 2).view(SubArray)).serial()
-  read_only = np.frombuffer(bytes(range(20)), np.uint8).reshape(10, 2)
-  assert _core.source(read_only).serial()
-  assert not spelt.MapDataset.source(read_only)[3].flags.writeable
+    assert _core.source(np.array([["a", "b"], ["c", "d"]])).serial()
+    assert _core.source(np.array([[1, None]], dtype=object)).serial()
+    assert _core.source(np.arange(20).reshape(10, 2).view(SubArray)).serial()
+    read_only = np.frombuffer(bytes(range(20)), np.uint8).reshape(10, 2)
+    assert _core.source(read_only).serial()
+    assert not spelt.MapDataset.source(read_only)[3].flags.writeable
 
 
 def test_numpy_source_with_worker_processes():
-  arr = np.random.default_rng(1).integers(0, 256, (300, 10), dtype=np.uint8)
+    arr = np.random.default_rng(1).integers(0, 256, (300, 10), dtype=np.uint8)
 
-  def loader(g, workers):
-    return g.DataLoader(
-        data_source=arr,
-        sampler=g.samplers.IndexSampler(len(arr), shuffle=True, seed=5, num_epochs=1),
-        operations=[g.transforms.Batch(32)], worker_count=workers)
+    def loader(g, workers):
+        return g.DataLoader(
+            data_source=arr,
+            sampler=g.samplers.IndexSampler(len(arr), shuffle=True, seed=5, num_epochs=1),
+            operations=[g.transforms.Batch(32)],
+            worker_count=workers,
+        )
 
-  assert_same(list(loader(spelt, 2)), list(loader(grain, 0)))
+    assert_same(list(loader(spelt, 2)), list(loader(grain, 0)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -285,24 +297,24 @@ def test_numpy_source_with_worker_processes():
 
 
 def test_array_record_pipeline_names_the_corrupt_record(tmp_path):
-  path = str(tmp_path / "data.array_record")
-  records = [f"record {i:03d} ".encode() * 20 for i in range(30)]
-  with spelt.experimental.ArrayRecordWriter(path, "group_size:1,uncompressed") as writer:
-    for r in records:
-      writer.write(r)
-  data = bytearray(open(path, "rb").read())
-  offset = data.find(records[17])
-  data[offset + 5] ^= 1
-  open(path, "wb").write(bytes(data))
-  source = spelt.sources.ArrayRecordDataSource(path)
-  it = iter(spelt.MapDataset.source(source).to_iter_dataset())
-  got = []
-  with pytest.raises(spelt.array_record.CorruptFileError, match="record key 17"):
-    while True:
-      got.append(next(it))
-  assert got == records[:17]
-  assert list(it) == records[18:]
-  with warnings.catch_warnings():
-    warnings.simplefilter("error")
-    out = list(spelt.MapDataset.source(source).slice(slice(0, 17)).batch(4))
-  assert [list(b) for b in out] == [records[i:min(i + 4, 17)] for i in range(0, 17, 4)]
+    path = str(tmp_path / "data.array_record")
+    records = [f"record {i:03d} ".encode() * 20 for i in range(30)]
+    with spelt.experimental.ArrayRecordWriter(path, "group_size:1,uncompressed") as writer:
+        for r in records:
+            writer.write(r)
+    data = bytearray(open(path, "rb").read())
+    offset = data.find(records[17])
+    data[offset + 5] ^= 1
+    open(path, "wb").write(bytes(data))
+    source = spelt.sources.ArrayRecordDataSource(path)
+    it = iter(spelt.MapDataset.source(source).to_iter_dataset())
+    got = []
+    with pytest.raises(spelt.array_record.CorruptFileError, match="record key 17"):
+        while True:
+            got.append(next(it))
+    assert got == records[:17]
+    assert list(it) == records[18:]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = list(spelt.MapDataset.source(source).slice(slice(0, 17)).batch(4))
+    assert [list(b) for b in out] == [records[i : min(i + 4, 17)] for i in range(0, 17, 4)]

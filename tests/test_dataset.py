@@ -18,24 +18,24 @@ import spelt
 
 
 def check_map(build, n_access=None):
-  """Compares len, ds[i] for i < n_access (default 2 * len + 3) and iteration."""
-  g_ds, s_ds = both(build)
-  assert isinstance(s_ds, spelt.MapDataset)
-  assert len(s_ds) == len(g_ds)
-  n = n_access if n_access is not None else (2 * len(g_ds) + 3 if len(g_ds) else 0)
-  assert_same([s_ds[i] for i in range(n)], [g_ds[i] for i in range(n)])
-  if len(g_ds) < 10_000:
-    assert_same(list(s_ds), list(g_ds))
-  return g_ds, s_ds
+    """Compares len, ds[i] for i < n_access (default 2 * len + 3) and iteration."""
+    g_ds, s_ds = both(build)
+    assert isinstance(s_ds, spelt.MapDataset)
+    assert len(s_ds) == len(g_ds)
+    n = n_access if n_access is not None else (2 * len(g_ds) + 3 if len(g_ds) else 0)
+    assert_same([s_ds[i] for i in range(n)], [g_ds[i] for i in range(n)])
+    if len(g_ds) < 10_000:
+        assert_same(list(s_ds), list(g_ds))
+    return g_ds, s_ds
 
 
 def check_iter(build, limit=None):
-  g_ds, s_ds = both(build)
-  assert isinstance(s_ds, spelt.IterDataset)
-  g_out = pipelines.take(iter(g_ds), limit)
-  s_out = pipelines.take(iter(s_ds), limit)
-  assert_same(s_out, g_out)
-  return g_out, s_out
+    g_ds, s_ds = both(build)
+    assert isinstance(s_ds, spelt.IterDataset)
+    g_out = pipelines.take(iter(g_ds), limit)
+    s_out = pipelines.take(iter(s_ds), limit)
+    assert_same(s_out, g_out)
+    return g_out, s_out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -43,59 +43,72 @@ def check_iter(build, limit=None):
 
 
 def test_golden_shuffle():
-  ds = spelt.MapDataset.range(10).seed(42).shuffle()
-  assert list(ds) == [1, 7, 6, 9, 0, 8, 4, 5, 3, 2]
-  assert [ds[i] for i in range(10)] == [1, 7, 6, 9, 0, 8, 4, 5, 3, 2]
-  assert list(grain.MapDataset.range(10).seed(42).shuffle()) == list(ds)
+    ds = spelt.MapDataset.range(10).seed(42).shuffle()
+    assert list(ds) == [1, 7, 6, 9, 0, 8, 4, 5, 3, 2]
+    assert [ds[i] for i in range(10)] == [1, 7, 6, 9, 0, 8, 4, 5, 3, 2]
+    assert list(grain.MapDataset.range(10).seed(42).shuffle()) == list(ds)
 
 
 def test_golden_random_map():
-  ds = spelt.MapDataset.range(10).seed(41).random_map(lambda x, rng: x + rng.integers(0, 10))
-  assert [int(x) for x in ds] == [0, 6, 9, 5, 10, 14, 14, 13, 15, 13]
-  check_map(lambda g: g.MapDataset.range(10).seed(41)
-            .random_map(lambda x, rng: x + rng.integers(0, 10)))
+    ds = spelt.MapDataset.range(10).seed(41).random_map(lambda x, rng: x + rng.integers(0, 10))
+    assert [int(x) for x in ds] == [0, 6, 9, 5, 10, 14, 14, 13, 15, 13]
+    check_map(
+        lambda g: g.MapDataset.range(10).seed(41).random_map(lambda x, rng: x + rng.integers(0, 10))
+    )
 
 
 def test_golden_index_sampler_through_data_loader():
-  def build(g):
-    return g.DataLoader(
-        data_source=list(range(5)),
-        sampler=g.samplers.IndexSampler(num_records=5, shuffle=True, num_epochs=2, seed=32),
-        worker_count=0)
-  g_out, s_out = both(lambda g: list(build(g)))
-  assert s_out == [2, 4, 3, 0, 1, 0, 2, 4, 1, 3]
-  assert_same(s_out, g_out)
+    def build(g):
+        return g.DataLoader(
+            data_source=list(range(5)),
+            sampler=g.samplers.IndexSampler(num_records=5, shuffle=True, num_epochs=2, seed=32),
+            worker_count=0,
+        )
+
+    g_out, s_out = both(lambda g: list(build(g)))
+    assert s_out == [2, 4, 3, 0, 1, 0, 2, 4, 1, 3]
+    assert_same(s_out, g_out)
 
 
 def test_index_shuffle_65537_is_a_permutation():
-  n = 65_537
-  perm = [spelt.experimental.index_shuffle(i, n - 1, 7, 4) for i in range(n)]
-  assert sorted(perm) == list(range(n))
-  # A shuffled dataset of that size is a permutation in every epoch.
-  ds = spelt.MapDataset.range(n).seed(3).shuffle()
-  assert sorted(ds[i] for i in range(n)) == list(range(n))
-  second_epoch = [ds[n + i] for i in range(n)]
-  assert sorted(second_epoch) == list(range(n))
-  assert second_epoch != [ds[i] for i in range(n)]
+    n = 65_537
+    perm = [spelt.experimental.index_shuffle(i, n - 1, 7, 4) for i in range(n)]
+    assert sorted(perm) == list(range(n))
+    # A shuffled dataset of that size is a permutation in every epoch.
+    ds = spelt.MapDataset.range(n).seed(3).shuffle()
+    assert sorted(ds[i] for i in range(n)) == list(range(n))
+    second_epoch = [ds[n + i] for i in range(n)]
+    assert sorted(second_epoch) == list(range(n))
+    assert second_epoch != [ds[i] for i in range(n)]
 
 
 def test_index_shuffle_65537_differs_from_grain_on_purpose():
-  # docs/compatibility.md: Grain's map is not a bijection for max_index == 2**16.
-  n = 65_537
-  grain_perm = [grain.experimental.index_shuffle(i, n - 1, 7, 4) for i in range(0, n)]
-  assert len(set(grain_perm)) < n
+    # docs/compatibility.md: Grain's map is not a bijection for max_index == 2**16.
+    n = 65_537
+    grain_perm = [grain.experimental.index_shuffle(i, n - 1, 7, 4) for i in range(0, n)]
+    assert len(set(grain_perm)) < n
 
 
-@pytest.mark.parametrize("max_index,seed,rounds", [
-    (0, 0, 4), (1, 5, 4), (9, 42, 4), (1000, 2**32 - 1, 4), (70_000, 3, 8), (2**20 + 7, 1, 6),
-    (2**40 - 3, 9, 4), (2**40 + 5, 9, 4)])
+@pytest.mark.parametrize(
+    "max_index,seed,rounds",
+    [
+        (0, 0, 4),
+        (1, 5, 4),
+        (9, 42, 4),
+        (1000, 2**32 - 1, 4),
+        (70_000, 3, 8),
+        (2**20 + 7, 1, 6),
+        (2**40 - 3, 9, 4),
+        (2**40 + 5, 9, 4),
+    ],
+)
 def test_index_shuffle_matches_grain(max_index, seed, rounds):
-  idx = sorted({0, max_index, max_index // 2, *range(min(max_index + 1, 300))})
-  s = [spelt.experimental.index_shuffle(i, max_index, seed, rounds) for i in idx]
-  g = [grain.experimental.index_shuffle(i, max_index, seed, rounds) for i in idx]
-  assert s == g
-  if max_index < 300:
-    assert sorted(s) == list(range(max_index + 1))
+    idx = sorted({0, max_index, max_index // 2, *range(min(max_index + 1, 300))})
+    s = [spelt.experimental.index_shuffle(i, max_index, seed, rounds) for i in idx]
+    g = [grain.experimental.index_shuffle(i, max_index, seed, rounds) for i in idx]
+    assert s == g
+    if max_index < 300:
+        assert sorted(s) == list(range(max_index + 1))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -103,19 +116,19 @@ def test_index_shuffle_matches_grain(max_index, seed, rounds):
 
 
 class ListSource:
-  """A custom random-access source."""
+    """A custom random-access source."""
 
-  def __init__(self, items):
-    self._items = items
+    def __init__(self, items):
+        self._items = items
 
-  def __len__(self):
-    return len(self._items)
+    def __len__(self):
+        return len(self._items)
 
-  def __getitem__(self, i):
-    return self._items[i]
+    def __getitem__(self, i):
+        return self._items[i]
 
-  def __repr__(self):
-    return f"ListSource(n={len(self._items)})"
+    def __repr__(self):
+        return f"ListSource(n={len(self._items)})"
 
 
 SOURCES = {
@@ -132,78 +145,84 @@ SOURCES = {
 
 @pytest.mark.parametrize("name", list(SOURCES))
 def test_source(name):
-  def build(g):
-    src = SOURCES[name]()
-    if src is None:
-      src = g.sources.RangeDataSource(3, 20, 4)
-    return g.MapDataset.source(src)
-  check_map(build)
-  check_iter(lambda g: build(g).to_iter_dataset())
+    def build(g):
+        src = SOURCES[name]()
+        if src is None:
+            src = g.sources.RangeDataSource(3, 20, 4)
+        return g.MapDataset.source(src)
+
+    check_map(build)
+    check_iter(lambda g: build(g).to_iter_dataset())
 
 
-@pytest.mark.parametrize("args", [(10,), (0,), (3, 11), (3, 20, 4), (20, 3, -4), (-5, 5, 3),
-                                  (5, 5), (7, 2)])
+@pytest.mark.parametrize(
+    "args", [(10,), (0,), (3, 11), (3, 20, 4), (20, 3, -4), (-5, 5, 3), (5, 5), (7, 2)]
+)
 def test_range(args):
-  g_ds, s_ds = check_map(lambda g: g.MapDataset.range(*args),
-                         n_access=None if len(range(*args)) else 0)
-  assert len(s_ds) == len(range(*args))
-  assert list(s_ds) == list(range(*args))
+    g_ds, s_ds = check_map(
+        lambda g: g.MapDataset.range(*args), n_access=None if len(range(*args)) else 0
+    )
+    assert len(s_ds) == len(range(*args))
+    assert list(s_ds) == list(range(*args))
 
 
 def test_custom_map_dataset_subclass_as_source_of_ops():
-  def build(g):
-    return pipelines.user_classes(g).Squares(6)
-  check_map(build, n_access=20)
-  check_map(lambda g: build(g).seed(3).shuffle(), n_access=20)
-  check_map(lambda g: build(g)[1:5].repeat(2).map(lambda x: x + 1))
-  check_map(lambda g: build(g).random_map(lambda x, rng: x + rng.random(), seed=4))
-  check_map(lambda g: build(g).filter(lambda x: x % 2 == 0).map_with_index(lambda i, x: (i, x)))
-  check_map(lambda g: build(g).batch(4), n_access=5)
-  check_iter(lambda g: build(g).to_iter_dataset().map(lambda x: -x).batch(4))
-  # ds[slice] on a user subclass goes through the library's slice().
-  assert isinstance(build(spelt)[2:], spelt.MapDataset)
+    def build(g):
+        return pipelines.user_classes(g).Squares(6)
+
+    check_map(build, n_access=20)
+    check_map(lambda g: build(g).seed(3).shuffle(), n_access=20)
+    check_map(lambda g: build(g)[1:5].repeat(2).map(lambda x: x + 1))
+    check_map(lambda g: build(g).random_map(lambda x, rng: x + rng.random(), seed=4))
+    check_map(lambda g: build(g).filter(lambda x: x % 2 == 0).map_with_index(lambda i, x: (i, x)))
+    check_map(lambda g: build(g).batch(4), n_access=5)
+    check_iter(lambda g: build(g).to_iter_dataset().map(lambda x: -x).batch(4))
+    # ds[slice] on a user subclass goes through the library's slice().
+    assert isinstance(build(spelt)[2:], spelt.MapDataset)
 
 
 def test_custom_iter_dataset_subclass_as_source_of_ops():
-  def build(g):
-    return pipelines.user_classes(g).Counts(11)
-  g_out, s_out = check_iter(build)
-  assert s_out == [7 * i for i in range(1, 12)]
-  check_iter(lambda g: build(g).map(lambda x: x + 1).filter(lambda x: x % 3 != 0).batch(2))
-  check_iter(lambda g: build(g).seed(5).random_map(lambda x, rng: x + int(rng.integers(100))))
-  check_iter(lambda g: build(g).map_with_index(lambda i, x: (i, x)))
-  check_iter(lambda g: g.experimental.FlatMapIterDataset(build(g),
-                                                         pipelines.user_classes(g).Split()))
-  # The custom iterator's own state is nested inside the ops' states.
-  it = iter(build(spelt).random_map(lambda x, rng: x, seed=1))
-  next(it), next(it)
-  assert it.get_state() == {"parent": {"pos": 2}, "index_for_rng": 2}
+    def build(g):
+        return pipelines.user_classes(g).Counts(11)
+
+    g_out, s_out = check_iter(build)
+    assert s_out == [7 * i for i in range(1, 12)]
+    check_iter(lambda g: build(g).map(lambda x: x + 1).filter(lambda x: x % 3 != 0).batch(2))
+    check_iter(lambda g: build(g).seed(5).random_map(lambda x, rng: x + int(rng.integers(100))))
+    check_iter(lambda g: build(g).map_with_index(lambda i, x: (i, x)))
+    check_iter(
+        lambda g: g.experimental.FlatMapIterDataset(build(g), pipelines.user_classes(g).Split())
+    )
+    # The custom iterator's own state is nested inside the ops' states.
+    it = iter(build(spelt).random_map(lambda x, rng: x, seed=1))
+    next(it), next(it)
+    assert it.get_state() == {"parent": {"pos": 2}, "index_for_rng": 2}
 
 
 def test_source_none_records_are_missing_like_grain():
-  def build(g):
-    return g.MapDataset.source([1, None, 3, None, 5])
-  g_ds, s_ds = both(build)
-  assert [s_ds[i] for i in range(5)] == [g_ds[i] for i in range(5)] == [1, None, 3, None, 5]
-  assert list(g_ds.map(lambda x: x + 1)) == [2, 4, 6]
-  assert list(s_ds.to_iter_dataset()) == list(g_ds.to_iter_dataset()) == [1, 3, 5]
-  assert list(s_ds.map(lambda x: x + 1)) == [2, 4, 6]
+    def build(g):
+        return g.MapDataset.source([1, None, 3, None, 5])
+
+    g_ds, s_ds = both(build)
+    assert [s_ds[i] for i in range(5)] == [g_ds[i] for i in range(5)] == [1, None, 3, None, 5]
+    assert list(g_ds.map(lambda x: x + 1)) == [2, 4, 6]
+    assert list(s_ds.to_iter_dataset()) == list(g_ds.to_iter_dataset()) == [1, 3, 5]
+    assert list(s_ds.map(lambda x: x + 1)) == [2, 4, 6]
 
 
 def test_custom_map_dataset_returning_none_is_filtered_by_to_iter_dataset():
-  class Holes(spelt.MapDataset):
+    class Holes(spelt.MapDataset):
+        def __len__(self):
+            return 10
 
-    def __len__(self):
-      return 10
+        def __getitem__(self, index):
+            return None if index % 3 == 0 else index
 
-    def __getitem__(self, index):
-      return None if index % 3 == 0 else index
-
-  ds = Holes()
-  assert ds[3] is None and ds[4] == 4
-  assert list(ds.to_iter_dataset()) == [1, 2, 4, 5, 7, 8]
-  assert list(ds.to_iter_dataset(allow_nones=True)) == [None, 1, 2, None, 4, 5, None, 7, 8, None]
-  assert list(ds.map(lambda x: x * 10)) == [10, 20, 40, 50, 70, 80]
+    ds = Holes()
+    assert ds[3] is None and ds[4] == 4
+    assert list(ds.to_iter_dataset()) == [1, 2, 4, 5, 7, 8]
+    assert list(ds.to_iter_dataset(allow_nones=True)) == [None, 1, 2, None, 4, 5, None, 7, 8, None]
+    assert list(ds.map(lambda x: x * 10)) == [10, 20, 40, 50, 70, 80]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,139 +231,226 @@ def test_custom_map_dataset_returning_none_is_filtered_by_to_iter_dataset():
 
 @pytest.mark.parametrize("seed", [0, 1, 42, 2**32 - 1])
 def test_shuffle_multi_epoch(seed):
-  g_ds, s_ds = check_map(lambda g: g.MapDataset.range(13).shuffle(seed=seed), n_access=13 * 5)
-  epochs = [[s_ds[e * 13 + i] for i in range(13)] for e in range(5)]
-  for epoch, values in enumerate(epochs):
-    assert sorted(values) == [v + 0 for v in range(13)], epoch
-  assert len({tuple(e) for e in epochs}) > 1  # a new permutation each epoch
+    g_ds, s_ds = check_map(lambda g: g.MapDataset.range(13).shuffle(seed=seed), n_access=13 * 5)
+    epochs = [[s_ds[e * 13 + i] for i in range(13)] for e in range(5)]
+    for epoch, values in enumerate(epochs):
+        assert sorted(values) == [v + 0 for v in range(13)], epoch
+    assert len({tuple(e) for e in epochs}) > 1  # a new permutation each epoch
 
 
 def test_shuffle_variants():
-  check_map(lambda g: g.MapDataset.range(20).seed(5).shuffle().shuffle(), n_access=60)
-  check_map(lambda g: g.MapDataset.range(20).seed(5).shuffle(seed=9).shuffle(), n_access=60)
-  check_map(lambda g: g.MapDataset.source(np.arange(20.0)).seed(1).map(lambda x: x * 2)
-            .shuffle(), n_access=41)
-  check_map(lambda g: g.MapDataset.range(1).seed(2).shuffle(), n_access=3)
-  a = list(spelt.MapDataset.range(50).shuffle(seed=1))
-  b = list(spelt.MapDataset.range(50).shuffle(seed=2))
-  assert a != b and sorted(a) == sorted(b) == list(range(50))
+    check_map(lambda g: g.MapDataset.range(20).seed(5).shuffle().shuffle(), n_access=60)
+    check_map(lambda g: g.MapDataset.range(20).seed(5).shuffle(seed=9).shuffle(), n_access=60)
+    check_map(
+        lambda g: g.MapDataset.source(np.arange(20.0)).seed(1).map(lambda x: x * 2).shuffle(),
+        n_access=41,
+    )
+    check_map(lambda g: g.MapDataset.range(1).seed(2).shuffle(), n_access=3)
+    a = list(spelt.MapDataset.range(50).shuffle(seed=1))
+    b = list(spelt.MapDataset.range(50).shuffle(seed=2))
+    assert a != b and sorted(a) == sorted(b) == list(range(50))
 
 
-SLICES = [slice(None), slice(2, 8), slice(None, None, 2), slice(1, None, 3), slice(-3, None),
-          slice(None, -2), slice(8, 2, -1), slice(None, None, -1), slice(None, None, -3),
-          slice(-100, 3), slice(2, 100), slice(-1, -8, -2), slice(0, 1), slice(9, None),
-          slice(3, 3), slice(5, 1), slice(100, 200), slice(None, None, 7)]
+SLICES = [
+    slice(None),
+    slice(2, 8),
+    slice(None, None, 2),
+    slice(1, None, 3),
+    slice(-3, None),
+    slice(None, -2),
+    slice(8, 2, -1),
+    slice(None, None, -1),
+    slice(None, None, -3),
+    slice(-100, 3),
+    slice(2, 100),
+    slice(-1, -8, -2),
+    slice(0, 1),
+    slice(9, None),
+    slice(3, 3),
+    slice(5, 1),
+    slice(100, 200),
+    slice(None, None, 7),
+]
 
 
 @pytest.mark.parametrize("sl", SLICES, ids=str)
 def test_slice(sl):
-  def build(g):
-    return g.MapDataset.range(10).seed(4).shuffle()[sl]
-  g_ds, s_ds = both(build)
-  assert len(s_ds) == len(g_ds) == len(range(10)[sl])
-  if len(g_ds):
-    check_map(build, n_access=3 * len(g_ds))
-  assert_same(list(s_ds), list(g_ds))
-  assert_same(list(spelt.MapDataset.range(10).slice(sl)), list(range(10)[sl]))
+    def build(g):
+        return g.MapDataset.range(10).seed(4).shuffle()[sl]
+
+    g_ds, s_ds = both(build)
+    assert len(s_ds) == len(g_ds) == len(range(10)[sl])
+    if len(g_ds):
+        check_map(build, n_access=3 * len(g_ds))
+    assert_same(list(s_ds), list(g_ds))
+    assert_same(list(spelt.MapDataset.range(10).slice(sl)), list(range(10)[sl]))
 
 
 def test_slice_of_slice_and_epochs():
-  check_map(lambda g: g.MapDataset.range(20)[2:18][1::3], n_access=30)
-  check_map(lambda g: g.MapDataset.range(20)[::-1][3:][::2], n_access=30)
-  check_map(lambda g: g.MapDataset.range(9).seed(1).shuffle()[2:7].repeat(3))
-  check_map(lambda g: g.MapDataset.range(9).repeat(2)[3:15])
+    check_map(lambda g: g.MapDataset.range(20)[2:18][1::3], n_access=30)
+    check_map(lambda g: g.MapDataset.range(20)[::-1][3:][::2], n_access=30)
+    check_map(lambda g: g.MapDataset.range(9).seed(1).shuffle()[2:7].repeat(3))
+    check_map(lambda g: g.MapDataset.range(9).repeat(2)[3:15])
 
 
 def test_slice_rejects_non_slice():
-  with pytest.raises(ValueError):
-    spelt.MapDataset.range(5).slice(3)
+    with pytest.raises(ValueError):
+        spelt.MapDataset.range(5).slice(3)
 
 
 @pytest.mark.parametrize("reseed", [True, False])
 @pytest.mark.parametrize("num_epochs", [1, 2, 3])
 def test_repeat(num_epochs, reseed):
-  g_ds, s_ds = check_map(lambda g: g.MapDataset.range(6).seed(7).shuffle()
-                         .random_map(lambda x, rng: x * 100 + int(rng.integers(100)))
-                         .repeat(num_epochs, reseed_each_epoch=reseed))
-  assert len(s_ds) == 6 * num_epochs
-  out = list(s_ds)
-  epochs = [out[i * 6:(i + 1) * 6] for i in range(num_epochs)]
-  if num_epochs > 1:
-    assert (epochs[0] == epochs[1]) == (not reseed)
+    g_ds, s_ds = check_map(
+        lambda g: (
+            g.MapDataset.range(6)
+            .seed(7)
+            .shuffle()
+            .random_map(lambda x, rng: x * 100 + int(rng.integers(100)))
+            .repeat(num_epochs, reseed_each_epoch=reseed)
+        )
+    )
+    assert len(s_ds) == 6 * num_epochs
+    out = list(s_ds)
+    epochs = [out[i * 6 : (i + 1) * 6] for i in range(num_epochs)]
+    if num_epochs > 1:
+        assert (epochs[0] == epochs[1]) == (not reseed)
 
 
 def test_repeat_forever():
-  g_ds, s_ds = both(lambda g: g.MapDataset.range(4).seed(1).shuffle().repeat())
-  assert len(s_ds) == len(g_ds) == sys.maxsize
-  assert_same([s_ds[i] for i in range(20)], [g_ds[i] for i in range(20)])
-  check_iter(lambda g: g.MapDataset.range(4).seed(1).shuffle().repeat().to_iter_dataset(),
-             limit=21)
+    g_ds, s_ds = both(lambda g: g.MapDataset.range(4).seed(1).shuffle().repeat())
+    assert len(s_ds) == len(g_ds) == sys.maxsize
+    assert_same([s_ds[i] for i in range(20)], [g_ds[i] for i in range(20)])
+    check_iter(
+        lambda g: g.MapDataset.range(4).seed(1).shuffle().repeat().to_iter_dataset(), limit=21
+    )
 
 
 def test_map_random_map_map_with_index():
-  check_map(lambda g: g.MapDataset.range(8).map(lambda x: {"x": x, "sq": x * x}))
-  check_map(lambda g: g.MapDataset.range(8).map(pipelines.user_classes(g).Triple()))
-  check_map(lambda g: g.MapDataset.range(8).random_map(
-      lambda x, rng: (x, float(rng.random()), rng.integers(0, 5, size=3)), seed=3))
-  check_map(lambda g: g.MapDataset.range(8).random_map(pipelines.user_classes(g).Noise(),
-                                                       seed=2**32 - 1))
-  check_map(lambda g: g.MapDataset.range(8).map_with_index(lambda i, x: (i, x * 2)))
-  check_map(lambda g: g.MapDataset.range(8).map_with_index(pipelines.user_classes(g).Tag()))
+    check_map(lambda g: g.MapDataset.range(8).map(lambda x: {"x": x, "sq": x * x}))
+    check_map(lambda g: g.MapDataset.range(8).map(pipelines.user_classes(g).Triple()))
+    check_map(
+        lambda g: g.MapDataset.range(8).random_map(
+            lambda x, rng: (x, float(rng.random()), rng.integers(0, 5, size=3)), seed=3
+        )
+    )
+    check_map(
+        lambda g: g.MapDataset.range(8).random_map(
+            pipelines.user_classes(g).Noise(), seed=2**32 - 1
+        )
+    )
+    check_map(lambda g: g.MapDataset.range(8).map_with_index(lambda i, x: (i, x * 2)))
+    check_map(lambda g: g.MapDataset.range(8).map_with_index(pipelines.user_classes(g).Tag()))
 
 
 def test_random_map_rng_depends_on_global_index():
-  ds = spelt.MapDataset.range(5).random_map(lambda x, rng: int(rng.integers(2**30)), seed=1)
-  first, second = [ds[i] for i in range(5)], [ds[i] for i in range(5, 10)]
-  assert first != second
-  assert [ds[i] for i in range(5)] == first  # deterministic on re-read
+    ds = spelt.MapDataset.range(5).random_map(lambda x, rng: int(rng.integers(2**30)), seed=1)
+    first, second = [ds[i] for i in range(5)], [ds[i] for i in range(5, 10)]
+    assert first != second
+    assert [ds[i] for i in range(5)] == first  # deterministic on re-read
 
 
 def test_filter_gives_none_at_dropped_indices():
-  g_ds, s_ds = check_map(lambda g: g.MapDataset.range(10).filter(lambda x: x % 3 == 0))
-  assert [s_ds[i] for i in range(10)] == [0, None, None, 3, None, None, 6, None, None, 9]
-  assert list(s_ds) == [0, 3, 6, 9]
-  check_map(lambda g: g.MapDataset.range(10).filter(pipelines.user_classes(g).Even())
-            .map(lambda x: x + 1).random_map(lambda x, rng: x + rng.random(), seed=1)
-            .map_with_index(lambda i, x: (i, x)))
+    g_ds, s_ds = check_map(lambda g: g.MapDataset.range(10).filter(lambda x: x % 3 == 0))
+    assert [s_ds[i] for i in range(10)] == [0, None, None, 3, None, None, 6, None, None, 9]
+    assert list(s_ds) == [0, 3, 6, 9]
+    check_map(
+        lambda g: (
+            g.MapDataset.range(10)
+            .filter(pipelines.user_classes(g).Even())
+            .map(lambda x: x + 1)
+            .random_map(lambda x, rng: x + rng.random(), seed=1)
+            .map_with_index(lambda i, x: (i, x))
+        )
+    )
 
 
-@pytest.mark.parametrize("size,drop", [(1, False), (3, False), (3, True), (4, True), (10, False),
-                                       (10, True), (11, False), (11, True)])
+@pytest.mark.parametrize(
+    "size,drop",
+    [
+        (1, False),
+        (3, False),
+        (3, True),
+        (4, True),
+        (10, False),
+        (10, True),
+        (11, False),
+        (11, True),
+    ],
+)
 def test_map_batch(size, drop):
-  g_ds, s_ds = check_map(lambda g: g.MapDataset.range(10).batch(size, drop_remainder=drop),
-                         n_access=None if size <= 10 or not drop else 0)
-  expected_len = 10 // size if drop else -(-10 // size)
-  assert len(s_ds) == expected_len
-  check_map(lambda g: g.MapDataset.range(10).seed(1).shuffle().batch(size, drop_remainder=drop)
-            .repeat(2))
+    g_ds, s_ds = check_map(
+        lambda g: g.MapDataset.range(10).batch(size, drop_remainder=drop),
+        n_access=None if size <= 10 or not drop else 0,
+    )
+    expected_len = 10 // size if drop else -(-10 // size)
+    assert len(s_ds) == expected_len
+    check_map(
+        lambda g: (
+            g.MapDataset.range(10).seed(1).shuffle().batch(size, drop_remainder=drop).repeat(2)
+        )
+    )
 
 
 def test_map_batches_do_not_span_epochs():
-  ds = spelt.MapDataset.range(5).batch(2)
-  assert len(ds) == 3
-  got = [ds[i].tolist() for i in range(6)]
-  assert got == [[0, 1], [2, 3], [4], [0, 1], [2, 3], [4]]
-  ds = spelt.MapDataset.range(5).repeat(2).batch(2)
-  assert [b.tolist() for b in ds] == [[0, 1], [2, 3], [4, 0], [1, 2], [3, 4]]
-  check_map(lambda g: g.MapDataset.range(5).seed(3).shuffle().batch(2), n_access=9)
+    ds = spelt.MapDataset.range(5).batch(2)
+    assert len(ds) == 3
+    got = [ds[i].tolist() for i in range(6)]
+    assert got == [[0, 1], [2, 3], [4], [0, 1], [2, 3], [4]]
+    ds = spelt.MapDataset.range(5).repeat(2).batch(2)
+    assert [b.tolist() for b in ds] == [[0, 1], [2, 3], [4, 0], [1, 2], [3, 4]]
+    check_map(lambda g: g.MapDataset.range(5).seed(3).shuffle().batch(2), n_access=9)
 
 
 def test_seed_derivation_chains():
-  def noise(x, rng):
-    return x * 1000 + int(rng.integers(1000))
-  check_map(lambda g: g.MapDataset.range(10).seed(5).shuffle().seed(7).random_map(noise)
-            .map(lambda x: x + 1).random_map(lambda x, rng: x + rng.random()))
-  check_map(lambda g: g.MapDataset.range(10).seed(5).map(lambda x: x).shuffle().shuffle()
-            .random_map(noise))
-  check_map(lambda g: g.MapDataset.range(10).seed(5).seed(6).shuffle())
-  check_map(lambda g: g.MapDataset.range(10).seed(1)[2:9].repeat(2).shuffle()
-            .random_map(noise).filter(lambda x: x % 2 == 0).seed(3).random_map(noise))
-  check_iter(lambda g: g.MapDataset.range(10).seed(5).shuffle().to_iter_dataset()
-             .random_map(noise).seed(8).map(lambda x: x + 1).random_map(noise))
-  # Inserting a node between seed() and shuffle() changes the order, in both.
-  a = list(spelt.MapDataset.range(10).seed(42).shuffle())
-  b = list(spelt.MapDataset.range(10).seed(42).map(lambda x: x).shuffle())
-  assert a != b
+    def noise(x, rng):
+        return x * 1000 + int(rng.integers(1000))
+
+    check_map(
+        lambda g: (
+            g.MapDataset.range(10)
+            .seed(5)
+            .shuffle()
+            .seed(7)
+            .random_map(noise)
+            .map(lambda x: x + 1)
+            .random_map(lambda x, rng: x + rng.random())
+        )
+    )
+    check_map(
+        lambda g: (
+            g.MapDataset.range(10).seed(5).map(lambda x: x).shuffle().shuffle().random_map(noise)
+        )
+    )
+    check_map(lambda g: g.MapDataset.range(10).seed(5).seed(6).shuffle())
+    check_map(
+        lambda g: (
+            g.MapDataset.range(10)
+            .seed(1)[2:9]
+            .repeat(2)
+            .shuffle()
+            .random_map(noise)
+            .filter(lambda x: x % 2 == 0)
+            .seed(3)
+            .random_map(noise)
+        )
+    )
+    check_iter(
+        lambda g: (
+            g.MapDataset.range(10)
+            .seed(5)
+            .shuffle()
+            .to_iter_dataset()
+            .random_map(noise)
+            .seed(8)
+            .map(lambda x: x + 1)
+            .random_map(noise)
+        )
+    )
+    # Inserting a node between seed() and shuffle() changes the order, in both.
+    a = list(spelt.MapDataset.range(10).seed(42).shuffle())
+    b = list(spelt.MapDataset.range(10).seed(42).map(lambda x: x).shuffle())
+    assert a != b
 
 
 # ---------------------------------------------------------------------------------------------
@@ -353,87 +459,135 @@ def test_seed_derivation_chains():
 
 @pytest.mark.parametrize("read_options", [None, (0, 0), (1, 1), (4, 0), (4, 8), (16, 500)])
 def test_to_iter_dataset(read_options):
-  def build(g):
-    ro = None if read_options is None else g.ReadOptions(*read_options)
-    return g.MapDataset.range(40).seed(2).shuffle().filter(lambda x: x % 4 != 0).to_iter_dataset(ro)
-  check_iter(build)
-  check_iter(lambda g: g.MapDataset.range(40).seed(2).shuffle().batch(3).to_iter_dataset(
-      None if read_options is None else g.ReadOptions(*read_options)))
+    def build(g):
+        ro = None if read_options is None else g.ReadOptions(*read_options)
+        return (
+            g.MapDataset.range(40)
+            .seed(2)
+            .shuffle()
+            .filter(lambda x: x % 4 != 0)
+            .to_iter_dataset(ro)
+        )
+
+    check_iter(build)
+    check_iter(
+        lambda g: (
+            g.MapDataset.range(40)
+            .seed(2)
+            .shuffle()
+            .batch(3)
+            .to_iter_dataset(None if read_options is None else g.ReadOptions(*read_options))
+        )
+    )
 
 
 def test_iter_dataset_ops():
-  base = lambda g: g.MapDataset.range(20).to_iter_dataset()  # noqa: E731
-  check_iter(lambda g: base(g).map(lambda x: x + 1))
-  check_iter(lambda g: base(g).map(pipelines.user_classes(g).Triple()))
-  check_iter(lambda g: base(g).filter(lambda x: x % 3 == 0))
-  check_iter(lambda g: base(g).filter(pipelines.user_classes(g).Even()))
-  check_iter(lambda g: base(g).map_with_index(lambda i, x: (i, x)))
-  check_iter(lambda g: base(g).map_with_index(pipelines.user_classes(g).Tag()))
-  check_iter(lambda g: base(g).random_map(lambda x, rng: x + rng.integers(0, 100), seed=3))
-  check_iter(lambda g: base(g).seed(9).random_map(pipelines.user_classes(g).Noise()))
-  check_iter(lambda g: base(g).filter(lambda x: x % 3 != 0).map(lambda x: x * 2)
-             .map_with_index(lambda i, x: (i, x)).batch(3))
+    base = lambda g: g.MapDataset.range(20).to_iter_dataset()  # noqa: E731
+    check_iter(lambda g: base(g).map(lambda x: x + 1))
+    check_iter(lambda g: base(g).map(pipelines.user_classes(g).Triple()))
+    check_iter(lambda g: base(g).filter(lambda x: x % 3 == 0))
+    check_iter(lambda g: base(g).filter(pipelines.user_classes(g).Even()))
+    check_iter(lambda g: base(g).map_with_index(lambda i, x: (i, x)))
+    check_iter(lambda g: base(g).map_with_index(pipelines.user_classes(g).Tag()))
+    check_iter(lambda g: base(g).random_map(lambda x, rng: x + rng.integers(0, 100), seed=3))
+    check_iter(lambda g: base(g).seed(9).random_map(pipelines.user_classes(g).Noise()))
+    check_iter(
+        lambda g: (
+            base(g)
+            .filter(lambda x: x % 3 != 0)
+            .map(lambda x: x * 2)
+            .map_with_index(lambda i, x: (i, x))
+            .batch(3)
+        )
+    )
 
 
-@pytest.mark.parametrize("size,drop", [(1, False), (3, False), (3, True), (7, True), (25, False),
-                                       (25, True)])
+@pytest.mark.parametrize(
+    "size,drop", [(1, False), (3, False), (3, True), (7, True), (25, False), (25, True)]
+)
 def test_iter_batch(size, drop):
-  g_out, s_out = check_iter(lambda g: g.MapDataset.range(21).to_iter_dataset()
-                            .batch(size, drop_remainder=drop))
-  assert len(s_out) == (21 // size if drop else -(-21 // size))
+    g_out, s_out = check_iter(
+        lambda g: g.MapDataset.range(21).to_iter_dataset().batch(size, drop_remainder=drop)
+    )
+    assert len(s_out) == (21 // size if drop else -(-21 // size))
 
 
 def test_iter_random_map_counts_elements_not_indices():
-  # IterDataset.random_map keys the rng by the element count, after the filter.
-  check_iter(lambda g: g.MapDataset.range(30).filter(lambda x: x % 2 == 0).to_iter_dataset()
-             .random_map(lambda x, rng: (x, int(rng.integers(10**6))), seed=1))
+    # IterDataset.random_map keys the rng by the element count, after the filter.
+    check_iter(
+        lambda g: (
+            g.MapDataset.range(30)
+            .filter(lambda x: x % 2 == 0)
+            .to_iter_dataset()
+            .random_map(lambda x, rng: (x, int(rng.integers(10**6))), seed=1)
+        )
+    )
 
 
 def test_flat_map_iter_dataset():
-  g_out, s_out = check_iter(lambda g: g.experimental.FlatMapIterDataset(
-      g.MapDataset.range(10).to_iter_dataset(), pipelines.user_classes(g).Split()))
-  assert s_out == [10, 20, 21, 30, 31, 32, 50, 60, 61, 70, 71, 72, 90]
-  check_iter(lambda g: g.experimental.FlatMapIterDataset(
-      g.MapDataset.range(10).seed(1).shuffle().to_iter_dataset(),
-      pipelines.user_classes(g).Split()).batch(4))
-  assert spelt.experimental.FlatMapTransform is spelt.transforms.FlatMap
+    g_out, s_out = check_iter(
+        lambda g: g.experimental.FlatMapIterDataset(
+            g.MapDataset.range(10).to_iter_dataset(), pipelines.user_classes(g).Split()
+        )
+    )
+    assert s_out == [10, 20, 21, 30, 31, 32, 50, 60, 61, 70, 71, 72, 90]
+    check_iter(
+        lambda g: g.experimental.FlatMapIterDataset(
+            g.MapDataset.range(10).seed(1).shuffle().to_iter_dataset(),
+            pipelines.user_classes(g).Split(),
+        ).batch(4)
+    )
+    assert spelt.experimental.FlatMapTransform is spelt.transforms.FlatMap
 
 
 def test_apply_with_transform_objects():
-  def build(g):
-    u = pipelines.user_classes(g)
-    return g.MapDataset.range(20).seed(6).apply([u.Triple(), u.Noise(), u.Even(), u.Tag()])
-  check_map(build)
-  check_map(lambda g: g.MapDataset.range(9).apply(pipelines.user_classes(g).Triple()))
-  check_map(lambda g: g.MapDataset.range(9).apply([g.transforms.Batch(2, drop_remainder=True)]))
+    def build(g):
+        u = pipelines.user_classes(g)
+        return g.MapDataset.range(20).seed(6).apply([u.Triple(), u.Noise(), u.Even(), u.Tag()])
 
-  def build_iter(g):
-    u = pipelines.user_classes(g)
-    return (g.MapDataset.range(20).seed(6).apply([u.Triple(), u.Noise(), u.Even()])
-            .to_iter_dataset().apply([u.Triple(), u.Split(), u.Tag(), g.transforms.Batch(3)]))
-  check_iter(build_iter)
-  check_iter(lambda g: g.MapDataset.range(9).to_iter_dataset().apply(
-      g.transforms.Batch(2, batch_fn=lambda xs: sum(xs))))
+    check_map(build)
+    check_map(lambda g: g.MapDataset.range(9).apply(pipelines.user_classes(g).Triple()))
+    check_map(lambda g: g.MapDataset.range(9).apply([g.transforms.Batch(2, drop_remainder=True)]))
+
+    def build_iter(g):
+        u = pipelines.user_classes(g)
+        return (
+            g.MapDataset.range(20)
+            .seed(6)
+            .apply([u.Triple(), u.Noise(), u.Even()])
+            .to_iter_dataset()
+            .apply([u.Triple(), u.Split(), u.Tag(), g.transforms.Batch(3)])
+        )
+
+    check_iter(build_iter)
+    check_iter(
+        lambda g: (
+            g.MapDataset.range(9)
+            .to_iter_dataset()
+            .apply(g.transforms.Batch(2, batch_fn=lambda xs: sum(xs)))
+        )
+    )
 
 
 def test_pipe_and_iter_shortcut():
-  def add(ds, k, *, times):
-    return ds.map(lambda x: (x + k) * times)
-  check_map(lambda g: g.MapDataset.range(5).pipe(add, 3, times=2))
-  check_iter(lambda g: g.MapDataset.range(5).to_iter_dataset().pipe(add, 1, times=3))
-  it = iter(spelt.MapDataset.range(4))
-  assert isinstance(it, spelt.DatasetIterator)
-  assert list(it) == [0, 1, 2, 3]
-  assert it.get_state() == {"next_index": 4}
+    def add(ds, k, *, times):
+        return ds.map(lambda x: (x + k) * times)
+
+    check_map(lambda g: g.MapDataset.range(5).pipe(add, 3, times=2))
+    check_iter(lambda g: g.MapDataset.range(5).to_iter_dataset().pipe(add, 1, times=3))
+    it = iter(spelt.MapDataset.range(4))
+    assert isinstance(it, spelt.DatasetIterator)
+    assert list(it) == [0, 1, 2, 3]
+    assert it.get_state() == {"next_index": 4}
 
 
 def test_iterator_close():
-  it = iter(spelt.MapDataset.range(5).to_iter_dataset())
-  assert next(it) == 0
-  it.close()
-  it.close()  # idempotent
-  with pytest.raises(ValueError):
-    next(it)
+    it = iter(spelt.MapDataset.range(5).to_iter_dataset())
+    assert next(it) == 0
+    it.close()
+    it.close()  # idempotent
+    with pytest.raises(ValueError):
+        next(it)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -461,8 +615,7 @@ BATCH_ELEMENTS = {
     "list": [[i, i * 2] for i in range(3)],
     "tuple": [(i, str(i)) for i in range(3)],
     "namedtuple": [Point(i, np.float32(i)) for i in range(3)],
-    "nested": [{"a": [(i, {"b": np.zeros(2) + i})], "c": Point(x=i, y=[i, "s"])}
-               for i in range(3)],
+    "nested": [{"a": [(i, {"b": np.zeros(2) + i})], "c": Point(x=i, y=[i, "s"])} for i in range(3)],
     "empty_containers": [{"a": [], "b": (), "c": {}, "d": i} for i in range(3)],
 }
 
@@ -470,17 +623,18 @@ BATCH_ELEMENTS = {
 @pytest.mark.parametrize("name", list(BATCH_ELEMENTS))
 @pytest.mark.parametrize("where", ["map", "iter"])
 def test_batch_structure(name, where):
-  elements = BATCH_ELEMENTS[name]
+    elements = BATCH_ELEMENTS[name]
 
-  def build(g):
-    ds = g.MapDataset.source(elements)
-    if where == "iter":
-      ds = ds.to_iter_dataset()
-    return ds.batch(2)
-  g_ds, s_ds = both(build)
-  g_out, s_out = list(g_ds), list(s_ds)
-  assert len(s_out) == 2  # full batch and a single-element batch
-  assert_same(s_out, g_out)
+    def build(g):
+        ds = g.MapDataset.source(elements)
+        if where == "iter":
+            ds = ds.to_iter_dataset()
+        return ds.batch(2)
+
+    g_ds, s_ds = both(build)
+    g_out, s_out = list(g_ds), list(s_ds)
+    assert len(s_out) == 2  # full batch and a single-element batch
+    assert_same(s_out, g_out)
 
 
 # Leaves with dtypes Spelt has no native type for: batched through np.stack, as Grain does.
@@ -498,56 +652,66 @@ NUMPY_LEAVES_NOT_BATCHED = {
 
 @pytest.mark.parametrize("name", list(NUMPY_LEAVES_NOT_BATCHED))
 def test_batch_numpy_leaves_of_other_dtypes(name):
-  elements = NUMPY_LEAVES_NOT_BATCHED[name]
-  g_ds, s_ds = both(lambda g: g.MapDataset.source(elements).batch(2))
-  assert_same(list(s_ds), list(g_ds))
+    elements = NUMPY_LEAVES_NOT_BATCHED[name]
+    g_ds, s_ds = both(lambda g: g.MapDataset.source(elements).batch(2))
+    assert_same(list(s_ds), list(g_ds))
 
 
 def test_batch_structure_details():
-  b = spelt.MapDataset.source([{"i": 1, "f": 2.0, "s": "ab", "p": Point(np.int8(1), [3])}] * 3)
-  batch = b.batch(3)[0]
-  assert type(batch) is dict and set(batch) == {"i", "f", "s", "p"}
-  assert batch["i"].dtype == np.int64 and batch["i"].shape == (3,)
-  assert batch["f"].dtype == np.float64
-  assert batch["s"].dtype.kind == "U" and batch["s"].tolist() == ["ab"] * 3
-  assert type(batch["p"]) is Point
-  assert batch["p"].x.dtype == np.int8
-  assert type(batch["p"].y) is list and batch["p"].y[0].tolist() == [3, 3, 3]
+    b = spelt.MapDataset.source([{"i": 1, "f": 2.0, "s": "ab", "p": Point(np.int8(1), [3])}] * 3)
+    batch = b.batch(3)[0]
+    assert type(batch) is dict and set(batch) == {"i", "f", "s", "p"}
+    assert batch["i"].dtype == np.int64 and batch["i"].shape == (3,)
+    assert batch["f"].dtype == np.float64
+    assert batch["s"].dtype.kind == "U" and batch["s"].tolist() == ["ab"] * 3
+    assert type(batch["p"]) is Point
+    assert batch["p"].x.dtype == np.int8
+    assert type(batch["p"].y) is list and batch["p"].y[0].tolist() == [3, 3, 3]
 
 
 def test_batch_of_batches_stacks_again():
-  check_iter(lambda g: g.MapDataset.range(12).batch(3).to_iter_dataset().batch(2))
+    check_iter(lambda g: g.MapDataset.range(12).batch(3).to_iter_dataset().batch(2))
 
 
 def test_batch_fn():
-  def concat(xs):
-    return {"sum": sum(x["a"] for x in xs), "n": len(xs)}
-  check_map(lambda g: g.MapDataset.source([{"a": i} for i in range(7)]).batch(3, batch_fn=concat))
-  check_iter(lambda g: g.MapDataset.source([{"a": i} for i in range(7)]).to_iter_dataset()
-             .batch(3, drop_remainder=True, batch_fn=concat))
-  check_iter(lambda g: g.MapDataset.range(7).to_iter_dataset().batch(3, batch_fn=list))
-  # batch_fn receives a sequence of exactly the batch's elements.
-  seen = []
-  list(spelt.MapDataset.range(5).to_iter_dataset().batch(2, batch_fn=lambda xs: seen.append(
-      list(xs))))
-  assert seen == [[0, 1], [2, 3], [4]]
+    def concat(xs):
+        return {"sum": sum(x["a"] for x in xs), "n": len(xs)}
+
+    check_map(lambda g: g.MapDataset.source([{"a": i} for i in range(7)]).batch(3, batch_fn=concat))
+    check_iter(
+        lambda g: (
+            g.MapDataset.source([{"a": i} for i in range(7)])
+            .to_iter_dataset()
+            .batch(3, drop_remainder=True, batch_fn=concat)
+        )
+    )
+    check_iter(lambda g: g.MapDataset.range(7).to_iter_dataset().batch(3, batch_fn=list))
+    # batch_fn receives a sequence of exactly the batch's elements.
+    seen = []
+    list(
+        spelt.MapDataset.range(5)
+        .to_iter_dataset()
+        .batch(2, batch_fn=lambda xs: seen.append(list(xs)))
+    )
+    assert seen == [[0, 1], [2, 3], [4]]
 
 
 class _Opaque:
-  """A leaf numpy cannot convert to a numeric array: np.stack makes an object array."""
+    """A leaf numpy cannot convert to a numeric array: np.stack makes an object array."""
 
-  def __init__(self, value):
-    self.value = value
+    def __init__(self, value):
+        self.value = value
 
 
 def test_batch_of_python_object_leaves():
-  def build(g):
-    return g.MapDataset.source([{"o": _Opaque(i), "i": i} for i in range(3)]).batch(3)
-  g_ds, s_ds = both(build)
-  s_batch, g_batch = s_ds[0], g_ds[0]
-  assert s_batch["o"].dtype == object and s_batch["o"].shape == (3,)
-  assert [o.value for o in s_batch["o"]] == [o.value for o in g_batch["o"]] == [0, 1, 2]
-  assert_same(s_batch["i"], g_batch["i"])
+    def build(g):
+        return g.MapDataset.source([{"o": _Opaque(i), "i": i} for i in range(3)]).batch(3)
+
+    g_ds, s_ds = both(build)
+    s_batch, g_batch = s_ds[0], g_ds[0]
+    assert s_batch["o"].dtype == object and s_batch["o"].shape == (3,)
+    assert [o.value for o in s_batch["o"]] == [o.value for o in g_batch["o"]] == [0, 1, 2]
+    assert_same(s_batch["i"], g_batch["i"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,59 +719,86 @@ def test_batch_of_python_object_leaves():
 
 
 def test_numpy_integer_arguments():
-  i64 = np.int64
-  g_ds, s_ds = both(lambda g: g.MapDataset.range(i64(2), i64(19), i64(3)))
-  assert len(s_ds) == len(g_ds) == 6
-  np.testing.assert_equal(list(s_ds), list(g_ds))  # Grain keeps numpy ints here
-  check_map(lambda g: g.MapDataset.range(10)[i64(2):i64(9):i64(2)])
-  check_map(lambda g: g.MapDataset.range(5).batch(i64(2)).repeat(i64(2)))
-  check_iter(lambda g: g.MapDataset.range(5).to_iter_dataset().batch(i64(2)))
-  g_ds, s_ds = both(lambda g: g.MapDataset.range(10).seed(1).shuffle())
-  assert s_ds[i64(3)] == g_ds[i64(3)] and s_ds[i64(12)] == g_ds[i64(12)]
-  assert s_ds[np.uint8(12)] == s_ds[np.int32(12)] == s_ds[12]  # (Grain overflows on these)
+    i64 = np.int64
+    g_ds, s_ds = both(lambda g: g.MapDataset.range(i64(2), i64(19), i64(3)))
+    assert len(s_ds) == len(g_ds) == 6
+    np.testing.assert_equal(list(s_ds), list(g_ds))  # Grain keeps numpy ints here
+    check_map(lambda g: g.MapDataset.range(10)[i64(2) : i64(9) : i64(2)])
+    check_map(lambda g: g.MapDataset.range(5).batch(i64(2)).repeat(i64(2)))
+    check_iter(lambda g: g.MapDataset.range(5).to_iter_dataset().batch(i64(2)))
+    g_ds, s_ds = both(lambda g: g.MapDataset.range(10).seed(1).shuffle())
+    assert s_ds[i64(3)] == g_ds[i64(3)] and s_ds[i64(12)] == g_ds[i64(12)]
+    assert s_ds[np.uint8(12)] == s_ds[np.int32(12)] == s_ds[12]  # (Grain overflows on these)
 
 
-@pytest.mark.parametrize("seed", [np.int64(3), np.uint32(2**32 - 1), np.int8(7)],
-                         ids=lambda s: f"{type(s).__name__}({s})")
+@pytest.mark.parametrize(
+    "seed",
+    [np.int64(3), np.uint32(2**32 - 1), np.int8(7)],
+    ids=lambda s: f"{type(s).__name__}({s})",
+)
 def test_numpy_integer_seeds(seed):
-  # Grain accepts any integer seed (for example one drawn with numpy).
-  check_map(lambda g: g.MapDataset.range(9).seed(seed).shuffle())
-  check_map(lambda g: g.MapDataset.range(9).shuffle(seed=seed))
-  check_map(lambda g: g.MapDataset.range(9).random_map(
-      lambda x, rng: int(rng.integers(1000)), seed=seed))
-  check_iter(lambda g: g.MapDataset.range(9).to_iter_dataset().seed(seed).random_map(
-      lambda x, rng: int(rng.integers(1000))))
+    # Grain accepts any integer seed (for example one drawn with numpy).
+    check_map(lambda g: g.MapDataset.range(9).seed(seed).shuffle())
+    check_map(lambda g: g.MapDataset.range(9).shuffle(seed=seed))
+    check_map(
+        lambda g: g.MapDataset.range(9).random_map(
+            lambda x, rng: int(rng.integers(1000)), seed=seed
+        )
+    )
+    check_iter(
+        lambda g: (
+            g.MapDataset.range(9)
+            .to_iter_dataset()
+            .seed(seed)
+            .random_map(lambda x, rng: int(rng.integers(1000)))
+        )
+    )
 
 
 def test_large_indices():
-  n = 10**12
-  idx = [0, 1, n - 1, n, 5 * n + 7, 2**62]
-  g_ds, s_ds = both(lambda g: g.MapDataset.range(n).seed(1).shuffle())
-  assert [s_ds[i] for i in idx] == [g_ds[i] for i in idx]
-  assert all(0 <= s_ds[i] < n for i in idx)
-  g_ds, s_ds = both(lambda g: g.MapDataset.range(10).random_map(
-      lambda x, rng: int(rng.integers(10**6)), seed=1))
-  idx = [2**32 - 1, 2**32, 2**40 + 3, 2**62]
-  assert [s_ds[i] for i in idx] == [g_ds[i] for i in idx]
+    n = 10**12
+    idx = [0, 1, n - 1, n, 5 * n + 7, 2**62]
+    g_ds, s_ds = both(lambda g: g.MapDataset.range(n).seed(1).shuffle())
+    assert [s_ds[i] for i in idx] == [g_ds[i] for i in idx]
+    assert all(0 <= s_ds[i] < n for i in idx)
+    g_ds, s_ds = both(
+        lambda g: g.MapDataset.range(10).random_map(lambda x, rng: int(rng.integers(10**6)), seed=1)
+    )
+    idx = [2**32 - 1, 2**32, 2**40 + 3, 2**62]
+    assert [s_ds[i] for i in idx] == [g_ds[i] for i in idx]
 
 
 def test_datasets_pickle_round_trip():
-  import cloudpickle  # pylint: disable=import-outside-toplevel
-  ds = (spelt.MapDataset.range(30).seed(3).shuffle().map(np.sqrt).filter(np.isfinite)
-        .random_map(lambda x, rng: x + rng.random()).to_iter_dataset().batch(4))
-  expected = list(ds)
-  copy = cloudpickle.loads(cloudpickle.dumps(ds))
-  assert_same(list(copy), expected)
-  assert_same(list(cloudpickle.loads(cloudpickle.dumps(copy))), expected)
+    import cloudpickle  # pylint: disable=import-outside-toplevel
+
+    ds = (
+        spelt.MapDataset.range(30)
+        .seed(3)
+        .shuffle()
+        .map(np.sqrt)
+        .filter(np.isfinite)
+        .random_map(lambda x, rng: x + rng.random())
+        .to_iter_dataset()
+        .batch(4)
+    )
+    expected = list(ds)
+    copy = cloudpickle.loads(cloudpickle.dumps(ds))
+    assert_same(list(copy), expected)
+    assert_same(list(cloudpickle.loads(cloudpickle.dumps(copy))), expected)
 
 
 def test_map_dataset_is_thread_safe():
-  from concurrent.futures import ThreadPoolExecutor  # pylint: disable=import-outside-toplevel
-  ds = spelt.MapDataset.range(200).seed(1).shuffle().random_map(
-      lambda x, rng: (x, float(rng.random())))
-  serial = [ds[i] for i in range(600)]
-  with ThreadPoolExecutor(8) as pool:
-    parallel = list(pool.map(ds.__getitem__, range(600)))
-  assert parallel == serial
-  threaded = ds.to_iter_dataset(spelt.ReadOptions(num_threads=8, prefetch_buffer_size=32))
-  assert list(threaded) == serial[:200]
+    from concurrent.futures import ThreadPoolExecutor  # pylint: disable=import-outside-toplevel
+
+    ds = (
+        spelt.MapDataset.range(200)
+        .seed(1)
+        .shuffle()
+        .random_map(lambda x, rng: (x, float(rng.random())))
+    )
+    serial = [ds[i] for i in range(600)]
+    with ThreadPoolExecutor(8) as pool:
+        parallel = list(pool.map(ds.__getitem__, range(600)))
+    assert parallel == serial
+    threaded = ds.to_iter_dataset(spelt.ReadOptions(num_threads=8, prefetch_buffer_size=32))
+    assert list(threaded) == serial[:200]

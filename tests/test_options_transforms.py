@@ -24,19 +24,23 @@ from spelt import transforms
 def test_read_options_defaults_and_repr_match_grain():
     ours = options.ReadOptions()
     assert (ours.num_threads, ours.prefetch_buffer_size) == (16, 500)
-    assert repr(ours) == repr(grain_python.ReadOptions()) == (
-        "ReadOptions(num_threads=16, prefetch_buffer_size=500)"
+    assert (
+        repr(ours)
+        == repr(grain_python.ReadOptions())
+        == ("ReadOptions(num_threads=16, prefetch_buffer_size=500)")
     )
     custom = options.ReadOptions(num_threads=0, prefetch_buffer_size=0)
     assert repr(custom) == repr(grain_python.ReadOptions(0, 0))
-    assert options.ReadOptions(4, 8) == options.ReadOptions(
-        num_threads=4, prefetch_buffer_size=8
-    )
+    assert options.ReadOptions(4, 8) == options.ReadOptions(num_threads=4, prefetch_buffer_size=8)
 
 
 @pytest.mark.parametrize(
-    "kwargs", [dict(num_threads=-1), dict(prefetch_buffer_size=-5),
-               dict(num_threads=-2, prefetch_buffer_size=-2)]
+    "kwargs",
+    [
+        dict(num_threads=-1),
+        dict(prefetch_buffer_size=-5),
+        dict(num_threads=-2, prefetch_buffer_size=-2),
+    ],
 )
 def test_read_options_rejects_negative_like_grain(kwargs):
     with pytest.raises(ValueError) as ours:
@@ -48,14 +52,11 @@ def test_read_options_rejects_negative_like_grain(kwargs):
 
 @pytest.mark.parametrize(
     "num_threads,buffer_size,warns",
-    [(16, 8, True), (2, 1, True), (16, 0, False), (16, 16, False),
-     (4, 500, False), (0, 0, False)],
+    [(16, 8, True), (2, 1, True), (16, 0, False), (16, 16, False), (4, 500, False), (0, 0, False)],
 )
-def test_read_options_small_buffer_warning(caplog, num_threads, buffer_size,
-                                           warns):
+def test_read_options_small_buffer_warning(caplog, num_threads, buffer_size, warns):
     with caplog.at_level(logging.WARNING, logger="spelt.options"):
-        options.ReadOptions(num_threads=num_threads,
-                            prefetch_buffer_size=buffer_size)
+        options.ReadOptions(num_threads=num_threads, prefetch_buffer_size=buffer_size)
     assert ("prefetch_buffer_size" in caplog.text) == warns
 
 
@@ -73,11 +74,14 @@ def test_options_are_slotted_dataclasses():
 
 def test_multiprocessing_options_match_grain():
     ours = options.MultiprocessingOptions()
-    assert (ours.num_workers, ours.per_worker_buffer_size,
-            ours.enable_profiling) == (0, 1, False)
-    assert repr(ours) == repr(grain_python.MultiprocessingOptions()) == (
-        "MultiprocessingOptions(num_workers=0, per_worker_buffer_size=1, "
-        "enable_profiling=False)"
+    assert (ours.num_workers, ours.per_worker_buffer_size, ours.enable_profiling) == (0, 1, False)
+    assert (
+        repr(ours)
+        == repr(grain_python.MultiprocessingOptions())
+        == (
+            "MultiprocessingOptions(num_workers=0, per_worker_buffer_size=1, "
+            "enable_profiling=False)"
+        )
     )
     assert repr(options.MultiprocessingOptions(4, 2, True)) == repr(
         grain_python.MultiprocessingOptions(4, 2, True)
@@ -92,8 +96,7 @@ def test_multiprocessing_options_match_grain():
 
 
 def test_constants_match_grain():
-    names = ["INDEX", "RECORD_KEY", "DATASET_INDEX", "EPOCH", "SEED", "RECORD",
-             "META_FEATURES"]
+    names = ["INDEX", "RECORD_KEY", "DATASET_INDEX", "EPOCH", "SEED", "RECORD", "META_FEATURES"]
     for name in names:
         assert getattr(constants, name) == getattr(grain.constants, name), name
     assert constants.INDEX == "_index"
@@ -120,9 +123,7 @@ _ABSTRACT = {
 def test_abstract_bases_match_grain(name):
     ours = getattr(transforms, name)
     # grain.transforms does not export FlatMap; it lives in the core module.
-    theirs = getattr(grain_transforms, name, None) or getattr(
-        grain_transforms_impl, name
-    )
+    theirs = getattr(grain_transforms, name, None) or getattr(grain_transforms_impl, name)
     assert set(ours.__abstractmethods__) == _ABSTRACT[name]
     assert ours.__abstractmethods__ == theirs.__abstractmethods__
     with pytest.raises(TypeError):
@@ -187,15 +188,19 @@ def test_flat_map_declares_max_fan_out():
 def test_batch_matches_grain():
     ours = transforms.Batch(32)
     assert (ours.batch_size, ours.drop_remainder, ours.batch_fn) == (32, False, None)
-    assert repr(ours) == repr(grain_transforms.Batch(32)) == (
-        "Batch(batch_size=32, drop_remainder=False, batch_fn=None)"
+    assert (
+        repr(ours)
+        == repr(grain_transforms.Batch(32))
+        == ("Batch(batch_size=32, drop_remainder=False, batch_fn=None)")
     )
     with_fn = transforms.Batch(batch_size=4, drop_remainder=True, batch_fn=list)
     assert repr(with_fn) == repr(
         grain_transforms.Batch(batch_size=4, drop_remainder=True, batch_fn=list)
     )
     assert [f.name for f in dataclasses.fields(ours)] == [
-        "batch_size", "drop_remainder", "batch_fn"
+        "batch_size",
+        "drop_remainder",
+        "batch_fn",
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         ours.batch_size = 1
@@ -214,14 +219,19 @@ def test_transformation_aliases_match_grain():
     ours = [t.__name__ for t in typing.get_args(transforms.Transformation)]
     theirs = [t.__name__ for t in typing.get_args(grain_transforms.Transformation)]
     assert ours == theirs
-    assert set(ours) == {"Batch", "Map", "RandomMap", "TfRandomMap", "Filter",
-                         "FlatMap", "MapWithIndex"}
+    assert set(ours) == {
+        "Batch",
+        "Map",
+        "RandomMap",
+        "TfRandomMap",
+        "Filter",
+        "FlatMap",
+        "MapWithIndex",
+    }
     assert typing.get_origin(transforms.Transformations) is typing.get_origin(
         grain_transforms.Transformations
     )
-    assert typing.get_args(transforms.Transformations) == (
-        transforms.Transformation,
-    )
+    assert typing.get_args(transforms.Transformations) == (transforms.Transformation,)
 
 
 class _PlainMap(transforms.Map):
@@ -266,8 +276,7 @@ def test_pretty_transform_name_matches_grain():
     assert grain_pretty(_GrainPlainMap()) == "_GrainPlainMap"
     assert pretty(_ReprMap()) == grain_pretty(_GrainReprMap()) == "ReprMap<custom>"
     assert pretty(transforms.Batch(2)) == grain_pretty(grain_transforms.Batch(2))
-    for fn in [_module_function, len, functools.partial(_module_function),
-               lambda x: x]:
+    for fn in [_module_function, len, functools.partial(_module_function), lambda x: x]:
         assert pretty(fn) == grain_pretty(fn)
     assert pretty(_module_function).startswith("_module_function @ .../")
     assert pretty(_module_function).endswith(

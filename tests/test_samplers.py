@@ -17,9 +17,7 @@ def _grain_shard_options(options):
     """The Grain object equivalent to a spelt sharding object."""
     if isinstance(options, sharding.NoSharding):
         return grain.NoSharding()
-    return grain.ShardOptions(
-        options.shard_index, options.shard_count, options.drop_remainder
-    )
+    return grain.ShardOptions(options.shard_index, options.shard_count, options.drop_remainder)
 
 
 def _keys(sampler, n):
@@ -31,9 +29,7 @@ def _keys(sampler, n):
 
 
 def test_index_sampler_golden():
-    sampler = samplers.IndexSampler(
-        num_records=5, shuffle=True, num_epochs=2, seed=32
-    )
+    sampler = samplers.IndexSampler(num_records=5, shuffle=True, num_epochs=2, seed=32)
     assert len(sampler) == 10
     assert _keys(sampler, 10) == [2, 4, 3, 0, 1, 0, 2, 4, 1, 3]
 
@@ -52,16 +48,22 @@ def test_index_sampler_sharded_keys_are_strided_over_shard_block():
     options = sharding.ShardOptions(1, 3)
     sampler = samplers.IndexSampler(10, options, num_epochs=2)
     assert len(sampler) == 20
-    assert _keys(sampler, 20) == [
-        4, 4, 4, 5, 5, 5, 6, 6, 6, 4, 4, 4, 5, 5, 5, 6, 6, 6, 4, 4
-    ]
+    assert _keys(sampler, 20) == [4, 4, 4, 5, 5, 5, 6, 6, 6, 4, 4, 4, 5, 5, 5, 6, 6, 6, 4, 4]
 
 
 def _configs():
     for num_records, (index, count, drop), shuffle, num_epochs in itertools.product(
         [1, 3, 7, 10, 13, 33],
-        [(0, 1, False), (None, None, None), (0, 2, False), (1, 2, True),
-         (2, 3, False), (1, 3, True), (0, 4, True), (3, 4, False)],
+        [
+            (0, 1, False),
+            (None, None, None),
+            (0, 2, False),
+            (1, 2, True),
+            (2, 3, False),
+            (1, 3, True),
+            (0, 4, True),
+            (3, 4, False),
+        ],
         [False, True],
         [None, 1, 3],
     ):
@@ -105,11 +107,12 @@ def test_index_sampler_matches_grain(num_records, options, shuffle, num_epochs):
 def test_index_sampler_seeds_match_grain(seed):
     # Includes the per-epoch seed wrapping around 2**32.
     for options in [sharding.NoSharding(), sharding.ShardOptions(1, 3, True)]:
-        ours = samplers.IndexSampler(
-            11, options, shuffle=True, num_epochs=4, seed=seed
-        )
+        ours = samplers.IndexSampler(11, options, shuffle=True, num_epochs=4, seed=seed)
         theirs = grain.IndexSampler(
-            11, _grain_shard_options(options), shuffle=True, num_epochs=4,
+            11,
+            _grain_shard_options(options),
+            shuffle=True,
+            num_epochs=4,
             seed=seed,
         )
         assert _keys(ours, len(ours)) == _keys(theirs, len(theirs))
@@ -117,7 +120,7 @@ def test_index_sampler_seeds_match_grain(seed):
 
 def test_index_sampler_shuffle_is_a_fresh_permutation_each_epoch():
     sampler = samplers.IndexSampler(50, shuffle=True, num_epochs=3, seed=9)
-    epochs = [_keys(sampler, 150)[e * 50:(e + 1) * 50] for e in range(3)]
+    epochs = [_keys(sampler, 150)[e * 50 : (e + 1) * 50] for e in range(3)]
     for keys in epochs:
         assert sorted(keys) == list(range(50))
     assert epochs[0] != list(range(50))
@@ -126,8 +129,7 @@ def test_index_sampler_shuffle_is_a_fresh_permutation_each_epoch():
 
 def test_index_sampler_shuffled_shard_stays_in_its_block():
     options = sharding.ShardOptions(2, 3)  # 20 records: block [14, 20)
-    sampler = samplers.IndexSampler(20, options, shuffle=True, num_epochs=1,
-                                    seed=3)
+    sampler = samplers.IndexSampler(20, options, shuffle=True, num_epochs=1, seed=3)
     keys = _keys(sampler, len(sampler))
     assert set(keys) == set(range(14, 20))
 
@@ -147,10 +149,8 @@ def test_index_sampler_rng_matches_grain():
 
 
 def test_index_sampler_infinite_len_and_large_index():
-    ours = samplers.IndexSampler(7, sharding.ShardOptions(1, 2), shuffle=True,
-                                 seed=5)
-    theirs = grain.IndexSampler(7, grain.ShardOptions(1, 2), shuffle=True,
-                                seed=5)
+    ours = samplers.IndexSampler(7, sharding.ShardOptions(1, 2), shuffle=True, seed=5)
+    theirs = grain.IndexSampler(7, grain.ShardOptions(1, 2), shuffle=True, seed=5)
     assert len(ours) == sys.maxsize
     assert ours._max_index is None
     for i in [10**6, 10**6 + 1, 123456789]:
@@ -160,8 +160,7 @@ def test_index_sampler_infinite_len_and_large_index():
 
 def test_index_sampler_attributes():
     options = sharding.ShardOptions(1, 4, drop_remainder=True)
-    sampler = samplers.IndexSampler(10, options, shuffle=True, num_epochs=3,
-                                    seed=8)
+    sampler = samplers.IndexSampler(10, options, shuffle=True, num_epochs=3, seed=8)
     assert sampler._num_records == 10
     assert sampler._shard_options is options
     assert sampler._shuffle is True
@@ -212,8 +211,7 @@ def test_index_sampler_validation_matches_grain(kwargs, error):
 
 def test_index_sampler_accepts_boundary_seeds():
     assert samplers.IndexSampler(3, seed=0)[0].rng is not None
-    sampler = samplers.IndexSampler(3, shuffle=True, num_epochs=1,
-                                    seed=2**32 - 1)
+    sampler = samplers.IndexSampler(3, shuffle=True, num_epochs=1, seed=2**32 - 1)
     assert sorted(_keys(sampler, 3)) == [0, 1, 2]
 
 
@@ -261,15 +259,17 @@ def test_index_sampler_empty_shard(drop):
 @pytest.mark.parametrize("num_records", [1, 5, 10])
 @pytest.mark.parametrize(
     "options",
-    [sharding.NoSharding(), sharding.ShardOptions(1, 3),
-     sharding.ShardOptions(2, 3, True), sharding.ShardOptions(0, 4, True)],
+    [
+        sharding.NoSharding(),
+        sharding.ShardOptions(1, 3),
+        sharding.ShardOptions(2, 3, True),
+        sharding.ShardOptions(0, 4, True),
+    ],
     ids=repr,
 )
 def test_sequential_sampler_matches_grain(num_records, options):
     ours = samplers.SequentialSampler(num_records, options, seed=4)
-    theirs = grain.SequentialSampler(
-        num_records, _grain_shard_options(options), seed=4
-    )
+    theirs = grain.SequentialSampler(num_records, _grain_shard_options(options), seed=4)
     assert len(ours) == len(theirs)
     assert ours._max_index == len(ours)
     assert repr(ours) == repr(theirs)
@@ -317,16 +317,12 @@ def test_samplers_satisfy_protocol():
 def test_record_metadata_fields_repr_str_match_grain():
     ours = record.RecordMetadata(index=3, record_key=7)
     theirs = grain.RecordMetadata(index=3, record_key=7)
-    assert repr(ours) == repr(theirs) == (
-        "RecordMetadata(index=3, record_key=7, rng=None)"
-    )
+    assert repr(ours) == repr(theirs) == ("RecordMetadata(index=3, record_key=7, rng=None)")
     assert str(ours) == str(theirs)
     assert [f.name for f in dataclasses.fields(ours)] == ["index", "record_key", "rng"]
     assert record.RecordMetadata(5) == record.RecordMetadata(5, None, None)
     rng = np.random.Generator(np.random.Philox(key=1))
-    assert str(record.RecordMetadata(1, 2, rng)) == str(
-        grain.RecordMetadata(1, 2, rng)
-    )
+    assert str(record.RecordMetadata(1, 2, rng)) == str(grain.RecordMetadata(1, 2, rng))
     assert not hasattr(ours, "__dict__")  # slots, as in Grain
 
 
@@ -346,9 +342,7 @@ def test_record():
     rec = record.Record(metadata=metadata, data={"x": 1})
     assert rec.metadata is metadata
     assert rec.data == {"x": 1}
-    assert repr(rec) == repr(
-        grain.Record(grain.RecordMetadata(index=0, record_key=0), {"x": 1})
-    )
+    assert repr(rec) == repr(grain.Record(grain.RecordMetadata(index=0, record_key=0), {"x": 1}))
     assert [f.name for f in dataclasses.fields(rec)] == ["metadata", "data"]
     assert record.Record[int] is not None  # Generic, as in Grain.
     assert not hasattr(rec, "__dict__")
@@ -380,7 +374,7 @@ def test_index_sampler_metadata_matches_grain(seed, num_epochs, shard, num_recor
     if shard is not None and num_records < shard[1]:
         num_records += shard[1]
     ours_options = sharding.NoSharding() if shard is None else sharding.ShardOptions(*shard)
-    for shuffle in ([False, True] if seed is not None else [False]):
+    for shuffle in [False, True] if seed is not None else [False]:
         ours = samplers.IndexSampler(num_records, ours_options, shuffle, num_epochs, seed)
         theirs = grain.IndexSampler(
             num_records, _grain_shard_options(ours_options), shuffle, num_epochs, seed
@@ -422,13 +416,11 @@ def test_faces_hand_the_engine_sampler_to_the_dataloader():
         pass
 
     class Remapped(samplers.IndexSampler):
-
         def __getitem__(self, index):
             m = super().__getitem__(index)
             return record.RecordMetadata(m.index, m.record_key + 100, m.rng)
 
     class Shorter(samplers.SequentialSampler):
-
         def __len__(self):
             return 2
 

@@ -69,9 +69,7 @@ def test_no_sharding():
         1,
         False,
     )
-    assert repr(options) == (
-        "NoSharding(shard_index=0, shard_count=1, drop_remainder=False)"
-    )
+    assert repr(options) == ("NoSharding(shard_index=0, shard_count=1, drop_remainder=False)")
     assert repr(options) == repr(grain_sharding.NoSharding())
     assert options == sharding.NoSharding()
     # As in Grain, dataclass equality requires the same class.
@@ -156,8 +154,7 @@ def test_even_split_matches_grain_exhaustively():
 @pytest.mark.parametrize("count", [1, 3, 8])
 def test_even_split_partitions(num_examples, count):
     bounds = [
-        sharding.even_split(num_examples, sharding.ShardOptions(i, count))
-        for i in range(count)
+        sharding.even_split(num_examples, sharding.ShardOptions(i, count)) for i in range(count)
     ]
     covered = [x for start, end in bounds for x in range(start, end)]
     assert covered == list(range(num_examples))
@@ -243,6 +240,5 @@ def test_shard_by_jax_process_without_jax_in_a_fresh_interpreter():
         "  assert (ours.shard_index, ours.shard_count) == (0, 1)\n"
         "print('ok')\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "ok"

@@ -24,22 +24,22 @@ N = 20_000
 
 
 def _add_one(x):
-  return x + 1
+    return x + 1
 
 
 def _native(n=N):
-  return spelt.MapDataset.range(n).to_iter_dataset()
+    return spelt.MapDataset.range(n).to_iter_dataset()
 
 
 def _calls_python(n=N):
-  return spelt.MapDataset.range(n).map(_add_one).to_iter_dataset()
+    return spelt.MapDataset.range(n).map(_add_one).to_iter_dataset()
 
 
 def _loader(n=N):
-  return spelt.DataLoader(
-      data_source=spelt.MapDataset.range(n),
-      sampler=spelt.samplers.SequentialSampler(n, spelt.sharding.NoSharding()),
-  )
+    return spelt.DataLoader(
+        data_source=spelt.MapDataset.range(n),
+        sampler=spelt.samplers.SequentialSampler(n, spelt.sharding.NoSharding()),
+    )
 
 
 # name -> (build(n=N), element value of index i)
@@ -51,11 +51,11 @@ PIPELINES = {
 
 
 def _in_threads(target, count):
-  threads = [threading.Thread(target=target) for _ in range(count)]
-  for t in threads:
-    t.start()
-  for t in threads:
-    t.join()
+    threads = [threading.Thread(target=target) for _ in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
 
 
 # The crash report: two threads each run `for _ in it: pass` over one iterator (before the fix:
@@ -93,161 +93,164 @@ _REPRO = textwrap.dedent("""
 
 @pytest.mark.parametrize("calls_python", [False, True])
 def test_two_threads_share_an_iterator_in_a_subprocess(calls_python):
-  rounds, n = (20, 100_000) if not calls_python else (5, 20_000)
-  proc = subprocess.run(
-      [sys.executable, "-c", _REPRO, str(rounds), str(n), "1" if calls_python else "0"],
-      capture_output=True, text=True, timeout=50)
-  assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
-  assert json.loads(proc.stdout) == "ok"
+    rounds, n = (20, 100_000) if not calls_python else (5, 20_000)
+    proc = subprocess.run(
+        [sys.executable, "-c", _REPRO, str(rounds), str(n), "1" if calls_python else "0"],
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+    assert proc.returncode == 0, (proc.returncode, proc.stderr[-2000:])
+    assert json.loads(proc.stdout) == "ok"
 
 
 @pytest.mark.parametrize("name", list(PIPELINES))
 def test_each_element_once_across_four_threads(name):
-  build, value = PIPELINES[name]
-  it = iter(build())
-  per_thread = []
+    build, value = PIPELINES[name]
+    it = iter(build())
+    per_thread = []
 
-  def run():
-    per_thread.append([int(x) for x in it])
+    def run():
+        per_thread.append([int(x) for x in it])
 
-  _in_threads(run, 4)
-  counts = collections.Counter(x for local in per_thread for x in local)
-  assert sorted(counts) == [value(i) for i in range(N)]
-  assert set(counts.values()) == {1}
-  for local in per_thread:
-    assert local == sorted(local)  # calls are serialised: each thread sees increasing values
-  with pytest.raises(StopIteration):
-    next(it)
+    _in_threads(run, 4)
+    counts = collections.Counter(x for local in per_thread for x in local)
+    assert sorted(counts) == [value(i) for i in range(N)]
+    assert set(counts.values()) == {1}
+    for local in per_thread:
+        assert local == sorted(local)  # calls are serialised: each thread sees increasing values
+    with pytest.raises(StopIteration):
+        next(it)
 
 
 @pytest.mark.parametrize("name", ["native", "calls Python"])
 def test_get_state_from_another_thread_is_consistent(name):
-  build, value = PIPELINES[name]
-  it = iter(build())
-  done = threading.Event()
-  states = []
+    build, value = PIPELINES[name]
+    it = iter(build())
+    done = threading.Event()
+    states = []
 
-  def poll():
-    while not done.is_set():
-      states.append(it.get_state()["next_index"])
-    states.append(it.get_state()["next_index"])
+    def poll():
+        while not done.is_set():
+            states.append(it.get_state()["next_index"])
+        states.append(it.get_state()["next_index"])
 
-  poller = threading.Thread(target=poll)
-  poller.start()
-  consumed = [int(x) for x in it]
-  done.set()
-  poller.join()
-  assert consumed == [value(i) for i in range(N)]
-  assert len(states) > 1
-  assert states == sorted(states) and 0 <= states[0] and states[-1] == N
-  # Each state taken mid-stream is a position between two elements: it resumes exactly there.
-  for position in sorted(set(states))[:: max(1, len(set(states)) // 5)]:
-    resumed = iter(build())
-    resumed.set_state({"next_index": position})
-    assert [int(x) for x in resumed] == [value(i) for i in range(position, N)]
+    poller = threading.Thread(target=poll)
+    poller.start()
+    consumed = [int(x) for x in it]
+    done.set()
+    poller.join()
+    assert consumed == [value(i) for i in range(N)]
+    assert len(states) > 1
+    assert states == sorted(states) and 0 <= states[0] and states[-1] == N
+    # Each state taken mid-stream is a position between two elements: it resumes exactly there.
+    for position in sorted(set(states))[:: max(1, len(set(states)) // 5)]:
+        resumed = iter(build())
+        resumed.set_state({"next_index": position})
+        assert [int(x) for x in resumed] == [value(i) for i in range(position, N)]
 
 
 @pytest.mark.parametrize("name", ["native", "calls Python"])
 def test_set_state_from_another_thread(name):
-  """A rewind from another thread lands between two elements: the consumer sees runs of
-  consecutive elements, each starting where a rewind put it, the last one ending at N."""
-  build, value = PIPELINES[name]
-  it = iter(build())
-  rewinds = 5
+    """A rewind from another thread lands between two elements: the consumer sees runs of
+    consecutive elements, each starting where a rewind put it, the last one ending at N."""
+    build, value = PIPELINES[name]
+    it = iter(build())
+    rewinds = 5
 
-  def rewind():
-    for _ in range(rewinds):
-      time.sleep(0.002)
-      it.set_state({"next_index": 0})
+    def rewind():
+        for _ in range(rewinds):
+            time.sleep(0.002)
+            it.set_state({"next_index": 0})
 
-  rewinder = threading.Thread(target=rewind)
-  rewinder.start()
-  consumed = []
-  for x in it:
-    consumed.append(int(x))
-    if len(consumed) % 1000 == 0:
-      time.sleep(0.001)  # let the rewinder in
-  rewinder.join()
-  consumed.extend(int(x) for x in it)  # a rewind after the end restarts the stream
-  runs = [[consumed[0]]]
-  for x in consumed[1:]:
-    if x == runs[-1][-1] + 1:
-      runs[-1].append(x)
-    else:
-      runs.append([x])
-  assert all(run[0] == value(0) for run in runs), [run[0] for run in runs]
-  assert runs[-1][-1] == value(N - 1)
-  assert it.get_state() == {"next_index": N}
+    rewinder = threading.Thread(target=rewind)
+    rewinder.start()
+    consumed = []
+    for x in it:
+        consumed.append(int(x))
+        if len(consumed) % 1000 == 0:
+            time.sleep(0.001)  # let the rewinder in
+    rewinder.join()
+    consumed.extend(int(x) for x in it)  # a rewind after the end restarts the stream
+    runs = [[consumed[0]]]
+    for x in consumed[1:]:
+        if x == runs[-1][-1] + 1:
+            runs[-1].append(x)
+        else:
+            runs.append([x])
+    assert all(run[0] == value(0) for run in runs), [run[0] for run in runs]
+    assert runs[-1][-1] == value(N - 1)
+    assert it.get_state() == {"next_index": N}
 
 
 @pytest.mark.parametrize("name", ["native", "calls Python"])
 def test_close_from_another_thread_during_iteration(name):
-  build, value = PIPELINES[name]
-  it = iter(build(10 * N))  # long enough to still run when close() comes
-  consumed, errors = [], []
+    build, value = PIPELINES[name]
+    it = iter(build(10 * N))  # long enough to still run when close() comes
+    consumed, errors = [], []
 
-  def run():
-    try:
-      for x in it:
-        consumed.append(int(x))
-    except ValueError as e:  # closed under it
-      errors.append(str(e))
+    def run():
+        try:
+            for x in it:
+                consumed.append(int(x))
+        except ValueError as e:  # closed under it
+            errors.append(str(e))
 
-  threads = [threading.Thread(target=run) for _ in range(2)]
-  for t in threads:
-    t.start()
-  while len(consumed) < 100:
-    time.sleep(0.001)
-  it.close()
-  for t in threads:
-    t.join()
-  assert errors and all("closed" in e for e in errors)
-  # What was delivered before the close is a prefix of the stream, each element once.
-  assert sorted(consumed) == [value(i) for i in range(len(consumed))]
-  it.close()  # idempotent
-  with pytest.raises(ValueError, match="closed"):
-    next(it)
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for t in threads:
+        t.start()
+    while len(consumed) < 100:
+        time.sleep(0.001)
+    it.close()
+    for t in threads:
+        t.join()
+    assert errors and all("closed" in e for e in errors)
+    # What was delivered before the close is a prefix of the stream, each element once.
+    assert sorted(consumed) == [value(i) for i in range(len(consumed))]
+    it.close()  # idempotent
+    with pytest.raises(ValueError, match="closed"):
+        next(it)
 
 
 def test_close_waits_for_a_next_in_progress():
-  """close() from another thread while next() runs a slow Python map: next() completes with
-  its element, close() returns after it, and later calls raise ValueError."""
-  entered, release = threading.Event(), threading.Event()
+    """close() from another thread while next() runs a slow Python map: next() completes with
+    its element, close() returns after it, and later calls raise ValueError."""
+    entered, release = threading.Event(), threading.Event()
 
-  def slow(x):
-    if x == 1:
-      entered.set()
-      release.wait(10)
-    return x
+    def slow(x):
+        if x == 1:
+            entered.set()
+            release.wait(10)
+        return x
 
-  it = iter(spelt.MapDataset.range(5).map(slow).to_iter_dataset())
-  assert next(it) == 0
-  results = []
-  consumer = threading.Thread(target=lambda: results.append(next(it)))
-  consumer.start()
-  assert entered.wait(10)
-  closer = threading.Thread(target=it.close)
-  closer.start()
-  closer.join(0.2)
-  assert closer.is_alive()  # waits for the next() in progress, holding no GIL meanwhile
-  release.set()
-  consumer.join(10)
-  closer.join(10)
-  assert results == [1]
-  with pytest.raises(ValueError, match="closed"):
-    next(it)
+    it = iter(spelt.MapDataset.range(5).map(slow).to_iter_dataset())
+    assert next(it) == 0
+    results = []
+    consumer = threading.Thread(target=lambda: results.append(next(it)))
+    consumer.start()
+    assert entered.wait(10)
+    closer = threading.Thread(target=it.close)
+    closer.start()
+    closer.join(0.2)
+    assert closer.is_alive()  # waits for the next() in progress, holding no GIL meanwhile
+    release.set()
+    consumer.join(10)
+    closer.join(10)
+    assert results == [1]
+    with pytest.raises(ValueError, match="closed"):
+        next(it)
 
 
 def test_use_from_inside_its_own_pipeline_raises():
-  """A callable that calls its own iterator gets RuntimeError rather than a deadlock."""
-  holder = {}
+    """A callable that calls its own iterator gets RuntimeError rather than a deadlock."""
+    holder = {}
 
-  def peek(x):
-    if x == 2:
-      holder["it"].get_state()
-    return x
+    def peek(x):
+        if x == 2:
+            holder["it"].get_state()
+        return x
 
-  holder["it"] = it = iter(spelt.MapDataset.range(5).map(peek).to_iter_dataset())
-  assert [next(it), next(it)] == [0, 1]
-  with pytest.raises(RuntimeError, match="re-entrant"):
-    next(it)
+    holder["it"] = it = iter(spelt.MapDataset.range(5).map(peek).to_iter_dataset())
+    assert [next(it), next(it)] == [0, 1]
+    with pytest.raises(RuntimeError, match="re-entrant"):
+        next(it)

@@ -19,8 +19,21 @@ from spelt.record import Record, RecordMetadata
 __version__ = "0.1.0"
 
 __all__ = [
-    "DataLoader", "DataLoaderIterator", "DatasetIterator", "IterDataset", "MapDataset",
-    "MultiprocessingOptions", "ReadOptions", "Record", "RecordMetadata", "constants",
-    "experimental", "load", "multiprocessing", "samplers", "sharding", "sources",
+    "DataLoader",
+    "DataLoaderIterator",
+    "DatasetIterator",
+    "IterDataset",
+    "MapDataset",
+    "MultiprocessingOptions",
+    "ReadOptions",
+    "Record",
+    "RecordMetadata",
+    "constants",
+    "experimental",
+    "load",
+    "multiprocessing",
+    "samplers",
+    "sharding",
+    "sources",
     "transforms",
 ]

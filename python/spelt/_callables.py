@@ -14,42 +14,39 @@ from spelt import transforms
 
 
 def _method_or_callable(transform: Any, base: type, method: str, what: str) -> Callable:
-  if isinstance(transform, base):
-    return getattr(transform, method)
-  if callable(transform):
-    return transform
-  raise TypeError(
-      f"{what} expects a {base.__name__} transform or a callable, got"
-      f" {type(transform).__name__}"
-  )
+    if isinstance(transform, base):
+        return getattr(transform, method)
+    if callable(transform):
+        return transform
+    raise TypeError(
+        f"{what} expects a {base.__name__} transform or a callable, got {type(transform).__name__}"
+    )
 
 
 def map_fn(transform: Any) -> Callable:
-  """The function to call for `transform`: its transforms.Map.map, or `transform` if it is a callable.
-  TypeError otherwise."""
-  return _method_or_callable(transform, transforms.Map, "map", "map")
+    """The function to call for `transform`: its transforms.Map.map, or `transform` if it is a callable.
+    TypeError otherwise."""
+    return _method_or_callable(transform, transforms.Map, "map", "map")
 
 
 def filter_fn(transform: Any) -> Callable:
-  """The function to call for `transform`: its transforms.Filter.filter, or `transform` if it is a callable.
-  TypeError otherwise."""
-  return _method_or_callable(transform, transforms.Filter, "filter", "filter")
+    """The function to call for `transform`: its transforms.Filter.filter, or `transform` if it is a callable.
+    TypeError otherwise."""
+    return _method_or_callable(transform, transforms.Filter, "filter", "filter")
 
 
 def map_with_index_fn(transform: Any) -> Callable:
-  """The function to call for `transform`: its transforms.MapWithIndex.map_with_index, or `transform` if it is a callable.
-  TypeError otherwise."""
-  return _method_or_callable(
-      transform, transforms.MapWithIndex, "map_with_index", "map_with_index"
-  )
+    """The function to call for `transform`: its transforms.MapWithIndex.map_with_index, or `transform` if it is a callable.
+    TypeError otherwise."""
+    return _method_or_callable(
+        transform, transforms.MapWithIndex, "map_with_index", "map_with_index"
+    )
 
 
 def random_map_fn(transform: Any) -> Callable:
-  """The function to call for `transform`: its transforms.RandomMap.random_map, or `transform` if it is a callable.
-  TypeError otherwise."""
-  return _method_or_callable(
-      transform, transforms.RandomMap, "random_map", "random_map"
-  )
+    """The function to call for `transform`: its transforms.RandomMap.random_map, or `transform` if it is a callable.
+    TypeError otherwise."""
+    return _method_or_callable(transform, transforms.RandomMap, "random_map", "random_map")
 
 
 _MASK64 = (1 << 64) - 1
@@ -57,32 +54,32 @@ _local = threading.local()
 
 
 def philox_generator(key: int, counter: tuple[int, int, int, int] | int) -> np.random.Generator:
-  """The numpy Generator over Philox4x64-10 with exactly this 128-bit key and counter.
+    """The numpy Generator over Philox4x64-10 with exactly this 128-bit key and counter.
 
-  This is how Spelt hands its per-element random stream (computed in C++: the key from the
-  seed as numpy derives it, the counter from the element's index) to Python callables, in the
-  form Grain builds: ``Generator(Philox(seed))`` at counter ``[0, 0, 0, index]`` for
-  ``random_map`` (Grain's dataset/transformations/map.py), ``Generator(Philox(key=seed + g))``
-  for a DataLoader record (Grain's samplers.py). An int counter means ``[0, 0, 0, counter]``.
-  The output buffer is empty, so draws equal those of a fresh generator in that state.
+    This is how Spelt hands its per-element random stream (computed in C++: the key from the
+    seed as numpy derives it, the counter from the element's index) to Python callables, in the
+    form Grain builds: ``Generator(Philox(seed))`` at counter ``[0, 0, 0, index]`` for
+    ``random_map`` (Grain's dataset/transformations/map.py), ``Generator(Philox(key=seed + g))``
+    for a DataLoader record (Grain's samplers.py). An int counter means ``[0, 0, 0, counter]``.
+    The output buffer is empty, so draws equal those of a fresh generator in that state.
 
-  One Generator per thread is reused (as Grain does): user code must not keep it beyond the
-  call it was given to.
-  """
-  rng = getattr(_local, "rng", None)
-  if rng is None:
-    rng = _local.rng = np.random.Generator(np.random.Philox(0))
-  if isinstance(counter, int):
-    counter = (0, 0, 0, counter)
-  rng.bit_generator.state = {
-      "bit_generator": "Philox",
-      "state": {
-          "counter": np.array(counter, dtype=np.uint64),
-          "key": np.array([key & _MASK64, key >> 64], dtype=np.uint64),
-      },
-      "buffer": np.zeros(4, dtype=np.uint64),
-      "buffer_pos": 4,
-      "has_uint32": 0,
-      "uinteger": 0,
-  }
-  return rng
+    One Generator per thread is reused (as Grain does): user code must not keep it beyond the
+    call it was given to.
+    """
+    rng = getattr(_local, "rng", None)
+    if rng is None:
+        rng = _local.rng = np.random.Generator(np.random.Philox(0))
+    if isinstance(counter, int):
+        counter = (0, 0, 0, counter)
+    rng.bit_generator.state = {
+        "bit_generator": "Philox",
+        "state": {
+            "counter": np.array(counter, dtype=np.uint64),
+            "key": np.array([key & _MASK64, key >> 64], dtype=np.uint64),
+        },
+        "buffer": np.zeros(4, dtype=np.uint64),
+        "buffer_pos": 4,
+        "has_uint32": 0,
+        "uinteger": 0,
+    }
+    return rng

@@ -27,157 +27,157 @@ _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[str]:
-  """Expands path specs into a list of file paths, in order.
+    """Expands path specs into a list of file paths, in order.
 
-  Each spec is a path, a glob (``train-*``, ``train-?????-of-00008``; matches sorted), or a
-  sharded spec ``name@N`` meaning ``name-00000-of-0000N`` ... ``name-0000(N-1)-of-0000N``.
-  Raises ValueError for an empty list and FileNotFoundError for a glob matching nothing or a
-  missing file.
-  """
-  if isinstance(paths, (str, os.PathLike)):
-    paths = [paths]
-  if not paths:
-    raise ValueError("ArrayRecordDataSource: no paths given")
-  out: list[str] = []
-  for spec in map(os.fspath, paths):
-    match = _SHARD_SPEC.match(spec)
-    if match and not os.path.exists(spec):
-      count = int(match["count"])
-      if count == 0:
-        raise ValueError(f"ArrayRecordDataSource: sharded spec {spec!r} has 0 shards")
-      out.extend(f"{match['base']}-{i:05d}-of-{count:05d}" for i in range(count))
-    elif _GLOB_CHARS.search(spec) and not os.path.exists(spec):
-      matches = sorted(glob.glob(spec))
-      if not matches:
-        raise FileNotFoundError(f"ArrayRecordDataSource: no file matches {spec!r}")
-      out.extend(matches)
-    else:
-      out.append(spec)
-  for path in out:
-    if not os.path.isfile(path):
-      raise FileNotFoundError(f"ArrayRecordDataSource: no such file: {path!r}")
-  return out
+    Each spec is a path, a glob (``train-*``, ``train-?????-of-00008``; matches sorted), or a
+    sharded spec ``name@N`` meaning ``name-00000-of-0000N`` ... ``name-0000(N-1)-of-0000N``.
+    Raises ValueError for an empty list and FileNotFoundError for a glob matching nothing or a
+    missing file.
+    """
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]
+    if not paths:
+        raise ValueError("ArrayRecordDataSource: no paths given")
+    out: list[str] = []
+    for spec in map(os.fspath, paths):
+        match = _SHARD_SPEC.match(spec)
+        if match and not os.path.exists(spec):
+            count = int(match["count"])
+            if count == 0:
+                raise ValueError(f"ArrayRecordDataSource: sharded spec {spec!r} has 0 shards")
+            out.extend(f"{match['base']}-{i:05d}-of-{count:05d}" for i in range(count))
+        elif _GLOB_CHARS.search(spec) and not os.path.exists(spec):
+            matches = sorted(glob.glob(spec))
+            if not matches:
+                raise FileNotFoundError(f"ArrayRecordDataSource: no file matches {spec!r}")
+            out.extend(matches)
+        else:
+            out.append(spec)
+    for path in out:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"ArrayRecordDataSource: no such file: {path!r}")
+    return out
 
 
 class ArrayRecordDataSource:
-  """Random access to the records (bytes) of one or more ArrayRecord files.
+    """Random access to the records (bytes) of one or more ArrayRecord files.
 
-  Args:
-    paths: a path, a glob, a sharded spec ``name@N``, or a sequence of them (see
-      :func:`expand_paths`). Record keys run across the files in order.
-    reader_options: accepted for compatibility with Grain / array-record. Spelt reads
-      ``{"verify_data_hash": "false"}`` (default true: every chunk's data hash is checked);
-      other keys are ignored.
+    Args:
+      paths: a path, a glob, a sharded spec ``name@N``, or a sequence of them (see
+        :func:`expand_paths`). Record keys run across the files in order.
+      reader_options: accepted for compatibility with Grain / array-record. Spelt reads
+        ``{"verify_data_hash": "false"}`` (default true: every chunk's data hash is checked);
+        other keys are ignored.
 
-  ``len()`` is the number of records in all files; ``ds[i]`` returns record i as bytes
-  (IndexError outside [0, len)); ``__getitems__(keys)`` reads many records in parallel,
-  decoding each chunk once. Picklable: files are reopened where it is unpickled. The repr
-  is array-record's (a hash of the paths) and goes into checkpoints. Thread-safe.
-  """
+    ``len()`` is the number of records in all files; ``ds[i]`` returns record i as bytes
+    (IndexError outside [0, len)); ``__getitems__(keys)`` reads many records in parallel,
+    decoding each chunk once. Picklable: files are reopened where it is unpickled. The repr
+    is array-record's (a hash of the paths) and goes into checkpoints. Thread-safe.
+    """
 
-  def __init__(
-      self,
-      paths: PathLike | Sequence[PathLike],
-      reader_options: dict[str, str] | None = None,
-  ):
-    self._paths = expand_paths(paths)
-    self._reader_options = dict(reader_options or {})
-    self._open()
+    def __init__(
+        self,
+        paths: PathLike | Sequence[PathLike],
+        reader_options: dict[str, str] | None = None,
+    ):
+        self._paths = expand_paths(paths)
+        self._reader_options = dict(reader_options or {})
+        self._open()
 
-  def _open(self) -> None:
-    verify = self._reader_options.get("verify_data_hash", "true").lower() != "false"
-    self._source = _core.ArrayRecordSource(self._paths, repr(self), verify)
+    def _open(self) -> None:
+        verify = self._reader_options.get("verify_data_hash", "true").lower() != "false"
+        self._source = _core.ArrayRecordSource(self._paths, repr(self), verify)
 
-  @property
-  def paths(self) -> list[str]:
-    """The shard files, in record order (record keys count through them in this order)."""
-    return list(self._paths)
+    @property
+    def paths(self) -> list[str]:
+        """The shard files, in record order (record keys count through them in this order)."""
+        return list(self._paths)
 
-  def __len__(self) -> int:
-    return len(self._source)
+    def __len__(self) -> int:
+        return len(self._source)
 
-  def __getitem__(self, record_key: SupportsIndex) -> bytes:
-    key = operator.index(record_key)  # TypeError (not AttributeError) for a non-integer
-    if key < 0 or key >= len(self):
-      raise IndexError(f"record key {key} out of range [0, {len(self)}) of {self!r}")
-    return self._source[key]
+    def __getitem__(self, record_key: SupportsIndex) -> bytes:
+        key = operator.index(record_key)  # TypeError (not AttributeError) for a non-integer
+        if key < 0 or key >= len(self):
+            raise IndexError(f"record key {key} out of range [0, {len(self)}) of {self!r}")
+        return self._source[key]
 
-  def __getitems__(self, record_keys: Sequence[int]) -> list[bytes]:
-    return self._source.read_many(list(record_keys), os.cpu_count() or 1)
+    def __getitems__(self, record_keys: Sequence[int]) -> list[bytes]:
+        return self._source.read_many(list(record_keys), os.cpu_count() or 1)
 
-  _getitems = __getitems__
+    _getitems = __getitems__
 
-  def _spelt_native_source(self) -> Any:
-    return self._source
+    def _spelt_native_source(self) -> Any:
+        return self._source
 
-  def __repr__(self) -> str:
-    digest = hashlib.sha1()
-    for path in self._paths:
-      digest.update(path.encode())
-    return f"ArrayRecordDataSource(hash_of_paths={digest.hexdigest()})"
+    def __repr__(self) -> str:
+        digest = hashlib.sha1()
+        for path in self._paths:
+            digest.update(path.encode())
+        return f"ArrayRecordDataSource(hash_of_paths={digest.hexdigest()})"
 
-  def __getstate__(self) -> dict[str, Any]:
-    return {"paths": self._paths, "reader_options": self._reader_options}
+    def __getstate__(self) -> dict[str, Any]:
+        return {"paths": self._paths, "reader_options": self._reader_options}
 
-  def __setstate__(self, state: dict[str, Any]) -> None:
-    self._paths = state["paths"]
-    self._reader_options = state["reader_options"]
-    self._open()
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._paths = state["paths"]
+        self._reader_options = state["reader_options"]
+        self._open()
 
 
 class ArrayRecordWriter:
-  """Writes an ArrayRecord file that array-record (and Spelt) can read.
+    """Writes an ArrayRecord file that array-record (and Spelt) can read.
 
-  Args:
-    path: the file to create (truncated if it exists).
-    options: array-record's option string, e.g. ``"group_size:1,zstd:3"`` (the default
-      when empty: group_size 1, zstd level 3, window_log 20), ``"brotli:6"``, ``"snappy"``,
-      ``"uncompressed"``. ValueError names a bad option.
+    Args:
+      path: the file to create (truncated if it exists).
+      options: array-record's option string, e.g. ``"group_size:1,zstd:3"`` (the default
+        when empty: group_size 1, zstd level 3, window_log 20), ``"brotli:6"``, ``"snappy"``,
+        ``"uncompressed"``. ValueError names a bad option.
 
-  ``write(record: bytes)`` appends a record; ``close()`` writes the index (a file that was
-  not closed is not readable). Also a context manager. Not thread-safe.
-  """
+    ``write(record: bytes)`` appends a record; ``close()`` writes the index (a file that was
+    not closed is not readable). Also a context manager. Not thread-safe.
+    """
 
-  def __init__(self, path: PathLike, options: str = ""):
-    self._path = os.fspath(path)
-    self._writer = _core.ArrayRecordWriter.open(self._path, options)
+    def __init__(self, path: PathLike, options: str = ""):
+        self._path = os.fspath(path)
+        self._writer = _core.ArrayRecordWriter.open(self._path, options)
 
-  def write(self, record: bytes) -> None:
-    """Appends one record (bytes-like; TypeError for str). ValueError after close()."""
-    if self._writer is None:
-      raise ValueError(f"write() on closed ArrayRecordWriter({self._path!r})")
-    if isinstance(record, str):
-      raise TypeError(f"a record must be bytes, not str (encode it first): {record[:40]!r}")
-    self._writer.write(bytes(record))
+    def write(self, record: bytes) -> None:
+        """Appends one record (bytes-like; TypeError for str). ValueError after close()."""
+        if self._writer is None:
+            raise ValueError(f"write() on closed ArrayRecordWriter({self._path!r})")
+        if isinstance(record, str):
+            raise TypeError(f"a record must be bytes, not str (encode it first): {record[:40]!r}")
+        self._writer.write(bytes(record))
 
-  @property
-  def num_records(self) -> int:
-    """Records written so far (0 after close())."""
-    return 0 if self._writer is None else self._writer.num_records
+    @property
+    def num_records(self) -> int:
+        """Records written so far (0 after close())."""
+        return 0 if self._writer is None else self._writer.num_records
 
-  def close(self) -> None:
-    """Writes the footer and closes the file; idempotent. The file is readable only after."""
-    if self._writer is not None:
-      writer, self._writer = self._writer, None
-      writer.close()
+    def close(self) -> None:
+        """Writes the footer and closes the file; idempotent. The file is readable only after."""
+        if self._writer is not None:
+            writer, self._writer = self._writer, None
+            writer.close()
 
-  def __enter__(self) -> ArrayRecordWriter:
-    return self
+    def __enter__(self) -> ArrayRecordWriter:
+        return self
 
-  def __exit__(self, exc_type, exc, tb) -> None:
-    if exc_type is None:
-      self.close()
-    else:
-      self._writer = None  # abandon: never leave a file that looks complete
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._writer = None  # abandon: never leave a file that looks complete
 
 
 def info(path: PathLike) -> dict[str, Any]:
-  """Facts about one file: records, chunks, group size, compression, writer options, sizes.
+    """Facts about one file: records, chunks, group size, compression, writer options, sizes.
 
-  Raises FileNotFoundError for a missing path (or a directory), CorruptFileError and
-  UnsupportedError as the data source does.
-  """
-  path = os.fspath(path)
-  if not os.path.isfile(path):  # the native open error surfaces as a bare RuntimeError
-    raise FileNotFoundError(f"no such file: {path!r}")
-  return _core.array_record_info(path)
+    Raises FileNotFoundError for a missing path (or a directory), CorruptFileError and
+    UnsupportedError as the data source does.
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):  # the native open error surfaces as a bare RuntimeError
+        raise FileNotFoundError(f"no such file: {path!r}")
+    return _core.array_record_info(path)

@@ -42,300 +42,318 @@ _PER_INDEX = (transforms.Map, transforms.RandomMap, transforms.MapWithIndex, tra
 
 
 def _source_repr(source: Any) -> str:
-  if isinstance(source, (list, tuple, np.ndarray)):
-    return str(type(source))
-  return repr(source)
+    if isinstance(source, (list, tuple, np.ndarray)):
+        return str(type(source))
+    return repr(source)
 
 
 def _native_sampler(sampler: Any) -> Any:
-  """The engine sampler of Spelt's samplers (``sampler._spelt_sampler()``), else None."""
-  method = getattr(sampler, "_spelt_sampler", None)
-  return method() if method is not None else None
+    """The engine sampler of Spelt's samplers (``sampler._spelt_sampler()``), else None."""
+    method = getattr(sampler, "_spelt_sampler", None)
+    return method() if method is not None else None
 
 
 def _engine_sampler(sampler: Any, shard: Any) -> Any:
-  """The sampler the engine reads: Spelt's own, or any object following Grain's sampler
-  protocol through the engine's adapter (``__getitem__`` -> RecordMetadata, optional
-  ``__len__``)."""
-  native = _native_sampler(sampler)
-  return native if native is not None else _core.python_sampler(sampler, shard)
+    """The sampler the engine reads: Spelt's own, or any object following Grain's sampler
+    protocol through the engine's adapter (``__getitem__`` -> RecordMetadata, optional
+    ``__len__``)."""
+    native = _native_sampler(sampler)
+    return native if native is not None else _core.python_sampler(sampler, shard)
 
 
 class _RecordOps:
-  """The DataLoader's per-record operations (those before the first Batch/FlatMap) as one
-  ``map_with_index`` function of (local index, element): Map, Filter (False or None drops the
-  record), MapWithIndex (called with the global sampler index g) and RandomMap.
+    """The DataLoader's per-record operations (those before the first Batch/FlatMap) as one
+    ``map_with_index`` function of (local index, element): Map, Filter (False or None drops the
+    record), MapWithIndex (called with the global sampler index g) and RandomMap.
 
-  Every RandomMap of a record gets the record's generator, Grain's ``metadata.rng``, so a
-  later RandomMap continues where the previous one stopped. For Spelt's samplers the engine
-  gives its key (seed + g) and ``_callables.philox_generator`` builds it; other samplers are asked for
-  ``sampler[g].rng``. Picklable (the engine objects are rebuilt after unpickling)."""
+    Every RandomMap of a record gets the record's generator, Grain's ``metadata.rng``, so a
+    later RandomMap continues where the previous one stopped. For Spelt's samplers the engine
+    gives its key (seed + g) and ``_callables.philox_generator`` builds it; other samplers are asked for
+    ``sampler[g].rng``. Picklable (the engine objects are rebuilt after unpickling)."""
 
-  _MAP, _FILTER, _WITH_INDEX, _RANDOM = range(4)
+    _MAP, _FILTER, _WITH_INDEX, _RANDOM = range(4)
 
-  def __init__(self, operations: Sequence[Any], sampler: Any, shard: sharding.ShardOptions):
-    self._steps = []
-    for op in operations:  # Grain's dispatch order (data_loader._apply_transform_to_dataset)
-      if isinstance(op, transforms.Map):
-        self._steps.append((self._MAP, op.map))
-      elif isinstance(op, transforms.RandomMap):
-        self._steps.append((self._RANDOM, op.random_map))
-      elif isinstance(op, transforms.MapWithIndex):
-        self._steps.append((self._WITH_INDEX, op.map_with_index))
-      else:
-        self._steps.append((self._FILTER, op.filter))
-    self._sampler = sampler
-    self._shard = shard
-    self._engine = None
+    def __init__(self, operations: Sequence[Any], sampler: Any, shard: sharding.ShardOptions):
+        self._steps = []
+        for op in operations:  # Grain's dispatch order (data_loader._apply_transform_to_dataset)
+            if isinstance(op, transforms.Map):
+                self._steps.append((self._MAP, op.map))
+            elif isinstance(op, transforms.RandomMap):
+                self._steps.append((self._RANDOM, op.random_map))
+            elif isinstance(op, transforms.MapWithIndex):
+                self._steps.append((self._WITH_INDEX, op.map_with_index))
+            else:
+                self._steps.append((self._FILTER, op.filter))
+        self._sampler = sampler
+        self._shard = shard
+        self._engine = None
 
-  def _engine_objects(self) -> tuple[Any, Any]:
-    """(engine shard options, engine sampler or None for a sampler written in Python)."""
-    if self._engine is None:
-      self._engine = (sharding.engine_options(self._shard), _native_sampler(self._sampler))
-    return self._engine
+    def _engine_objects(self) -> tuple[Any, Any]:
+        """(engine shard options, engine sampler or None for a sampler written in Python)."""
+        if self._engine is None:
+            self._engine = (sharding.engine_options(self._shard), _native_sampler(self._sampler))
+        return self._engine
 
-  def _record_rng(self, g: int) -> np.random.Generator | None:
-    native = self._engine_objects()[1]
-    if native is None:
-      return self._sampler[g].rng
-    key = native.rng_key(g)
-    return None if key is None else _callables.philox_generator(key, 0)
+    def _record_rng(self, g: int) -> np.random.Generator | None:
+        native = self._engine_objects()[1]
+        if native is None:
+            return self._sampler[g].rng
+        key = native.rng_key(g)
+        return None if key is None else _callables.philox_generator(key, 0)
 
-  def __call__(self, local_index: int, element: Any) -> Any:
-    g = rng = None  # the record's global sampler index and generator, made when first needed
-    rng_made = False
-    for kind, fn in self._steps:
-      if kind == self._MAP:
-        element = fn(element)
-      elif kind == self._FILTER:
-        if not fn(element):
-          return None
-      else:
-        if g is None:
-          g = self._engine_objects()[0].global_index(local_index)
-        if kind == self._WITH_INDEX:
-          element = fn(g, element)
-        else:
-          if not rng_made:
-            rng, rng_made = self._record_rng(g), True
-          element = fn(element, rng)
-      if element is None:
-        return None
-    return element
+    def __call__(self, local_index: int, element: Any) -> Any:
+        g = rng = None  # the record's global sampler index and generator, made when first needed
+        rng_made = False
+        for kind, fn in self._steps:
+            if kind == self._MAP:
+                element = fn(element)
+            elif kind == self._FILTER:
+                if not fn(element):
+                    return None
+            else:
+                if g is None:
+                    g = self._engine_objects()[0].global_index(local_index)
+                if kind == self._WITH_INDEX:
+                    element = fn(g, element)
+                else:
+                    if not rng_made:
+                        rng, rng_made = self._record_rng(g), True
+                    element = fn(element, rng)
+            if element is None:
+                return None
+        return element
 
-  def __getstate__(self):
-    state = dict(self.__dict__)
-    state["_engine"] = None
-    return state
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_engine"] = None
+        return state
 
 
 class _SamplerMapDataset(dataset.MapDataset):
-  """Element l: data_source[sampler[l * shard_count + shard_index].record_key], read by the
-  engine (spelt/sampler.h SamplerDataset): one batched read per chunk."""
+    """Element l: data_source[sampler[l * shard_count + shard_index].record_key], read by the
+    engine (spelt/sampler.h SamplerDataset): one batched read per chunk."""
 
-  def __init__(self, data_source: Any, sampler: Any, shard: sharding.ShardOptions):
-    super().__init__()
-    self._data_source = data_source
-    self._sampler = sampler
-    self._shard = shard
+    def __init__(self, data_source: Any, sampler: Any, shard: sharding.ShardOptions):
+        super().__init__()
+        self._data_source = data_source
+        self._sampler = sampler
+        self._shard = shard
 
-  def _make_node(self):
-    shard = sharding.engine_options(self._shard)
-    return _core.sampler_dataset(
-        _engine_sampler(self._sampler, shard), dataset._native_or_python(self._data_source), shard
-    )
+    def _make_node(self):
+        shard = sharding.engine_options(self._shard)
+        return _core.sampler_dataset(
+            _engine_sampler(self._sampler, shard),
+            dataset._native_or_python(self._data_source),
+            shard,
+        )
 
 
 def _determine_worker_count(worker_count: int | None) -> int:
-  if worker_count is None:
-    return os.cpu_count() or 1
-  if worker_count < 0:
-    raise ValueError(
-        "Worker count should be greater than or equal zero."
-        f"Current worker_count is {worker_count}."
-    )
-  return worker_count
+    if worker_count is None:
+        return os.cpu_count() or 1
+    if worker_count < 0:
+        raise ValueError(
+            "Worker count should be greater than or equal zero."
+            f"Current worker_count is {worker_count}."
+        )
+    return worker_count
 
 
 class DataLoader:
-  """Loads records through a sampler and applies operations (Grain's DataLoader)."""
+    """Loads records through a sampler and applies operations (Grain's DataLoader)."""
 
-  def __init__(
-      self,
-      *,
-      data_source: Any,
-      sampler: Any,
-      operations: Sequence[Any] = (),
-      worker_count: int | None = 0,
-      worker_buffer_size: int = 1,
-      shard_options: sharding.ShardOptions | None = None,
-      read_options: options_lib.ReadOptions | None = None,
-      enable_profiling: bool = False,
-  ):
-    if worker_buffer_size < 0:
-      raise ValueError(
-          "Worker buffer size must be greater than or equal zero."
-          f"Current worker_buffer_size is {worker_buffer_size}."
-      )
-    worker_count = _determine_worker_count(worker_count)
-    if shard_options is None:
-      shard_options = getattr(sampler, "_shard_options", None)
-      if not isinstance(shard_options, sharding.ShardOptions):
-        raise ValueError(
-            "No shard options were provided to the DataLoader. Pass shard_options= (for"
-            " example spelt.sharding.NoSharding())."
-        )
-    for op in operations:
-      if isinstance(op, transforms.Batch) and op.batch_size <= 0:
-        raise ValueError(f"batch_size must be positive, got {op.batch_size}")
-    self._data_source = data_source
-    self._sampler = sampler
-    self._operations = list(operations)
-    self._shard_options = shard_options
-    self._read_options = read_options or options_lib.ReadOptions()
-    self._multiprocessing_options = options_lib.MultiprocessingOptions(
-        num_workers=worker_count,
-        per_worker_buffer_size=worker_buffer_size,
-        enable_profiling=enable_profiling,
-    )
-    self._per_index_count = 0
-    while self._per_index_count < len(self._operations) and isinstance(
-        self._operations[self._per_index_count], _PER_INDEX
+    def __init__(
+        self,
+        *,
+        data_source: Any,
+        sampler: Any,
+        operations: Sequence[Any] = (),
+        worker_count: int | None = 0,
+        worker_buffer_size: int = 1,
+        shard_options: sharding.ShardOptions | None = None,
+        read_options: options_lib.ReadOptions | None = None,
+        enable_profiling: bool = False,
     ):
-      self._per_index_count += 1
-    # Stream operations with state of their own (FlatMap, and RandomMap / MapWithIndex after
-    # a Batch) make the state the raw dataset state, as Grain does for FlatMap.
-    self._native_checkpointing = any(
-        isinstance(op, (transforms.FlatMap, transforms.RandomMap, transforms.MapWithIndex))
-        for op in self._operations[self._per_index_count:]
-    )
-    self._dataset = self._create_dataset()
+        if worker_buffer_size < 0:
+            raise ValueError(
+                "Worker buffer size must be greater than or equal zero."
+                f"Current worker_buffer_size is {worker_buffer_size}."
+            )
+        worker_count = _determine_worker_count(worker_count)
+        if shard_options is None:
+            shard_options = getattr(sampler, "_shard_options", None)
+            if not isinstance(shard_options, sharding.ShardOptions):
+                raise ValueError(
+                    "No shard options were provided to the DataLoader. Pass shard_options= (for"
+                    " example spelt.sharding.NoSharding())."
+                )
+        for op in operations:
+            if isinstance(op, transforms.Batch) and op.batch_size <= 0:
+                raise ValueError(f"batch_size must be positive, got {op.batch_size}")
+        self._data_source = data_source
+        self._sampler = sampler
+        self._operations = list(operations)
+        self._shard_options = shard_options
+        self._read_options = read_options or options_lib.ReadOptions()
+        self._multiprocessing_options = options_lib.MultiprocessingOptions(
+            num_workers=worker_count,
+            per_worker_buffer_size=worker_buffer_size,
+            enable_profiling=enable_profiling,
+        )
+        self._per_index_count = 0
+        while self._per_index_count < len(self._operations) and isinstance(
+            self._operations[self._per_index_count], _PER_INDEX
+        ):
+            self._per_index_count += 1
+        # Stream operations with state of their own (FlatMap, and RandomMap / MapWithIndex after
+        # a Batch) make the state the raw dataset state, as Grain does for FlatMap.
+        self._native_checkpointing = any(
+            isinstance(op, (transforms.FlatMap, transforms.RandomMap, transforms.MapWithIndex))
+            for op in self._operations[self._per_index_count :]
+        )
+        self._dataset = self._create_dataset()
 
-  @property
-  def multiprocessing_options(self) -> options_lib.MultiprocessingOptions:
-    return self._multiprocessing_options
+    @property
+    def multiprocessing_options(self) -> options_lib.MultiprocessingOptions:
+        return self._multiprocessing_options
 
-  def _create_dataset(self) -> dataset.IterDataset:
-    ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
-    ops = self._operations
-    if self._per_index_count:
-      ds = ds.map_with_index(
-          _RecordOps(ops[: self._per_index_count], self._sampler, self._shard_options))
-    ds = ds.to_iter_dataset(self._read_options)
-    for position, op in enumerate(ops[self._per_index_count :]):
-      if isinstance(op, transforms.RandomMap):
-        # Stream-level: Philox keyed by (sampler seed, position of the op), so that two such
-        # RandomMaps draw different numbers. The seed is the generator key of index 0.
-        native = _native_sampler(self._sampler)
-        sampler_seed = (native.rng_key(0) if native is not None else None) or 0
-        entropy = [sampler_seed, position]
-        seed = int(np.random.SeedSequence(entropy).generate_state(1, np.uint32)[0])
-        ds = ds.random_map(op, seed=seed)
-      elif isinstance(op, (transforms.Batch, transforms.Map, transforms.Filter,
-                           transforms.MapWithIndex, transforms.FlatMap)):
-        ds = ds.apply(op)
-      else:
-        raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
-    return ds.mp_prefetch(self._multiprocessing_options)
+    def _create_dataset(self) -> dataset.IterDataset:
+        ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
+        ops = self._operations
+        if self._per_index_count:
+            ds = ds.map_with_index(
+                _RecordOps(ops[: self._per_index_count], self._sampler, self._shard_options)
+            )
+        ds = ds.to_iter_dataset(self._read_options)
+        for position, op in enumerate(ops[self._per_index_count :]):
+            if isinstance(op, transforms.RandomMap):
+                # Stream-level: Philox keyed by (sampler seed, position of the op), so that two such
+                # RandomMaps draw different numbers. The seed is the generator key of index 0.
+                native = _native_sampler(self._sampler)
+                sampler_seed = (native.rng_key(0) if native is not None else None) or 0
+                entropy = [sampler_seed, position]
+                seed = int(np.random.SeedSequence(entropy).generate_state(1, np.uint32)[0])
+                ds = ds.random_map(op, seed=seed)
+            elif isinstance(
+                op,
+                (
+                    transforms.Batch,
+                    transforms.Map,
+                    transforms.Filter,
+                    transforms.MapWithIndex,
+                    transforms.FlatMap,
+                ),
+            ):
+                ds = ds.apply(op)
+            else:
+                raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
+        return ds.mp_prefetch(self._multiprocessing_options)
 
-  def __iter__(self) -> DataLoaderIterator:
-    return DataLoaderIterator(self)
+    def __iter__(self) -> DataLoaderIterator:
+        return DataLoaderIterator(self)
 
-  # State conversion between the engine's position and Grain's layout.
-  def _to_loader_state(self, dataset_state: dict[str, Any]) -> dict[str, Any]:
-    if self._native_checkpointing:
-      return dataset_state
-    n = dataset_state["next_index"]
-    s, count = self._shard_options.shard_index, self._shard_options.shard_count
-    workers = self._multiprocessing_options.num_workers
-    virtual = max(workers, 1)
-    global_workers = virtual * count
-    last_seen = {}
-    for w in range(virtual):
-      next_w = (n - w + virtual - 1) // virtual if n > w else 0
-      last_seen[str(w)] = s - global_workers + w * count + next_w * global_workers
-    return {
-        "version": _VERSION,
-        "last_seen_indices": last_seen,
-        "last_worker_index": (n % virtual) - 1 if workers else -1,
-        "worker_count": workers,
-        "sampler": repr(self._sampler),
-        "data_source": _source_repr(self._data_source),
-    }
+    # State conversion between the engine's position and Grain's layout.
+    def _to_loader_state(self, dataset_state: dict[str, Any]) -> dict[str, Any]:
+        if self._native_checkpointing:
+            return dataset_state
+        n = dataset_state["next_index"]
+        s, count = self._shard_options.shard_index, self._shard_options.shard_count
+        workers = self._multiprocessing_options.num_workers
+        virtual = max(workers, 1)
+        global_workers = virtual * count
+        last_seen = {}
+        for w in range(virtual):
+            next_w = (n - w + virtual - 1) // virtual if n > w else 0
+            last_seen[str(w)] = s - global_workers + w * count + next_w * global_workers
+        return {
+            "version": _VERSION,
+            "last_seen_indices": last_seen,
+            "last_worker_index": (n % virtual) - 1 if workers else -1,
+            "worker_count": workers,
+            "sampler": repr(self._sampler),
+            "data_source": _source_repr(self._data_source),
+        }
 
-  def _from_loader_state(self, state: Any) -> dict[str, Any]:
-    if self._native_checkpointing:
-      return state
-    if not isinstance(state, dict):
-      raise ValueError(f"DataLoader state must be a JSON object, got {type(state).__name__}")
-    for key, kind in (("version", int), ("last_seen_indices", dict),
-                      ("worker_count", int), ("sampler", str), ("data_source", str)):
-      if not isinstance(state.get(key), kind):
-        raise ValueError(f"DataLoader state: missing or invalid field {key!r}")
-    if state["version"] != _VERSION:
-      raise ValueError(f"DataLoader state: unsupported version {state['version']}")
-    if state["sampler"] != repr(self._sampler):
-      raise ValueError(
-          "Sampler in checkpoint does not match dataloader sampler.\n"
-          f"sampler in checkpoint: {state['sampler']}\n"
-          f"sampler in dataloader: {self._sampler!r}"
-      )
-    if state["data_source"] != _source_repr(self._data_source):
-      raise ValueError(
-          "DataSource in checkpoint does not match datasource in dataloader.\n"
-          f"data source in checkpoint: {state['data_source']}\n"
-          f"data source in dataloader: {_source_repr(self._data_source)}"
-      )
-    workers = state["worker_count"]
-    if workers < 0:
-      raise ValueError(f"DataLoader state: negative worker_count {workers}")
-    s, count = self._shard_options.shard_index, self._shard_options.shard_count
-    last_seen = state["last_seen_indices"]
-    virtual = max(workers, 1)
-    global_workers = virtual * count
-    n = 0
-    for w in range(virtual):
-      value = last_seen.get(str(w))
-      if isinstance(value, bool) or not isinstance(value, int):
-        raise ValueError(f"DataLoader state: last_seen_indices[{w!r}] missing or not an int")
-      n += (value + global_workers - s - w * count) // global_workers
-    return {"next_index": n}
+    def _from_loader_state(self, state: Any) -> dict[str, Any]:
+        if self._native_checkpointing:
+            return state
+        if not isinstance(state, dict):
+            raise ValueError(f"DataLoader state must be a JSON object, got {type(state).__name__}")
+        for key, kind in (
+            ("version", int),
+            ("last_seen_indices", dict),
+            ("worker_count", int),
+            ("sampler", str),
+            ("data_source", str),
+        ):
+            if not isinstance(state.get(key), kind):
+                raise ValueError(f"DataLoader state: missing or invalid field {key!r}")
+        if state["version"] != _VERSION:
+            raise ValueError(f"DataLoader state: unsupported version {state['version']}")
+        if state["sampler"] != repr(self._sampler):
+            raise ValueError(
+                "Sampler in checkpoint does not match dataloader sampler.\n"
+                f"sampler in checkpoint: {state['sampler']}\n"
+                f"sampler in dataloader: {self._sampler!r}"
+            )
+        if state["data_source"] != _source_repr(self._data_source):
+            raise ValueError(
+                "DataSource in checkpoint does not match datasource in dataloader.\n"
+                f"data source in checkpoint: {state['data_source']}\n"
+                f"data source in dataloader: {_source_repr(self._data_source)}"
+            )
+        workers = state["worker_count"]
+        if workers < 0:
+            raise ValueError(f"DataLoader state: negative worker_count {workers}")
+        s, count = self._shard_options.shard_index, self._shard_options.shard_count
+        last_seen = state["last_seen_indices"]
+        virtual = max(workers, 1)
+        global_workers = virtual * count
+        n = 0
+        for w in range(virtual):
+            value = last_seen.get(str(w))
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ValueError(
+                    f"DataLoader state: last_seen_indices[{w!r}] missing or not an int"
+                )
+            n += (value + global_workers - s - w * count) // global_workers
+        return {"next_index": n}
 
 
 class DataLoaderIterator:
-  """Iterator of a DataLoader; state is Grain's JSON (bytes). Calls from several threads are
-  serialised (see DatasetIterator)."""
+    """Iterator of a DataLoader; state is Grain's JSON (bytes). Calls from several threads are
+    serialised (see DatasetIterator)."""
 
-  def __init__(self, data_loader: DataLoader):
-    self._data_loader = data_loader
-    self._iterator = data_loader._dataset.__iter__()  # pylint: disable=protected-access
+    def __init__(self, data_loader: DataLoader):
+        self._data_loader = data_loader
+        self._iterator = data_loader._dataset.__iter__()  # pylint: disable=protected-access
 
-  def __iter__(self) -> DataLoaderIterator:
-    return self
+    def __iter__(self) -> DataLoaderIterator:
+        return self
 
-  def __next__(self) -> Any:
-    return next(self._iterator)
+    def __next__(self) -> Any:
+        return next(self._iterator)
 
-  def get_state(self) -> bytes:
-    state = self._data_loader._to_loader_state(self._iterator.get_state())  # pylint: disable=protected-access
-    return json.dumps(state, indent=4).encode()
+    def get_state(self) -> bytes:
+        state = self._data_loader._to_loader_state(self._iterator.get_state())  # pylint: disable=protected-access
+        return json.dumps(state, indent=4).encode()
 
-  def set_state(self, state: bytes) -> None:
-    try:
-      decoded = json.loads(state.decode() if isinstance(state, (bytes, bytearray)) else state)
-    except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
-      raise ValueError(f"DataLoader state is not valid JSON: {e}") from e
-    self._iterator.set_state(self._data_loader._from_loader_state(decoded))  # pylint: disable=protected-access
+    def set_state(self, state: bytes) -> None:
+        try:
+            decoded = json.loads(state.decode() if isinstance(state, (bytes, bytearray)) else state)
+        except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
+            raise ValueError(f"DataLoader state is not valid JSON: {e}") from e
+        self._iterator.set_state(self._data_loader._from_loader_state(decoded))  # pylint: disable=protected-access
 
-  def start_prefetch(self) -> None:
-    """Starts read-ahead early; idempotent."""
-    self._iterator.start_prefetch()
+    def start_prefetch(self) -> None:
+        """Starts read-ahead early; idempotent."""
+        self._iterator.start_prefetch()
 
-  def close(self) -> None:
-    self._iterator.close()
+    def close(self) -> None:
+        self._iterator.close()
 
-  def __str__(self) -> str:
-    return f"PyGrainDatasetIterator(state={self.get_state().decode()})"
+    def __str__(self) -> str:
+        return f"PyGrainDatasetIterator(state={self.get_state().decode()})"
 
 
 def load(
@@ -351,21 +369,21 @@ def load(
     worker_count: int | None = 0,
     read_options: options_lib.ReadOptions | None = None,
 ) -> DataLoader:
-  """Grain's ``load``: a DataLoader over an IndexSampler, with an optional final Batch."""
-  sampler = samplers_lib.IndexSampler(
-      num_records=len(source),
-      shard_options=shard_options,
-      shuffle=shuffle,
-      num_epochs=num_epochs,
-      seed=seed,
-  )
-  operations = list(transformations)
-  if batch_size is not None:
-    operations.append(transforms.Batch(batch_size, drop_remainder=drop_remainder))
-  return DataLoader(
-      data_source=source,
-      sampler=sampler,
-      operations=operations,
-      worker_count=worker_count,
-      read_options=read_options,
-  )
+    """Grain's ``load``: a DataLoader over an IndexSampler, with an optional final Batch."""
+    sampler = samplers_lib.IndexSampler(
+        num_records=len(source),
+        shard_options=shard_options,
+        shuffle=shuffle,
+        num_epochs=num_epochs,
+        seed=seed,
+    )
+    operations = list(transformations)
+    if batch_size is not None:
+        operations.append(transforms.Batch(batch_size, drop_remainder=drop_remainder))
+    return DataLoader(
+        data_source=source,
+        sampler=sampler,
+        operations=operations,
+        worker_count=worker_count,
+        read_options=read_options,
+    )

@@ -29,468 +29,463 @@ from spelt._workers import keeper as keeper_lib
 
 
 def _check_seed(seed: Any, what: str) -> int:
-  # Any integer type (Python or NumPy, as Grain accepts), but not bool.
-  if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
-    raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
-  seed = operator.index(seed)
-  if seed < 0 or seed >= 2**32:
-    raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
-  return seed
+    # Any integer type (Python or NumPy, as Grain accepts), but not bool.
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
+    seed = operator.index(seed)
+    if seed < 0 or seed >= 2**32:
+        raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
+    return seed
 
 
 def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
-  if seed is not None:
-    return _check_seed(seed, what)
-  derived = parent_node.default_seed()
-  if derived is None:
-    raise ValueError(
-        f"{what} requires a seed: pass seed=... or call ds.seed(...) earlier in the"
-        " pipeline"
-    )
-  return derived
+    if seed is not None:
+        return _check_seed(seed, what)
+    derived = parent_node.default_seed()
+    if derived is None:
+        raise ValueError(
+            f"{what} requires a seed: pass seed=... or call ds.seed(...) earlier in the pipeline"
+        )
+    return derived
 
 
 class _Node:
-  """Mixin: a lazily built engine node, dropped when pickled and rebuilt after."""
+    """Mixin: a lazily built engine node, dropped when pickled and rebuilt after."""
 
-  _node_cache: Any = None
+    _node_cache: Any = None
 
-  @property
-  def _node(self):
-    if self._node_cache is None:
-      self._node_cache = self._make_node()
-    return self._node_cache
+    @property
+    def _node(self):
+        if self._node_cache is None:
+            self._node_cache = self._make_node()
+        return self._node_cache
 
-  def _make_node(self):
-    raise NotImplementedError
+    def _make_node(self):
+        raise NotImplementedError
 
-  def __getstate__(self):
-    state = dict(self.__dict__)
-    state.pop("_node_cache", None)
-    return state
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state.pop("_node_cache", None)
+        return state
 
-  def __setstate__(self, state):
-    self.__dict__.update(state)
+    def __setstate__(self, state):
+        self.__dict__.update(state)
 
 
 class _Transformations(_Node):
-  """The transformations MapDataset and IterDataset share. Each returns a new dataset of the
-  same kind: an instance of the class the kind names for it (``_Map``, ``_Filter``, ...)."""
+    """The transformations MapDataset and IterDataset share. Each returns a new dataset of the
+    same kind: an instance of the class the kind names for it (``_Map``, ``_Filter``, ...)."""
 
-  _Seed: type
-  _Map: type
-  _RandomMap: type
-  _MapWithIndex: type
-  _Filter: type
-  _Batch: type
+    _Seed: type
+    _Map: type
+    _RandomMap: type
+    _MapWithIndex: type
+    _Filter: type
+    _Batch: type
 
-  def __init__(self, parents: Any = ()):
-    """parents: one dataset or a sequence of them (what user subclasses pass, as in Grain)."""
-    if isinstance(parents, _Transformations):
-      parents = (parents,)
-    self._parents = tuple(parents)
+    def __init__(self, parents: Any = ()):
+        """parents: one dataset or a sequence of them (what user subclasses pass, as in Grain)."""
+        if isinstance(parents, _Transformations):
+            parents = (parents,)
+        self._parents = tuple(parents)
 
-  @property
-  def parents(self) -> Sequence[Any]:
-    return getattr(self, "_parents", ())
+    @property
+    def parents(self) -> Sequence[Any]:
+        return getattr(self, "_parents", ())
 
-  def seed(self, seed: int) -> Any:
-    """Sets the seed from which later random transformations derive default seeds (Grain's
-    ``seed()``). TypeError if not an int, ValueError outside [0, 2**32)."""
-    return self._Seed(self, _check_seed(seed, "seed"))
+    def seed(self, seed: int) -> Any:
+        """Sets the seed from which later random transformations derive default seeds (Grain's
+        ``seed()``). TypeError if not an int, ValueError outside [0, 2**32)."""
+        return self._Seed(self, _check_seed(seed, "seed"))
 
-  def map(self, transform: transforms.Map | Callable[[Any], Any]) -> Any:
-    """Applies ``transform`` (a ``grain.transforms.Map`` or a callable) to each element.
-    On a MapDataset it runs per index (in parallel under ``mp_prefetch``), elements that are
-    None (filtered) are passed over. TypeError if ``transform`` is neither."""
-    return self._Map(self, _callables.map_fn(transform))
+    def map(self, transform: transforms.Map | Callable[[Any], Any]) -> Any:
+        """Applies ``transform`` (a ``grain.transforms.Map`` or a callable) to each element.
+        On a MapDataset it runs per index (in parallel under ``mp_prefetch``), elements that are
+        None (filtered) are passed over. TypeError if ``transform`` is neither."""
+        return self._Map(self, _callables.map_fn(transform))
 
-  def random_map(
-      self,
-      transform: transforms.RandomMap | Callable[[Any, Any], Any],
-      *,
-      seed: int | None = None,
-  ) -> Any:
-    """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, k], where k
-    is the global index on a MapDataset and the element count on an IterDataset (Grain's
-    scheme, so draws equal Grain's). Without ``seed``, the default seed derived from
-    ``seed()`` upstream; ValueError if there is none."""
-    fn = _callables.random_map_fn(transform)
-    return self._RandomMap(self, fn, _resolve_seed(seed, self._node, "random_map"))
+    def random_map(
+        self,
+        transform: transforms.RandomMap | Callable[[Any, Any], Any],
+        *,
+        seed: int | None = None,
+    ) -> Any:
+        """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, k], where k
+        is the global index on a MapDataset and the element count on an IterDataset (Grain's
+        scheme, so draws equal Grain's). Without ``seed``, the default seed derived from
+        ``seed()`` upstream; ValueError if there is none."""
+        fn = _callables.random_map_fn(transform)
+        return self._RandomMap(self, fn, _resolve_seed(seed, self._node, "random_map"))
 
-  def map_with_index(
-      self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]
-  ) -> Any:
-    """fn(index, element): the global index on a MapDataset, the running element count on an
-    IterDataset (Grain's MapWithIndex)."""
-    return self._MapWithIndex(self, _callables.map_with_index_fn(transform))
+    def map_with_index(self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]) -> Any:
+        """fn(index, element): the global index on a MapDataset, the running element count on an
+        IterDataset (Grain's MapWithIndex)."""
+        return self._MapWithIndex(self, _callables.map_with_index_fn(transform))
 
-  def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> Any:
-    """Keeps the elements for which ``transform`` is true. On a MapDataset the others become
-    None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change."""
-    return self._Filter(self, _callables.filter_fn(transform))
+    def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> Any:
+        """Keeps the elements for which ``transform`` is true. On a MapDataset the others become
+        None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change."""
+        return self._Filter(self, _callables.filter_fn(transform))
 
-  def batch(
-      self,
-      batch_size: int,
-      *,
-      drop_remainder: bool = False,
-      batch_fn: Callable[[Sequence[Any]], Any] | None = None,
-  ) -> Any:
-    """Stacks ``batch_size`` consecutive elements leaf by leaf along a new axis 0 (numpy's
-    np.stack rules, or ``batch_fn(list_of_elements)``); on a MapDataset batches never span
-    epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
-    return self._Batch(self, batch_size, drop_remainder, batch_fn)
+    def batch(
+        self,
+        batch_size: int,
+        *,
+        drop_remainder: bool = False,
+        batch_fn: Callable[[Sequence[Any]], Any] | None = None,
+    ) -> Any:
+        """Stacks ``batch_size`` consecutive elements leaf by leaf along a new axis 0 (numpy's
+        np.stack rules, or ``batch_fn(list_of_elements)``); on a MapDataset batches never span
+        epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
+        return self._Batch(self, batch_size, drop_remainder, batch_fn)
 
-  def apply(self, transformations: Any) -> Any:
-    """Applies one ``grain.transforms`` transformation or a sequence of them, in order
-    (Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap). TypeError on anything else."""
-    return _apply(self, transformations)
+    def apply(self, transformations: Any) -> Any:
+        """Applies one ``grain.transforms`` transformation or a sequence of them, in order
+        (Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap). TypeError on anything else."""
+        return _apply(self, transformations)
 
-  def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
-    """``func(self, *args, **kwargs)``, for chaining user functions (Grain's ``pipe``)."""
-    return func(self, *args, **kwargs)
+    def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
+        """``func(self, *args, **kwargs)``, for chaining user functions (Grain's ``pipe``)."""
+        return func(self, *args, **kwargs)
 
 
 class MapDataset(_Transformations, abc.ABC):
-  """A random-access dataset (Grain's ``MapDataset``).
+    """A random-access dataset (Grain's ``MapDataset``).
 
-  Subclass it with ``__len__`` and ``__getitem__(index)`` (global index; return None for a
-  dropped element) to make a custom dataset, or build one with :meth:`source` /
-  :meth:`range` and the transformation methods. Datasets are immutable and thread-safe.
-  """
+    Subclass it with ``__len__`` and ``__getitem__(index)`` (global index; return None for a
+    dropped element) to make a custom dataset, or build one with :meth:`source` /
+    :meth:`range` and the transformation methods. Datasets are immutable and thread-safe.
+    """
 
-  def _make_node(self):
-    return _core.python_map_dataset(self)
+    def _make_node(self):
+        return _core.python_map_dataset(self)
 
-  # Factories.
-  @classmethod
-  def source(cls, source: Any) -> MapDataset:
-    """Dataset over any random-access source (``__len__`` + ``__getitem__``)."""
-    return _SourceMapDataset(source)
+    # Factories.
+    @classmethod
+    def source(cls, source: Any) -> MapDataset:
+        """Dataset over any random-access source (``__len__`` + ``__getitem__``)."""
+        return _SourceMapDataset(source)
 
-  @classmethod
-  def range(cls, start: int, stop: int | None = None, step: int = 1) -> MapDataset:
-    """Python's ``range`` as a dataset of ints. ValueError if step == 0."""
-    if stop is None:
-      start, stop = 0, start
-    start, stop, step = (operator.index(v) for v in (start, stop, step))  # TypeError as range()
-    if step == 0:
-      raise ValueError("range() arg 3 must not be zero")
-    return _RangeMapDataset(start, stop, step)
+    @classmethod
+    def range(cls, start: int, stop: int | None = None, step: int = 1) -> MapDataset:
+        """Python's ``range`` as a dataset of ints. ValueError if step == 0."""
+        if stop is None:
+            start, stop = 0, start
+        start, stop, step = (operator.index(v) for v in (start, stop, step))  # TypeError as range()
+        if step == 0:
+            raise ValueError("range() arg 3 must not be zero")
+        return _RangeMapDataset(start, stop, step)
 
-  @classmethod
-  def concatenate(cls, datasets: Sequence[MapDataset]) -> MapDataset:
-    """The datasets one after the other; epoch n of the result is epoch n of each.
-    ValueError if one is infinite."""
-    return _ConcatenateMapDataset(datasets)
+    @classmethod
+    def concatenate(cls, datasets: Sequence[MapDataset]) -> MapDataset:
+        """The datasets one after the other; epoch n of the result is epoch n of each.
+        ValueError if one is infinite."""
+        return _ConcatenateMapDataset(datasets)
 
-  @classmethod
-  def mix(
-      cls, datasets: Sequence[MapDataset], weights: Sequence[float] | None = None
-  ) -> MapDataset:
-    """Deterministic mixture by weights (default uniform), Grain's selection; length is
-    min over i of len(datasets[i]) / normalized weight i."""
-    return _MixMapDataset(datasets, weights)
+    @classmethod
+    def mix(
+        cls, datasets: Sequence[MapDataset], weights: Sequence[float] | None = None
+    ) -> MapDataset:
+        """Deterministic mixture by weights (default uniform), Grain's selection; length is
+        min over i of len(datasets[i]) / normalized weight i."""
+        return _MixMapDataset(datasets, weights)
 
-  # Access.
-  def __len__(self) -> int:
-    return len(self._node)
+    # Access.
+    def __len__(self) -> int:
+        return len(self._node)
 
-  def __getitem__(self, index):
-    if isinstance(index, slice):
-      return self.slice(index)
-    if index < 0:  # counts from the end of the first epoch, as Grain does
-      index += len(self)
-      if index < 0:
-        raise IndexError(f"index {index - len(self)} out of range for a dataset of length"
-                         f" {len(self)}")
-    return self._node.get(index)
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self.slice(index)
+        if index < 0:  # counts from the end of the first epoch, as Grain does
+            index += len(self)
+            if index < 0:
+                raise IndexError(
+                    f"index {index - len(self)} out of range for a dataset of length {len(self)}"
+                )
+        return self._node.get(index)
 
-  def _getitems(self, indices: Sequence[int]) -> list[Any]:
-    return [self[i] for i in indices]
+    def _getitems(self, indices: Sequence[int]) -> list[Any]:
+        return [self[i] for i in indices]
 
-  def __iter__(self) -> DatasetIterator:
-    return self.to_iter_dataset().__iter__()
+    def __iter__(self) -> DatasetIterator:
+        return self.to_iter_dataset().__iter__()
 
-  # Transformations.
-  def shuffle(self, seed: int | None = None) -> MapDataset:
-    """Global shuffle, a new permutation each epoch (epoch e uses seed + e), by Grain's
-    index_shuffle (O(1) memory). Without ``seed``, the default seed derived from ``seed()``
-    upstream; ValueError if there is none."""
-    return _ShuffleMapDataset(self, _resolve_seed(seed, self._node, "shuffle"))
+    # Transformations.
+    def shuffle(self, seed: int | None = None) -> MapDataset:
+        """Global shuffle, a new permutation each epoch (epoch e uses seed + e), by Grain's
+        index_shuffle (O(1) memory). Without ``seed``, the default seed derived from ``seed()``
+        upstream; ValueError if there is none."""
+        return _ShuffleMapDataset(self, _resolve_seed(seed, self._node, "shuffle"))
 
-  def slice(self, sl: builtins.slice) -> MapDataset:
-    """Python slice of one epoch (later epochs read the same positions of later epochs)."""
-    if not isinstance(sl, builtins.slice):
-      raise ValueError(f"sl is not a slice: {type(sl)}")
-    return _SliceMapDataset(self, sl.start, sl.stop, sl.step)
+    def slice(self, sl: builtins.slice) -> MapDataset:
+        """Python slice of one epoch (later epochs read the same positions of later epochs)."""
+        if not isinstance(sl, builtins.slice):
+            raise ValueError(f"sl is not a slice: {type(sl)}")
+        return _SliceMapDataset(self, sl.start, sl.stop, sl.step)
 
-  def repeat(
-      self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
-  ) -> MapDataset:
-    """Repeats num_epochs times (None: forever, len() is sys.maxsize as in Grain).
-    reseed_each_epoch=False replays epoch 0 exactly."""
-    return _RepeatMapDataset(self, num_epochs, reseed_each_epoch)
+    def repeat(
+        self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
+    ) -> MapDataset:
+        """Repeats num_epochs times (None: forever, len() is sys.maxsize as in Grain).
+        reseed_each_epoch=False replays epoch 0 exactly."""
+        return _RepeatMapDataset(self, num_epochs, reseed_each_epoch)
 
-  def to_iter_dataset(
-      self,
-      read_options: options_lib.ReadOptions | None = None,
-      *,
-      allow_nones: bool = False,
-  ) -> IterDataset:
-    """Ordered read-ahead over this dataset, skipping Nones unless allow_nones."""
-    return _PrefetchIterDataset(self, read_options or options_lib.ReadOptions(), allow_nones)
+    def to_iter_dataset(
+        self,
+        read_options: options_lib.ReadOptions | None = None,
+        *,
+        allow_nones: bool = False,
+    ) -> IterDataset:
+        """Ordered read-ahead over this dataset, skipping Nones unless allow_nones."""
+        return _PrefetchIterDataset(self, read_options or options_lib.ReadOptions(), allow_nones)
 
 
 class IterDataset(_Transformations, abc.ABC):
-  """A stream dataset (Grain's ``IterDataset``); ``iter()`` gives a DatasetIterator.
+    """A stream dataset (Grain's ``IterDataset``); ``iter()`` gives a DatasetIterator.
 
-  Subclass it with ``__iter__`` returning a :class:`DatasetIterator` (``__next__``,
-  ``get_state``, ``set_state``) to make a custom stream.
-  """
-
-  def _make_node(self):
-    return _core.python_iter_dataset(self)
-
-  def __iter__(self) -> DatasetIterator:
-    return _NativeDatasetIterator(self._node.make_iterator())
-
-  def mp_prefetch(
-      self,
-      options: options_lib.MultiprocessingOptions | None = None,
-      worker_init_fn: Callable[[int, int], None] | None = None,
-      sequential_slice: bool = False,
-  ) -> IterDataset:
-    """This pipeline with the MapDataset part (below ``to_iter_dataset``) computed by
-    ``options.num_workers`` worker processes (default ``MultiprocessingOptions(num_workers=10)``
-    as in Grain; threads when that part calls no Python). ``worker_init_fn(worker_index,
-    worker_count)`` runs first in each worker.
-
-    Unlike Grain, the output (batch boundaries included) and the iterator state never depend on
-    the number of workers, and a state restores with any number of them; hence
-    ``sequential_slice`` has no effect. A pipeline with no ``to_iter_dataset`` stage (a custom
-    IterDataset source) is returned unchanged and runs in this process. See docs/workers.md.
+    Subclass it with ``__iter__`` returning a :class:`DatasetIterator` (``__next__``,
+    ``get_state``, ``set_state``) to make a custom stream.
     """
-    del sequential_slice  # chunks are always consecutive indices
-    if options is None:
-      options = options_lib.MultiprocessingOptions(num_workers=10)
-    if options.num_workers < 0:
-      raise ValueError(f"num_workers must be non-negative, got {options.num_workers}")
-    if options.num_workers == 0:
-      return self
-    if options.per_worker_buffer_size <= 0:
-      raise ValueError(
-          f"`buffer_size` must be greater than 0, got {options.per_worker_buffer_size}."
-      )
-    return _replace_stages(self, functools.partial(_parallel_stage, options=options,
-                                                   worker_init_fn=worker_init_fn))
 
-  def prefetch(self, multiprocessing_options: options_lib.MultiprocessingOptions) -> IterDataset:
-    """Deprecated alias of mp_prefetch (as in Grain)."""
-    return self.mp_prefetch(multiprocessing_options)
+    def _make_node(self):
+        return _core.python_iter_dataset(self)
+
+    def __iter__(self) -> DatasetIterator:
+        return _NativeDatasetIterator(self._node.make_iterator())
+
+    def mp_prefetch(
+        self,
+        options: options_lib.MultiprocessingOptions | None = None,
+        worker_init_fn: Callable[[int, int], None] | None = None,
+        sequential_slice: bool = False,
+    ) -> IterDataset:
+        """This pipeline with the MapDataset part (below ``to_iter_dataset``) computed by
+        ``options.num_workers`` worker processes (default ``MultiprocessingOptions(num_workers=10)``
+        as in Grain; threads when that part calls no Python). ``worker_init_fn(worker_index,
+        worker_count)`` runs first in each worker.
+
+        Unlike Grain, the output (batch boundaries included) and the iterator state never depend on
+        the number of workers, and a state restores with any number of them; hence
+        ``sequential_slice`` has no effect. A pipeline with no ``to_iter_dataset`` stage (a custom
+        IterDataset source) is returned unchanged and runs in this process. See docs/workers.md.
+        """
+        del sequential_slice  # chunks are always consecutive indices
+        if options is None:
+            options = options_lib.MultiprocessingOptions(num_workers=10)
+        if options.num_workers < 0:
+            raise ValueError(f"num_workers must be non-negative, got {options.num_workers}")
+        if options.num_workers == 0:
+            return self
+        if options.per_worker_buffer_size <= 0:
+            raise ValueError(
+                f"`buffer_size` must be greater than 0, got {options.per_worker_buffer_size}."
+            )
+        return _replace_stages(
+            self, functools.partial(_parallel_stage, options=options, worker_init_fn=worker_init_fn)
+        )
+
+    def prefetch(self, multiprocessing_options: options_lib.MultiprocessingOptions) -> IterDataset:
+        """Deprecated alias of mp_prefetch (as in Grain)."""
+        return self.mp_prefetch(multiprocessing_options)
 
 
 class DatasetIterator(abc.ABC, Iterator[Any]):
-  """Stateful iterator (Grain's ``DatasetIterator``).
+    """Stateful iterator (Grain's ``DatasetIterator``).
 
-  Iterators of Spelt's own pipelines may be shared by threads: ``next``, ``get_state``,
-  ``set_state`` and ``close`` are serialised (each element goes to exactly one caller), as
-  Grain's to_iter_dataset iterator does with its lock. A subclass written by the user is as
-  thread-safe as its own code.
+    Iterators of Spelt's own pipelines may be shared by threads: ``next``, ``get_state``,
+    ``set_state`` and ``close`` are serialised (each element goes to exactly one caller), as
+    Grain's to_iter_dataset iterator does with its lock. A subclass written by the user is as
+    thread-safe as its own code.
 
-  Subclasses implement ``__next__``, ``get_state() -> dict`` and ``set_state(dict)``.
-  """
+    Subclasses implement ``__next__``, ``get_state() -> dict`` and ``set_state(dict)``.
+    """
 
-  def __init__(self, parents: Any = ()):
-    if isinstance(parents, DatasetIterator):
-      parents = (parents,)
-    self._parents = tuple(parents)
+    def __init__(self, parents: Any = ()):
+        if isinstance(parents, DatasetIterator):
+            parents = (parents,)
+        self._parents = tuple(parents)
 
-  @property
-  def _parent(self) -> DatasetIterator:
-    return self._parents[0]
+    @property
+    def _parent(self) -> DatasetIterator:
+        return self._parents[0]
 
-  def __iter__(self) -> DatasetIterator:
-    return self
+    def __iter__(self) -> DatasetIterator:
+        return self
 
-  @abc.abstractmethod
-  def __next__(self) -> Any:
-    ...
+    @abc.abstractmethod
+    def __next__(self) -> Any: ...
 
-  @abc.abstractmethod
-  def get_state(self) -> dict[str, Any]:
-    """The state after the last element returned: a small JSON-serialisable dict in Grain's
-    layout for the same pipeline (e.g. ``{"next_index": n}`` for to_iter_dataset), never
-    O(records)."""
+    @abc.abstractmethod
+    def get_state(self) -> dict[str, Any]:
+        """The state after the last element returned: a small JSON-serialisable dict in Grain's
+        layout for the same pipeline (e.g. ``{"next_index": n}`` for to_iter_dataset), never
+        O(records)."""
 
-  @abc.abstractmethod
-  def set_state(self, state: dict[str, Any]) -> None:
-    """Resumes right after the element at which ``state`` was taken by ``get_state()`` of an
-    iterator of the same pipeline (in any process, with any number of threads or workers).
-    ValueError if the state is malformed or out of range, naming the field."""
+    @abc.abstractmethod
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Resumes right after the element at which ``state`` was taken by ``get_state()`` of an
+        iterator of the same pipeline (in any process, with any number of threads or workers).
+        ValueError if the state is malformed or out of range, naming the field."""
 
-  def start_prefetch(self) -> None:
-    """Starts read-ahead before the first ``next``; idempotent."""
+    def start_prefetch(self) -> None:
+        """Starts read-ahead before the first ``next``; idempotent."""
 
-  def close(self) -> None:
-    """Releases resources; idempotent."""
+    def close(self) -> None:
+        """Releases resources; idempotent."""
 
 
 class _Unpicklable:
-  """Mixin for iterators that hold live resources (threads, processes)."""
+    """Mixin for iterators that hold live resources (threads, processes)."""
 
-  def __getstate__(self):
-    raise TypeError(
-        "a DatasetIterator cannot be pickled; save get_state() and restore it with"
-        " set_state() on a new iterator"
-    )
+    def __getstate__(self):
+        raise TypeError(
+            "a DatasetIterator cannot be pickled; save get_state() and restore it with"
+            " set_state() on a new iterator"
+        )
 
 
 class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
-  """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
+    """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
 
-  def __init__(self, it: Any):
-    super().__init__()
-    self._it = it
-    self._closed = False
+    def __init__(self, it: Any):
+        super().__init__()
+        self._it = it
+        self._closed = False
 
-  def __next__(self) -> Any:
-    if self._closed:
-      raise ValueError("next() on a closed iterator")
-    return self._it.next()
+    def __next__(self) -> Any:
+        if self._closed:
+            raise ValueError("next() on a closed iterator")
+        return self._it.next()
 
-  def get_state(self) -> dict[str, Any]:
-    return self._it.get_state()
+    def get_state(self) -> dict[str, Any]:
+        return self._it.get_state()
 
-  def set_state(self, state: dict[str, Any]) -> None:
-    if not isinstance(state, dict):
-      raise ValueError(f"state must be a dict, got {type(state).__name__}")
-    self._it.set_state(state)
+    def set_state(self, state: dict[str, Any]) -> None:
+        if not isinstance(state, dict):
+            raise ValueError(f"state must be a dict, got {type(state).__name__}")
+        self._it.set_state(state)
 
-  def close(self) -> None:
-    if not self._closed:
-      self._closed = True
-      self._it.close()
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._it.close()
 
 
 def _native_or_python(source: Any) -> Any:
-  """The engine's own source for sources that have one (read in C++ without the GIL, e.g.
-  ArrayRecordDataSource), else the Python object itself."""
-  native = getattr(source, "_spelt_native_source", None)
-  return native() if native is not None else source
+    """The engine's own source for sources that have one (read in C++ without the GIL, e.g.
+    ArrayRecordDataSource), else the Python object itself."""
+    native = getattr(source, "_spelt_native_source", None)
+    return native() if native is not None else source
 
 
 class _SourceMapDataset(MapDataset):
+    def __init__(self, source: Any):
+        super().__init__()
+        if not hasattr(source, "__len__") or not hasattr(source, "__getitem__"):
+            raise TypeError(
+                f"a data source needs __len__ and __getitem__, got {type(source).__name__}"
+            )
+        self._source = source
 
-  def __init__(self, source: Any):
-    super().__init__()
-    if not hasattr(source, "__len__") or not hasattr(source, "__getitem__"):
-      raise TypeError(
-          "a data source needs __len__ and __getitem__, got"
-          f" {type(source).__name__}"
-      )
-    self._source = source
+    def _make_node(self):
+        return _core.source(_native_or_python(self._source))
 
-  def _make_node(self):
-    return _core.source(_native_or_python(self._source))
-
-  def __str__(self) -> str:
-    return f"SourceMapDataset(source={self._source!r})"
+    def __str__(self) -> str:
+        return f"SourceMapDataset(source={self._source!r})"
 
 
 class _RangeMapDataset(MapDataset):
+    def __init__(self, start: int, stop: int, step: int):
+        super().__init__()
+        self._args = (start, stop, step)
 
-  def __init__(self, start: int, stop: int, step: int):
-    super().__init__()
-    self._args = (start, stop, step)
+    def _make_node(self):
+        return _core.range(*self._args)
 
-  def _make_node(self):
-    return _core.range(*self._args)
-
-  def __str__(self) -> str:
-    start, stop, step = self._args
-    return f"RangeMapDataset(start={start}, stop={stop}, step={step})"
+    def __str__(self) -> str:
+        start, stop, step = self._args
+        return f"RangeMapDataset(start={start}, stop={stop}, step={step})"
 
 
 def _check_map_datasets(datasets: Any, what: str) -> tuple[MapDataset, ...]:
-  datasets = tuple(datasets)
-  for d in datasets:
-    if not isinstance(d, MapDataset):
-      raise TypeError(f"{what}: expected MapDatasets, got {type(d).__name__}")
-  return datasets
+    datasets = tuple(datasets)
+    for d in datasets:
+        if not isinstance(d, MapDataset):
+            raise TypeError(f"{what}: expected MapDatasets, got {type(d).__name__}")
+    return datasets
 
 
 class _ConcatenateMapDataset(MapDataset):
-  """Grain's ConcatenateMapDataset; the components are the parents."""
+    """Grain's ConcatenateMapDataset; the components are the parents."""
 
-  def __init__(self, datasets: Sequence[MapDataset]):
-    super().__init__(_check_map_datasets(datasets, "concatenate"))
-    self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
+    def __init__(self, datasets: Sequence[MapDataset]):
+        super().__init__(_check_map_datasets(datasets, "concatenate"))
+        self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
 
-  def _make_node(self):
-    return _core.concatenate([p._node for p in self._parents])
+    def _make_node(self):
+        return _core.concatenate([p._node for p in self._parents])
 
-  def __str__(self) -> str:
-    return f"ConcatenateMapDataset[{len(self._parents)} parents]"
+    def __str__(self) -> str:
+        return f"ConcatenateMapDataset[{len(self._parents)} parents]"
 
 
 class _MixMapDataset(MapDataset):
-  """Grain's MixedMapDataset; the components are the parents."""
+    """Grain's MixedMapDataset; the components are the parents."""
 
-  def __init__(self, datasets: Sequence[MapDataset], weights: Sequence[float] | None):
-    super().__init__(_check_map_datasets(datasets, "mix"))
-    self._weights = None if weights is None else [float(w) for w in weights]
-    self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
+    def __init__(self, datasets: Sequence[MapDataset], weights: Sequence[float] | None):
+        super().__init__(_check_map_datasets(datasets, "mix"))
+        self._weights = None if weights is None else [float(w) for w in weights]
+        self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
 
-  def _make_node(self):
-    return _core.mix([p._node for p in self._parents], self._weights)
+    def _make_node(self):
+        return _core.mix([p._node for p in self._parents], self._weights)
 
-  def __str__(self) -> str:
-    return f"MixedMapDataset[{len(self._parents)} parents]"
+    def __str__(self) -> str:
+        return f"MixedMapDataset[{len(self._parents)} parents]"
 
 
 class _OpMapDataset(MapDataset):
-  """A transformation of one parent MapDataset: the engine node is
-  ``_build(parent_node, *args)``, a typed method of ``_core.MapDataset``."""
+    """A transformation of one parent MapDataset: the engine node is
+    ``_build(parent_node, *args)``, a typed method of ``_core.MapDataset``."""
 
-  _build: Callable[..., Any]
+    _build: Callable[..., Any]
 
-  def __init__(self, parent: MapDataset, *args: Any):
-    super().__init__(parent)
-    self._args = args
-    self._node  # build now so that argument errors surface here  # pylint: disable=pointless-statement
+    def __init__(self, parent: MapDataset, *args: Any):
+        super().__init__(parent)
+        self._args = args
+        self._node  # build now so that argument errors surface here  # pylint: disable=pointless-statement
 
-  def _make_node(self):
-    return self._build(self._parents[0]._node, *self._args)
+    def _make_node(self):
+        return self._build(self._parents[0]._node, *self._args)
 
-  def __str__(self) -> str:
-    return self._node.name()
+    def __str__(self) -> str:
+        return self._node.name()
 
 
 class _OpIterDataset(IterDataset):
-  """A transformation of one parent IterDataset: the engine node is
-  ``_build(parent_node, *args)``, a typed method of ``_core.IterDataset``."""
+    """A transformation of one parent IterDataset: the engine node is
+    ``_build(parent_node, *args)``, a typed method of ``_core.IterDataset``."""
 
-  _build: Callable[..., Any]
+    _build: Callable[..., Any]
 
-  def __init__(self, parent: IterDataset, *args: Any):
-    super().__init__(parent)
-    self._args = args
-    self._node  # pylint: disable=pointless-statement
+    def __init__(self, parent: IterDataset, *args: Any):
+        super().__init__(parent)
+        self._args = args
+        self._node  # pylint: disable=pointless-statement
 
-  def _make_node(self):
-    return self._build(self._parents[0]._node, *self._args)
+    def _make_node(self):
+        return self._build(self._parents[0]._node, *self._args)
 
-  def __str__(self) -> str:
-    return self._node.name()
+    def __str__(self) -> str:
+        return self._node.name()
 
 
 def _op(base: type, name: str, build: Callable[..., Any]) -> type:
-  """A module-level transformation class (picklable by reference) built by ``build``."""
-  cls = type(name, (base,), {"_build": staticmethod(build), "__module__": __name__})
-  cls.__qualname__ = name
-  return cls
+    """A module-level transformation class (picklable by reference) built by ``build``."""
+    cls = type(name, (base,), {"_build": staticmethod(build), "__module__": __name__})
+    cls.__qualname__ = name
+    return cls
 
 
 _SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
@@ -499,16 +494,17 @@ _SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice
 _RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat)
 _MapMapDataset = _op(_OpMapDataset, "_MapMapDataset", _core.MapDataset.map)
 _RandomMapMapDataset = _op(_OpMapDataset, "_RandomMapMapDataset", _core.MapDataset.random_map)
-_MapWithIndexMapDataset = _op(_OpMapDataset, "_MapWithIndexMapDataset",
-                              _core.MapDataset.map_with_index)
+_MapWithIndexMapDataset = _op(
+    _OpMapDataset, "_MapWithIndexMapDataset", _core.MapDataset.map_with_index
+)
 _FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter)
 _BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch)
 _SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed)
 _MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map)
-_RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset",
-                            _core.IterDataset.random_map)
-_MapWithIndexIterDataset = _op(_OpIterDataset, "_MapWithIndexIterDataset",
-                               _core.IterDataset.map_with_index)
+_RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map)
+_MapWithIndexIterDataset = _op(
+    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index
+)
 _FilterIterDataset = _op(_OpIterDataset, "_FilterIterDataset", _core.IterDataset.filter)
 _BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch)
 
@@ -527,131 +523,148 @@ IterDataset._Batch = _BatchIterDataset
 
 
 class _PrefetchIterDataset(IterDataset):
+    def __init__(
+        self, parent: MapDataset, read_options: options_lib.ReadOptions, allow_nones: bool
+    ):
+        super().__init__(parent)
+        self._read_options = read_options
+        self._allow_nones = allow_nones
 
-  def __init__(
-      self, parent: MapDataset, read_options: options_lib.ReadOptions, allow_nones: bool
-  ):
-    super().__init__(parent)
-    self._read_options = read_options
-    self._allow_nones = allow_nones
+    def _make_node(self):
+        return self._parents[0]._node.to_iter(
+            self._read_options.num_threads,
+            self._read_options.prefetch_buffer_size,
+            self._allow_nones,
+        )
 
-  def _make_node(self):
-    return self._parents[0]._node.to_iter(
-        self._read_options.num_threads,
-        self._read_options.prefetch_buffer_size,
-        self._allow_nones,
-    )
-
-  def __str__(self) -> str:
-    return f"PrefetchIterDataset(read_options={self._read_options})"
+    def __str__(self) -> str:
+        return f"PrefetchIterDataset(read_options={self._read_options})"
 
 
 class ProcessPrefetchIterDataset(_PrefetchIterDataset):
-  """``parent.to_iter_dataset()`` with the elements computed by worker processes.
+    """``parent.to_iter_dataset()`` with the elements computed by worker processes.
 
-  Its engine node is the ordered core with a worker-process executor
-  (cpp/python/process_executor.cc): workers compute chunks of consecutive indices with their
-  own copy of `parent` (once per chunk); the merge in index order and the state
-  ``{"next_index": n}`` are those of to_iter_dataset. The workers belong to the node's
-  PoolKeeper, which keeps them warm between iterators (docs/workers.md).
-  """
+    Its engine node is the ordered core with a worker-process executor
+    (cpp/python/process_executor.cc): workers compute chunks of consecutive indices with their
+    own copy of `parent` (once per chunk); the merge in index order and the state
+    ``{"next_index": n}`` are those of to_iter_dataset. The workers belong to the node's
+    PoolKeeper, which keeps them warm between iterators (docs/workers.md).
+    """
 
-  def __init__(
-      self,
-      parent: MapDataset,
-      read_options: options_lib.ReadOptions,
-      allow_nones: bool,
-      options: options_lib.MultiprocessingOptions,
-      worker_init_fn: Callable[[int, int], None] | None,
-  ):
-    super().__init__(parent, read_options, allow_nones)
-    self._options = options
-    self._worker_init_fn = worker_init_fn
+    def __init__(
+        self,
+        parent: MapDataset,
+        read_options: options_lib.ReadOptions,
+        allow_nones: bool,
+        options: options_lib.MultiprocessingOptions,
+        worker_init_fn: Callable[[int, int], None] | None,
+    ):
+        super().__init__(parent, read_options, allow_nones)
+        self._options = options
+        self._worker_init_fn = worker_init_fn
 
-  def _make_node(self):
-    parent, options = self._parents[0], self._options
-    keeper = keeper_lib.PoolKeeper(parent, self._worker_init_fn, options.num_workers,
-                                   capacity=options.per_worker_buffer_size + 1, anchor=self)
-    return _core.process_prefetch(parent._node, keeper, self._allow_nones, options.num_workers,
-                                  options.per_worker_buffer_size)
+    def _make_node(self):
+        parent, options = self._parents[0], self._options
+        keeper = keeper_lib.PoolKeeper(
+            parent,
+            self._worker_init_fn,
+            options.num_workers,
+            capacity=options.per_worker_buffer_size + 1,
+            anchor=self,
+        )
+        return _core.process_prefetch(
+            parent._node,
+            keeper,
+            self._allow_nones,
+            options.num_workers,
+            options.per_worker_buffer_size,
+        )
 
-  def __str__(self) -> str:
-    return (
-        f"ProcessPrefetchIterDataset(num_workers={self._options.num_workers},"
-        f" per_worker_buffer_size={self._options.per_worker_buffer_size})"
+    def __str__(self) -> str:
+        return (
+            f"ProcessPrefetchIterDataset(num_workers={self._options.num_workers},"
+            f" per_worker_buffer_size={self._options.per_worker_buffer_size})"
+        )
+
+
+def _parallel_stage(
+    stage: _PrefetchIterDataset,
+    options: options_lib.MultiprocessingOptions,
+    worker_init_fn: Callable[[int, int], None] | None,
+) -> IterDataset:
+    """A to_iter_dataset stage read in parallel (IterDataset.mp_prefetch): by worker processes
+    if its MapDataset calls Python (its engine node is serial), else, since native work runs
+    without the GIL, by at least num_workers threads (same output and state, fewer copies)."""
+    parent = stage._parents[0]
+    if parent._node.serial():
+        return ProcessPrefetchIterDataset(
+            parent, stage._read_options, stage._allow_nones, options, worker_init_fn
+        )
+    if worker_init_fn is not None:
+        warnings.warn(
+            "mp_prefetch: the pipeline calls no Python before to_iter_dataset, so it is read with"
+            " threads, not worker processes, and worker_init_fn is not called"
+        )
+    n = options.num_workers
+    threads = options_lib.ReadOptions(
+        num_threads=max(stage._read_options.num_threads, n),
+        prefetch_buffer_size=max(stage._read_options.prefetch_buffer_size, n),
     )
-
-
-def _parallel_stage(stage: _PrefetchIterDataset, options: options_lib.MultiprocessingOptions,
-                    worker_init_fn: Callable[[int, int], None] | None) -> IterDataset:
-  """A to_iter_dataset stage read in parallel (IterDataset.mp_prefetch): by worker processes
-  if its MapDataset calls Python (its engine node is serial), else, since native work runs
-  without the GIL, by at least num_workers threads (same output and state, fewer copies)."""
-  parent = stage._parents[0]
-  if parent._node.serial():
-    return ProcessPrefetchIterDataset(parent, stage._read_options, stage._allow_nones, options,
-                                      worker_init_fn)
-  if worker_init_fn is not None:
-    warnings.warn(
-        "mp_prefetch: the pipeline calls no Python before to_iter_dataset, so it is read with"
-        " threads, not worker processes, and worker_init_fn is not called"
-    )
-  n = options.num_workers
-  threads = options_lib.ReadOptions(
-      num_threads=max(stage._read_options.num_threads, n),
-      prefetch_buffer_size=max(stage._read_options.prefetch_buffer_size, n),
-  )
-  return _PrefetchIterDataset(parent, threads, stage._allow_nones)
+    return _PrefetchIterDataset(parent, threads, stage._allow_nones)
 
 
 def _replace_stages(ds: Any, replace: Callable[[Any], IterDataset]) -> Any:
-  """`ds` with every to_iter_dataset stage below it replaced by replace(stage); the datasets in
-  between are shallow copies with new parents (their engine nodes are rebuilt lazily), so they
-  run unchanged in this process, on top of the parallel stage."""
-  if isinstance(ds, _PrefetchIterDataset):  # ProcessPrefetchIterDataset too
-    return replace(ds)
-  if not isinstance(ds, IterDataset):
-    return ds
-  parents = tuple(_replace_stages(p, replace) for p in ds.parents)
-  if all(new is old for new, old in zip(parents, ds.parents)):
-    return ds
-  rebuilt = copy.copy(ds)
-  rebuilt._parents = parents  # copy.copy dropped the node (_Node.__getstate__)
-  return rebuilt
+    """`ds` with every to_iter_dataset stage below it replaced by replace(stage); the datasets in
+    between are shallow copies with new parents (their engine nodes are rebuilt lazily), so they
+    run unchanged in this process, on top of the parallel stage."""
+    if isinstance(ds, _PrefetchIterDataset):  # ProcessPrefetchIterDataset too
+        return replace(ds)
+    if not isinstance(ds, IterDataset):
+        return ds
+    parents = tuple(_replace_stages(p, replace) for p in ds.parents)
+    if all(new is old for new, old in zip(parents, ds.parents)):
+        return ds
+    rebuilt = copy.copy(ds)
+    rebuilt._parents = parents  # copy.copy dropped the node (_Node.__getstate__)
+    return rebuilt
 
 
 def _apply(ds: Any, transformations: Any) -> Any:
-  """Applies one transform or a sequence of them, dispatching on the transform type."""
-  if not isinstance(transformations, (list, tuple)):
-    transformations = [transformations]
-  for t in transformations:
-    if isinstance(t, transforms.Batch):
-      ds = ds.batch(t.batch_size, drop_remainder=t.drop_remainder, batch_fn=t.batch_fn)
-    elif isinstance(t, transforms.Map):
-      ds = ds.map(t)
-    elif isinstance(t, transforms.RandomMap):
-      ds = ds.random_map(t)
-    elif isinstance(t, transforms.MapWithIndex):
-      ds = ds.map_with_index(t)
-    elif isinstance(t, transforms.Filter):
-      ds = ds.filter(t)
-    elif isinstance(t, transforms.FlatMap):
-      if not isinstance(ds, IterDataset):
-        ds = ds.to_iter_dataset()
-      ds = FlatMapIterDataset(ds, t)
-    else:
-      raise TypeError(f"unsupported transformation: {type(t).__name__}")
-  return ds
+    """Applies one transform or a sequence of them, dispatching on the transform type."""
+    if not isinstance(transformations, (list, tuple)):
+        transformations = [transformations]
+    for t in transformations:
+        if isinstance(t, transforms.Batch):
+            ds = ds.batch(t.batch_size, drop_remainder=t.drop_remainder, batch_fn=t.batch_fn)
+        elif isinstance(t, transforms.Map):
+            ds = ds.map(t)
+        elif isinstance(t, transforms.RandomMap):
+            ds = ds.random_map(t)
+        elif isinstance(t, transforms.MapWithIndex):
+            ds = ds.map_with_index(t)
+        elif isinstance(t, transforms.Filter):
+            ds = ds.filter(t)
+        elif isinstance(t, transforms.FlatMap):
+            if not isinstance(ds, IterDataset):
+                ds = ds.to_iter_dataset()
+            ds = FlatMapIterDataset(ds, t)
+        else:
+            raise TypeError(f"unsupported transformation: {type(t).__name__}")
+    return ds
 
 
 class FlatMapIterDataset(IterDataset):
-  """Each element becomes the elements of ``transform.flat_map(element)`` (Grain's
-  ``grain.experimental.FlatMapIterDataset``). State: parent state + position in the split."""
+    """Each element becomes the elements of ``transform.flat_map(element)`` (Grain's
+    ``grain.experimental.FlatMapIterDataset``). State: parent state + position in the split."""
 
-  def __init__(self, parent: IterDataset, transform: transforms.FlatMap):
-    super().__init__(parent)
-    self._transform = transform
+    def __init__(self, parent: IterDataset, transform: transforms.FlatMap):
+        super().__init__(parent)
+        self._transform = transform
 
-  def _make_node(self):
-    fn = self._transform.flat_map if isinstance(self._transform, transforms.FlatMap) else self._transform
-    return self._parents[0]._node.flat_map(fn)
+    def _make_node(self):
+        fn = (
+            self._transform.flat_map
+            if isinstance(self._transform, transforms.FlatMap)
+            else self._transform
+        )
+        return self._parents[0]._node.flat_map(fn)

@@ -13,56 +13,56 @@ from spelt.transforms import MapWithIndex as MapWithIndexTransform
 
 
 def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
-  """Position of index in a pseudo-random permutation of [0, max_index].
+    """Position of index in a pseudo-random permutation of [0, max_index].
 
-  Bit-exact with Grain's index_shuffle, except that Spelt's is a permutation for every
-  max_index (Grain's is not when max_index is a power of two 2^k, k even >= 16).
-  Raises ValueError for index outside [0, max_index], seed outside [0, 2**32), rounds
-  odd or outside [4, 1024].
-  """
-  return _core.index_shuffle(index, max_index, seed, rounds)
+    Bit-exact with Grain's index_shuffle, except that Spelt's is a permutation for every
+    max_index (Grain's is not when max_index is a power of two 2^k, k even >= 16).
+    Raises ValueError for index outside [0, max_index], seed outside [0, 2**32), rounds
+    odd or outside [4, 1024].
+    """
+    return _core.index_shuffle(index, max_index, seed, rounds)
 
 
 def _checkpoint_points(n: int) -> list[int]:
-  return sorted({0, 1, n // 3, n // 2, (2 * n) // 3, max(n - 1, 0), n})
+    return sorted({0, 1, n // 3, n // 2, (2 * n) // 3, max(n - 1, 0), n})
 
 
 def assert_equal_output_after_checkpoint(ds: Any) -> None:
-  """Asserts that restoring a checkpoint resumes ``ds`` exactly.
+    """Asserts that restoring a checkpoint resumes ``ds`` exactly.
 
-  Iterates ``ds`` once to the end, then for several positions k (including 0 and the end)
-  iterates k elements, saves ``get_state()``, and checks that a fresh iterator restored from
-  a deep copy of that state yields exactly the remaining elements. Raises AssertionError
-  naming the first position and element that differ.
-  """
-  import numpy as np  # pylint: disable=import-outside-toplevel
+    Iterates ``ds`` once to the end, then for several positions k (including 0 and the end)
+    iterates k elements, saves ``get_state()``, and checks that a fresh iterator restored from
+    a deep copy of that state yields exactly the remaining elements. Raises AssertionError
+    naming the first position and element that differ.
+    """
+    import numpy as np  # pylint: disable=import-outside-toplevel
 
-  def equal(a: Any, b: Any) -> bool:
-    try:
-      np.testing.assert_equal(a, b)
-      return True
-    except AssertionError:
-      return False
+    def equal(a: Any, b: Any) -> bool:
+        try:
+            np.testing.assert_equal(a, b)
+            return True
+        except AssertionError:
+            return False
 
-  expected = list(ds)
-  for k in _checkpoint_points(len(expected)):
-    it = iter(ds)
-    for _ in range(k):
-      next(it)
-    state = copy.deepcopy(it.get_state())
-    restored = iter(ds)
-    restored.set_state(state)
-    rest = list(restored)
-    if len(rest) != len(expected) - k:
-      raise AssertionError(
-          f"after restoring at element {k}: got {len(rest)} elements, expected"
-          f" {len(expected) - k}"
-      )
-    for j, (a, b) in enumerate(zip(rest, expected[k:])):
-      if not equal(a, b):
-        raise AssertionError(
-            f"after restoring at element {k}: element {k + j} differs: {a!r} != {b!r}"
-        )
+    expected = list(ds)
+    for k in _checkpoint_points(len(expected)):
+        it = iter(ds)
+        for _ in range(k):
+            next(it)
+        state = copy.deepcopy(it.get_state())
+        restored = iter(ds)
+        restored.set_state(state)
+        rest = list(restored)
+        if len(rest) != len(expected) - k:
+            raise AssertionError(
+                f"after restoring at element {k}: got {len(rest)} elements, expected"
+                f" {len(expected) - k}"
+            )
+        for j, (a, b) in enumerate(zip(rest, expected[k:])):
+            if not equal(a, b):
+                raise AssertionError(
+                    f"after restoring at element {k}: element {k + j} differs: {a!r} != {b!r}"
+                )
 
 
 __all__ = [

@@ -39,16 +39,10 @@ class ReadOptions:
 
     def __post_init__(self):
         if isinstance(self.num_threads, int) and self.num_threads < 0:
+            raise ValueError(f"num_threads must be non-negative, got {self.num_threads}")
+        if isinstance(self.prefetch_buffer_size, int) and self.prefetch_buffer_size < 0:
             raise ValueError(
-                f"num_threads must be non-negative, got {self.num_threads}"
-            )
-        if (
-            isinstance(self.prefetch_buffer_size, int)
-            and self.prefetch_buffer_size < 0
-        ):
-            raise ValueError(
-                "prefetch_buffer_size must be non-negative, got"
-                f" {self.prefetch_buffer_size}"
+                f"prefetch_buffer_size must be non-negative, got {self.prefetch_buffer_size}"
             )
         buffer_size = int(self.prefetch_buffer_size)
         if buffer_size != 0 and buffer_size < int(self.num_threads):

@@ -42,10 +42,7 @@ class RecordMetadata:
         return dataclasses.replace(self, record_key=None)
 
     def __str__(self) -> str:
-        return (
-            f"RecordMetadata(index={self.index}, "
-            f"record_key={self.record_key}, rng={self.rng})"
-        )
+        return f"RecordMetadata(index={self.index}, record_key={self.record_key}, rng={self.rng})"
 
 
 @dataclasses.dataclass(slots=True)

@@ -76,8 +76,10 @@ class _EngineSampler:
         if a subclass overrides ``__getitem__`` or ``__len__`` (the DataLoader
         then calls those)."""
         cls = type(self)
-        if (cls.__getitem__ is not _EngineSampler.__getitem__
-                or cls.__len__ is not _EngineSampler.__len__):
+        if (
+            cls.__getitem__ is not _EngineSampler.__getitem__
+            or cls.__len__ is not _EngineSampler.__len__
+        ):
             return None
         return self._sampler
 

@@ -77,9 +77,7 @@ class ShardByJaxProcess(ShardOptions):
 
     def __init__(self, drop_remainder: bool = False):
         index, count = get_process_index_and_count()
-        super().__init__(
-            shard_index=index, shard_count=count, drop_remainder=drop_remainder
-        )
+        super().__init__(shard_index=index, shard_count=count, drop_remainder=drop_remainder)
 
 
 def get_process_index_and_count() -> tuple[int, int]:

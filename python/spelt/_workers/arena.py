@@ -18,11 +18,11 @@ ARENA_BYTES = 256 << 20
 
 
 def create_memfd(name: str, size: int) -> int:
-  """A new anonymous shared-memory file of `size` bytes (close-on-exec); returns its fd."""
-  fd = os.memfd_create(name, os.MFD_CLOEXEC)
-  try:
-    os.ftruncate(fd, size)
-  except BaseException:
-    os.close(fd)
-    raise
-  return fd
+    """A new anonymous shared-memory file of `size` bytes (close-on-exec); returns its fd."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC)
+    try:
+        os.ftruncate(fd, size)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

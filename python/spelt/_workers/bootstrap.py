@@ -23,53 +23,54 @@ _PARENT_POLL_SECONDS = 0.5
 
 
 def _wait_for_turn(gate_read: int, parent_pid: int) -> bool:
-  """Takes a byte from the gate; False if the consumer or the whole pool is gone first."""
-  try:
-    pidfd = os.pidfd_open(parent_pid)
-  except (AttributeError, OSError):
-    pidfd = None
-  watched = [gate_read] if pidfd is None else [gate_read, pidfd]
-  try:
-    while True:
-      ready, _, _ = select.select(watched, [], [], None if pidfd else _PARENT_POLL_SECONDS)
-      if (pidfd is not None and pidfd in ready) or os.getppid() != parent_pid:
-        return False
-      if gate_read in ready:
-        try:
-          return os.read(gate_read, 1) == b"x"  # b"": no writer left, the pool is gone
-        except BlockingIOError:  # another worker took it
-          continue
-  finally:
-    if pidfd is not None:
-      os.close(pidfd)
+    """Takes a byte from the gate; False if the consumer or the whole pool is gone first."""
+    try:
+        pidfd = os.pidfd_open(parent_pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    watched = [gate_read] if pidfd is None else [gate_read, pidfd]
+    try:
+        while True:
+            ready, _, _ = select.select(watched, [], [], None if pidfd else _PARENT_POLL_SECONDS)
+            if (pidfd is not None and pidfd in ready) or os.getppid() != parent_pid:
+                return False
+            if gate_read in ready:
+                try:
+                    return os.read(gate_read, 1) == b"x"  # b"": no writer left, the pool is gone
+                except BlockingIOError:  # another worker took it
+                    continue
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
 
 
 def main() -> int:
-  signal.signal(signal.SIGINT, signal.SIG_IGN)
-  args = sys.argv[2:]
-  parent_pid, gate_read, gate_write = map(int, args[-3:])
-  if not _wait_for_turn(gate_read, parent_pid):
-    return 0
-  released = False
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    args = sys.argv[2:]
+    parent_pid, gate_read, gate_write = map(int, args[-3:])
+    if not _wait_for_turn(gate_read, parent_pid):
+        return 0
+    released = False
 
-  def release_gate() -> None:
-    nonlocal released
-    if not released:
-      released = True
-      try:
-        os.write(gate_write, b"x")
-      except OSError:
-        pass
-      os.close(gate_read)
-      os.close(gate_write)
+    def release_gate() -> None:
+        nonlocal released
+        if not released:
+            released = True
+            try:
+                os.write(gate_write, b"x")
+            except OSError:
+                pass
+            os.close(gate_read)
+            os.close(gate_write)
 
-  try:
-    sys.path[:] = json.loads(sys.argv[1])
-    from spelt._workers import worker  # pylint: disable=import-outside-toplevel
-    return worker.main(args, release_gate)
-  finally:
-    release_gate()
+    try:
+        sys.path[:] = json.loads(sys.argv[1])
+        from spelt._workers import worker  # pylint: disable=import-outside-toplevel
+
+        return worker.main(args, release_gate)
+    finally:
+        release_gate()
 
 
 if __name__ == "__main__":
-  sys.exit(main())
+    sys.exit(main())

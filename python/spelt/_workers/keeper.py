@@ -31,108 +31,116 @@ IDLE_SECONDS = 30.0
 
 
 class _IdleSlot:
-  """At most one idle pool, stopped after IDLE_SECONDS (by a timer thread) unless taken."""
+    """At most one idle pool, stopped after IDLE_SECONDS (by a timer thread) unless taken."""
 
-  def __init__(self):
-    self._lock = threading.Lock()
-    self._pool: pool_lib.WorkerPool | None = None
-    self._timer: threading.Timer | None = None
-    self._retired = False
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._pool: pool_lib.WorkerPool | None = None
+        self._timer: threading.Timer | None = None
+        self._retired = False
 
-  def put(self, pool: pool_lib.WorkerPool) -> None:
-    """Keeps `pool` idle (stopping the one kept before), or stops it if retired."""
-    timer = threading.Timer(IDLE_SECONDS, self._expire, args=(pool,))
-    timer.daemon = True
-    with self._lock:
-      old = self._take_locked()
-      if not self._retired:
-        self._pool, self._timer = pool, timer
-    if old is not None:
-      old.close()
-    if self._pool is not pool:
-      pool.close()
-      return
-    try:
-      timer.start()
-    except RuntimeError:  # no new threads at interpreter exit
-      self.clear()
+    def put(self, pool: pool_lib.WorkerPool) -> None:
+        """Keeps `pool` idle (stopping the one kept before), or stops it if retired."""
+        timer = threading.Timer(IDLE_SECONDS, self._expire, args=(pool,))
+        timer.daemon = True
+        with self._lock:
+            old = self._take_locked()
+            if not self._retired:
+                self._pool, self._timer = pool, timer
+        if old is not None:
+            old.close()
+        if self._pool is not pool:
+            pool.close()
+            return
+        try:
+            timer.start()
+        except RuntimeError:  # no new threads at interpreter exit
+            self.clear()
 
-  def retire(self) -> None:
-    """Stops the idle pool; pools put later are stopped at once."""
-    self._retired = True
-    self.clear()
+    def retire(self) -> None:
+        """Stops the idle pool; pools put later are stopped at once."""
+        self._retired = True
+        self.clear()
 
-  def take(self) -> pool_lib.WorkerPool | None:
-    with self._lock:
-      return self._take_locked()
+    def take(self) -> pool_lib.WorkerPool | None:
+        with self._lock:
+            return self._take_locked()
 
-  def clear(self) -> None:
-    pool = self.take()
-    if pool is not None:
-      pool.close()
+    def clear(self) -> None:
+        pool = self.take()
+        if pool is not None:
+            pool.close()
 
-  def _take_locked(self) -> pool_lib.WorkerPool | None:
-    pool, self._pool = self._pool, None
-    if self._timer is not None:
-      self._timer.cancel()
-      self._timer = None
-    return pool
+    def _take_locked(self) -> pool_lib.WorkerPool | None:
+        pool, self._pool = self._pool, None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        return pool
 
-  def _expire(self, pool: pool_lib.WorkerPool) -> None:
-    with self._lock:
-      if self._pool is not pool:
-        return
-      self._pool = self._timer = None
-    pool.close()
+    def _expire(self, pool: pool_lib.WorkerPool) -> None:
+        with self._lock:
+            if self._pool is not pool:
+                return
+            self._pool = self._timer = None
+        pool.close()
 
 
 class Lease:
-  """A pool leased to one iterator (the interface of process_executor.cc): ``submit(begin,
-  count)`` -> Ticket; ``close()`` stops a failed pool; dropping the lease hands it back."""
+    """A pool leased to one iterator (the interface of process_executor.cc): ``submit(begin,
+    count)`` -> Ticket; ``close()`` stops a failed pool; dropping the lease hands it back."""
 
-  def __init__(self, slot: _IdleSlot, pool: pool_lib.WorkerPool):
-    self._slot = slot
-    self._pool = pool
+    def __init__(self, slot: _IdleSlot, pool: pool_lib.WorkerPool):
+        self._slot = slot
+        self._pool = pool
 
-  def submit(self, begin: int, count: int) -> pool_lib.Ticket:
-    return self._pool.submit(begin, count)
+    def submit(self, begin: int, count: int) -> pool_lib.Ticket:
+        return self._pool.submit(begin, count)
 
-  def close(self) -> None:
-    self._pool.close()
+    def close(self) -> None:
+        self._pool.close()
 
-  def __del__(self):
-    if not self._pool.closed:
-      self._slot.put(self._pool)
+    def __del__(self):
+        if not self._pool.closed:
+            self._slot.put(self._pool)
 
 
 class PoolKeeper:
-  """Starts and keeps the worker pool of one parallel stage (see module doc).
+    """Starts and keeps the worker pool of one parallel stage (see module doc).
 
-  `dataset` (a MapDataset) and `worker_init_fn` are what the workers run; `capacity` is the
-  number of requests outstanding per worker; `anchor` the object whose life bounds warm reuse.
-  """
+    `dataset` (a MapDataset) and `worker_init_fn` are what the workers run; `capacity` is the
+    number of requests outstanding per worker; `anchor` the object whose life bounds warm reuse.
+    """
 
-  def __init__(self, dataset: Any, worker_init_fn: Callable[[int, int], None] | None,
-               num_workers: int, capacity: int, anchor: Any):
-    self._dataset = dataset
-    self._worker_init_fn = worker_init_fn
-    self._num_workers = num_workers
-    self._capacity = capacity
-    self._idle = _IdleSlot()
-    weakref.finalize(anchor, self._idle.retire)
-    weakref.finalize(self, self._idle.retire)
+    def __init__(
+        self,
+        dataset: Any,
+        worker_init_fn: Callable[[int, int], None] | None,
+        num_workers: int,
+        capacity: int,
+        anchor: Any,
+    ):
+        self._dataset = dataset
+        self._worker_init_fn = worker_init_fn
+        self._num_workers = num_workers
+        self._capacity = capacity
+        self._idle = _IdleSlot()
+        weakref.finalize(anchor, self._idle.retire)
+        weakref.finalize(self, self._idle.retire)
 
-  def acquire(self) -> Lease:
-    """A lease on a started pool for the current pipeline: the idle one if it runs the same
-    pickled pipeline, else a new one. Raises if the pipeline cannot be pickled (naming what)."""
-    payload = (pickling.dumps(self._dataset, "the pipeline"),
-               pickling.dumps(self._worker_init_fn, "worker_init_fn"))
-    digest = hashlib.sha1(payload[0], usedforsecurity=False)
-    digest.update(payload[1])
-    pool = self._idle.take()
-    if pool is not None and (pool.digest != digest.digest() or not pool.alive()):
-      pool.close()
-      pool = None
-    if pool is None:
-      pool = pool_lib.WorkerPool(payload, digest.digest(), self._num_workers, self._capacity)
-    return Lease(self._idle, pool)
+    def acquire(self) -> Lease:
+        """A lease on a started pool for the current pipeline: the idle one if it runs the same
+        pickled pipeline, else a new one. Raises if the pipeline cannot be pickled (naming what)."""
+        payload = (
+            pickling.dumps(self._dataset, "the pipeline"),
+            pickling.dumps(self._worker_init_fn, "worker_init_fn"),
+        )
+        digest = hashlib.sha1(payload[0], usedforsecurity=False)
+        digest.update(payload[1])
+        pool = self._idle.take()
+        if pool is not None and (pool.digest != digest.digest() or not pool.alive()):
+            pool.close()
+            pool = None
+        if pool is None:
+            pool = pool_lib.WorkerPool(payload, digest.digest(), self._num_workers, self._capacity)
+        return Lease(self._idle, pool)

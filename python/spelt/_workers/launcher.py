@@ -24,56 +24,56 @@ _BOOTSTRAP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bootstrap
 
 
 class WorkerProcess:
-  """A started worker. ``sentinel`` is a pidfd, readable once the process has exited (None on
-  kernels without pidfd_open, where callers poll ``exitcode``)."""
+    """A started worker. ``sentinel`` is a pidfd, readable once the process has exited (None on
+    kernels without pidfd_open, where callers poll ``exitcode``)."""
 
-  def __init__(self, args: list[str], pass_fds: tuple[int, ...]):
-    if not sys.executable:
-      raise RuntimeError("spelt: cannot start worker processes: sys.executable is not set")
-    self._popen = subprocess.Popen(
-        [sys.executable, _BOOTSTRAP, json.dumps(sys.path), *args],
-        pass_fds=pass_fds,
-        stdin=subprocess.DEVNULL,
-    )
-    self.pid = self._popen.pid
-    try:
-      self.sentinel: int | None = os.pidfd_open(self.pid)
-    except (AttributeError, OSError):
-      self.sentinel = None
+    def __init__(self, args: list[str], pass_fds: tuple[int, ...]):
+        if not sys.executable:
+            raise RuntimeError("spelt: cannot start worker processes: sys.executable is not set")
+        self._popen = subprocess.Popen(
+            [sys.executable, _BOOTSTRAP, json.dumps(sys.path), *args],
+            pass_fds=pass_fds,
+            stdin=subprocess.DEVNULL,
+        )
+        self.pid = self._popen.pid
+        try:
+            self.sentinel: int | None = os.pidfd_open(self.pid)
+        except (AttributeError, OSError):
+            self.sentinel = None
 
-  @property
-  def exitcode(self) -> int | None:
-    """None while running; else the exit status, or -N if killed by signal N."""
-    return self._popen.poll()
+    @property
+    def exitcode(self) -> int | None:
+        """None while running; else the exit status, or -N if killed by signal N."""
+        return self._popen.poll()
 
-  def describe_exit(self) -> str:
-    code = self.exitcode
-    if code is None:
-      return "is still running"
-    if code < 0:
-      try:
-        return f"was killed by signal {signal.Signals(-code).name}"
-      except ValueError:
-        return f"was killed by signal {-code}"
-    return f"exited with code {code}"
+    def describe_exit(self) -> str:
+        code = self.exitcode
+        if code is None:
+            return "is still running"
+        if code < 0:
+            try:
+                return f"was killed by signal {signal.Signals(-code).name}"
+            except ValueError:
+                return f"was killed by signal {-code}"
+        return f"exited with code {code}"
 
-  def wait(self, timeout: float) -> bool:
-    """Waits up to `timeout` seconds for the exit; True if the process has exited."""
-    timeout = max(timeout, 0.0)
-    if self.sentinel is not None:  # wakes up at the exit (Popen.wait polls with sleeps)
-      connection.wait([self.sentinel], timeout)
-      return self.exitcode is not None
-    try:
-      self._popen.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-      return False
-    return True
+    def wait(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for the exit; True if the process has exited."""
+        timeout = max(timeout, 0.0)
+        if self.sentinel is not None:  # wakes up at the exit (Popen.wait polls with sleeps)
+            connection.wait([self.sentinel], timeout)
+            return self.exitcode is not None
+        try:
+            self._popen.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
-  def kill(self) -> None:
-    """SIGKILL (if still running) and reap; releases the sentinel."""
-    if self._popen.poll() is None:
-      self._popen.kill()
-    self._popen.wait()
-    if self.sentinel is not None:
-      os.close(self.sentinel)
-      self.sentinel = None
+    def kill(self) -> None:
+        """SIGKILL (if still running) and reap; releases the sentinel."""
+        if self._popen.poll() is None:
+            self._popen.kill()
+        self._popen.wait()
+        if self.sentinel is not None:
+            os.close(self.sentinel)
+            self.sentinel = None

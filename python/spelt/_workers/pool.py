@@ -40,258 +40,286 @@ _CLOSE_GRACE_SECONDS = 0.5
 
 @dataclasses.dataclass(eq=False)
 class _Chunk:
-  begin: int
-  count: int
-  worker: int = -1  # -1 while not sent
-  reply: tuple | None = None  # (record, error, seconds, nbytes) once received
-  abandoned: bool = False
+    begin: int
+    count: int
+    worker: int = -1  # -1 while not sent
+    reply: tuple | None = None  # (record, error, seconds, nbytes) once received
+    abandoned: bool = False
 
 
 class Ticket:
-  """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk."""
+    """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk."""
 
-  def __init__(self, pool: WorkerPool, chunk: _Chunk):
-    self._pool = pool
-    self._chunk: _Chunk | None = chunk
+    def __init__(self, pool: WorkerPool, chunk: _Chunk):
+        self._pool = pool
+        self._chunk: _Chunk | None = chunk
 
-  def take(self) -> tuple[Any, BaseException | None, float, int]:
-    """(elements, error, seconds, nbytes) of the chunk (see WorkerPool.take)."""
-    chunk, self._chunk = self._chunk, None
-    if chunk is None:
-      raise ValueError("Ticket.take: already taken")
-    return self._pool.take(chunk)
+    def take(self) -> tuple[Any, BaseException | None, float, int]:
+        """(elements, error, seconds, nbytes) of the chunk (see WorkerPool.take)."""
+        chunk, self._chunk = self._chunk, None
+        if chunk is None:
+            raise ValueError("Ticket.take: already taken")
+        return self._pool.take(chunk)
 
-  def __del__(self):
-    if self._chunk is not None:
-      self._pool.abandon(self._chunk)
+    def __del__(self):
+        if self._chunk is not None:
+            self._pool.abandon(self._chunk)
 
 
 def _usable_cpus() -> int:
-  try:
-    return len(os.sched_getaffinity(0))
-  except (AttributeError, OSError):
-    return os.cpu_count() or 1
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
 
 
 def _write_all(fd: int, data: bytes, offset: int) -> None:
-  """pwrite of all of `data` (one call writes at most ~2 GiB)."""
-  with memoryview(data) as view:
-    while view:
-      written = os.pwrite(fd, view, offset)
-      view, offset = view[written:], offset + written
+    """pwrite of all of `data` (one call writes at most ~2 GiB)."""
+    with memoryview(data) as view:
+        while view:
+            written = os.pwrite(fd, view, offset)
+            view, offset = view[written:], offset + written
 
 
-def _shutdown(conns: list[connection.Connection], workers: list[launcher.WorkerProcess],
-              owner_pid: int) -> None:
-  """Stops every worker (EOF, then SIGKILL after a grace period) and reaps them. In a forked
-  copy of the consumer, only closes its copies of the sockets: the workers are not its own."""
-  for conn in conns:
-    conn.close()
-  if os.getpid() != owner_pid:
-    return
-  deadline = time.monotonic() + _CLOSE_GRACE_SECONDS
-  for worker in workers:
-    worker.wait(deadline - time.monotonic())
-    worker.kill()
+def _shutdown(
+    conns: list[connection.Connection], workers: list[launcher.WorkerProcess], owner_pid: int
+) -> None:
+    """Stops every worker (EOF, then SIGKILL after a grace period) and reaps them. In a forked
+    copy of the consumer, only closes its copies of the sockets: the workers are not its own."""
+    for conn in conns:
+        conn.close()
+    if os.getpid() != owner_pid:
+        return
+    deadline = time.monotonic() + _CLOSE_GRACE_SECONDS
+    for worker in workers:
+        worker.wait(deadline - time.monotonic())
+        worker.kill()
 
 
 class WorkerPool:
-  """`num_workers` worker processes running `payload`: the pickled MapDataset and the pickled
-  worker_init_fn (see module doc).
+    """`num_workers` worker processes running `payload`: the pickled MapDataset and the pickled
+    worker_init_fn (see module doc).
 
-  `digest` identifies the payload (the keeper reuses a pool only for the same one). Not
-  thread-safe: one lease at a time uses it.
-  """
+    `digest` identifies the payload (the keeper reuses a pool only for the same one). Not
+    thread-safe: one lease at a time uses it.
+    """
 
-  def __init__(self, payload: tuple[bytes, bytes], digest: bytes, num_workers: int,
-               capacity: int):
-    self.digest = digest
-    self._capacity = capacity
-    self._workers: list[launcher.WorkerProcess] = []
-    self._conns: list[connection.Connection] = []
-    self._arenas: list[Any] = []
-    self._ready: list[bool] = []
-    self._sent: list[collections.deque[_Chunk]] = []  # per worker, request order
-    self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
-    self._closed = False
-    self._close = weakref.finalize(self, _shutdown, self._conns, self._workers, os.getpid())
-    dataset_bytes, init_bytes = payload
-    payload_fd = arena_lib.create_memfd("spelt-pipeline", len(dataset_bytes) + len(init_bytes))
-    gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    try:
-      os.write(gate_write, b"x" * min(num_workers, _usable_cpus()))
-      _write_all(payload_fd, dataset_bytes, 0)
-      _write_all(payload_fd, init_bytes, len(dataset_bytes))
-      for index in range(num_workers):
-        self._start(index, num_workers, (payload_fd, len(dataset_bytes), len(init_bytes)),
-                    (gate_read, gate_write))
-    except BaseException:
-      self.close()
-      raise
-    finally:
-      for fd in (payload_fd, gate_read, gate_write):
-        os.close(fd)
+    def __init__(
+        self, payload: tuple[bytes, bytes], digest: bytes, num_workers: int, capacity: int
+    ):
+        self.digest = digest
+        self._capacity = capacity
+        self._workers: list[launcher.WorkerProcess] = []
+        self._conns: list[connection.Connection] = []
+        self._arenas: list[Any] = []
+        self._ready: list[bool] = []
+        self._sent: list[collections.deque[_Chunk]] = []  # per worker, request order
+        self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
+        self._closed = False
+        self._close = weakref.finalize(self, _shutdown, self._conns, self._workers, os.getpid())
+        dataset_bytes, init_bytes = payload
+        payload_fd = arena_lib.create_memfd("spelt-pipeline", len(dataset_bytes) + len(init_bytes))
+        gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            os.write(gate_write, b"x" * min(num_workers, _usable_cpus()))
+            _write_all(payload_fd, dataset_bytes, 0)
+            _write_all(payload_fd, init_bytes, len(dataset_bytes))
+            for index in range(num_workers):
+                self._start(
+                    index,
+                    num_workers,
+                    (payload_fd, len(dataset_bytes), len(init_bytes)),
+                    (gate_read, gate_write),
+                )
+        except BaseException:
+            self.close()
+            raise
+        finally:
+            for fd in (payload_fd, gate_read, gate_write):
+                os.close(fd)
 
-  def _start(self, index: int, count: int, payload: tuple[int, int, int],
-             gate: tuple[int, int]) -> None:
-    ours, theirs = socket.socketpair()
-    arena_fd = arena_lib.create_memfd(f"spelt-arena-{index}", arena_lib.ARENA_BYTES)
-    try:
-      self._arenas.append(_core.Arena(arena_fd, arena_lib.ARENA_BYTES))
-      self._conns.append(connection.Connection(ours.detach()))
-      self._ready.append(False)
-      self._sent.append(collections.deque())
-      args = [theirs.fileno(), arena_fd, arena_lib.ARENA_BYTES, *payload, index, count,
-              os.getpid(), *gate]
-      self._workers.append(launcher.WorkerProcess(
-          [str(a) for a in args], pass_fds=(theirs.fileno(), arena_fd, payload[0], *gate)))
-    finally:
-      theirs.close()
-      os.close(arena_fd)
+    def _start(
+        self, index: int, count: int, payload: tuple[int, int, int], gate: tuple[int, int]
+    ) -> None:
+        ours, theirs = socket.socketpair()
+        arena_fd = arena_lib.create_memfd(f"spelt-arena-{index}", arena_lib.ARENA_BYTES)
+        try:
+            self._arenas.append(_core.Arena(arena_fd, arena_lib.ARENA_BYTES))
+            self._conns.append(connection.Connection(ours.detach()))
+            self._ready.append(False)
+            self._sent.append(collections.deque())
+            args = [
+                theirs.fileno(),
+                arena_fd,
+                arena_lib.ARENA_BYTES,
+                *payload,
+                index,
+                count,
+                os.getpid(),
+                *gate,
+            ]
+            self._workers.append(
+                launcher.WorkerProcess(
+                    [str(a) for a in args], pass_fds=(theirs.fileno(), arena_fd, payload[0], *gate)
+                )
+            )
+        finally:
+            theirs.close()
+            os.close(arena_fd)
 
-  @property
-  def num_workers(self) -> int:
-    return len(self._workers)
+    @property
+    def num_workers(self) -> int:
+        return len(self._workers)
 
-  @property
-  def closed(self) -> bool:
-    return self._closed
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
-  def alive(self) -> bool:
-    """True if no worker has exited (a pool kept idle is checked before reuse)."""
-    return not self._closed and all(w.exitcode is None for w in self._workers)
+    def alive(self) -> bool:
+        """True if no worker has exited (a pool kept idle is checked before reuse)."""
+        return not self._closed and all(w.exitcode is None for w in self._workers)
 
-  def submit(self, begin: int, count: int) -> Ticket:
-    """Queues elements [begin, begin + count) and sends what the workers can take now."""
-    self._check_open()
-    chunk = _Chunk(begin, count)
-    self._queue.append(chunk)
-    self._receive_ready(timeout=0)
-    self._dispatch()
-    return Ticket(self, chunk)
+    def submit(self, begin: int, count: int) -> Ticket:
+        """Queues elements [begin, begin + count) and sends what the workers can take now."""
+        self._check_open()
+        chunk = _Chunk(begin, count)
+        self._queue.append(chunk)
+        self._receive_ready(timeout=0)
+        self._dispatch()
+        return Ticket(self, chunk)
 
-  def take(self, chunk: _Chunk) -> tuple[Any, BaseException | None, float, int]:
-    """(elements, error, seconds, nbytes): the elements computed from chunk.begin on, in index
-    order (a ``_core.UnpackedChunk``: engine values, arrays in the worker's arena), all of them
-    unless `error`, the exception of the element after them; the worker's seconds and the
-    chunk's bytes. Blocks until the reply is in; raises if a worker died or could not start."""
-    self._check_open()
-    while chunk.reply is None:
-      self._dispatch()
-      if not self._receive_ready(timeout=_POLL_SECONDS):
-        raise RuntimeError(f"spelt: chunk at {chunk.begin} is neither sent nor queued")
-    record, error, seconds, nbytes = chunk.reply
-    elements = self._arenas[chunk.worker].unpack(record)
-    where = chunk.begin + len(elements)
-    if elements.error is not None:  # comes first: the worker's error is for a later element
-      error = elements.error
-      error.add_note(f"spelt: element {where}, computed by worker process {chunk.worker},"
-                     " cannot be unpickled in this process")
-    elif error is not None:
-      error = protocol.unpack_error(
-          error, f"spelt: raised in worker process {chunk.worker} while computing element"
-          f" {where} of the MapDataset")
-    return elements, error, seconds, nbytes
+    def take(self, chunk: _Chunk) -> tuple[Any, BaseException | None, float, int]:
+        """(elements, error, seconds, nbytes): the elements computed from chunk.begin on, in index
+        order (a ``_core.UnpackedChunk``: engine values, arrays in the worker's arena), all of them
+        unless `error`, the exception of the element after them; the worker's seconds and the
+        chunk's bytes. Blocks until the reply is in; raises if a worker died or could not start."""
+        self._check_open()
+        while chunk.reply is None:
+            self._dispatch()
+            if not self._receive_ready(timeout=_POLL_SECONDS):
+                raise RuntimeError(f"spelt: chunk at {chunk.begin} is neither sent nor queued")
+        record, error, seconds, nbytes = chunk.reply
+        elements = self._arenas[chunk.worker].unpack(record)
+        where = chunk.begin + len(elements)
+        if elements.error is not None:  # comes first: the worker's error is for a later element
+            error = elements.error
+            error.add_note(
+                f"spelt: element {where}, computed by worker process {chunk.worker},"
+                " cannot be unpickled in this process"
+            )
+        elif error is not None:
+            error = protocol.unpack_error(
+                error,
+                f"spelt: raised in worker process {chunk.worker} while computing element"
+                f" {where} of the MapDataset",
+            )
+        return elements, error, seconds, nbytes
 
-  def abandon(self, chunk: _Chunk) -> None:
-    """Nobody will take `chunk`: its reply is dropped (now, or when it arrives)."""
-    chunk.abandoned = True
-    if chunk.reply is not None and not self._closed:
-      self._arenas[chunk.worker].discard(chunk.reply[0])
-      chunk.reply = None
+    def abandon(self, chunk: _Chunk) -> None:
+        """Nobody will take `chunk`: its reply is dropped (now, or when it arrives)."""
+        chunk.abandoned = True
+        if chunk.reply is not None and not self._closed:
+            self._arenas[chunk.worker].discard(chunk.reply[0])
+            chunk.reply = None
 
-  def close(self) -> None:
-    """Stops every worker and reaps them (see module doc). Idempotent."""
-    self._closed = True
-    self._close()
-    self._arenas.clear()  # views handed out keep their own mapping alive
+    def close(self) -> None:
+        """Stops every worker and reaps them (see module doc). Idempotent."""
+        self._closed = True
+        self._close()
+        self._arenas.clear()  # views handed out keep their own mapping alive
 
-  # Sending and receiving.
-  def _check_open(self) -> None:
-    if self._closed:
-      raise RuntimeError("spelt: the worker pool is closed")
+    # Sending and receiving.
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("spelt: the worker pool is closed")
 
-  def _dispatch(self) -> None:
-    """Sends queued chunks, in order, to the ready workers with room."""
-    while self._queue:
-      if self._queue[0].abandoned:
-        self._queue.popleft()
-        continue
-      room = [(len(sent), w) for w, sent in enumerate(self._sent)
-              if self._ready[w] and len(sent) < self._capacity]
-      if not room:
-        return
-      _, worker = min(room)
-      chunk = self._queue.popleft()
-      freed = self._arenas[worker].take_released()
-      try:
-        self._conns[worker].send_bytes(protocol.encode((chunk.begin, chunk.count, freed)))
-      except OSError:
-        self._raise_connection_lost(worker)
-      chunk.worker = worker
-      self._sent[worker].append(chunk)
+    def _dispatch(self) -> None:
+        """Sends queued chunks, in order, to the ready workers with room."""
+        while self._queue:
+            if self._queue[0].abandoned:
+                self._queue.popleft()
+                continue
+            room = [
+                (len(sent), w)
+                for w, sent in enumerate(self._sent)
+                if self._ready[w] and len(sent) < self._capacity
+            ]
+            if not room:
+                return
+            _, worker = min(room)
+            chunk = self._queue.popleft()
+            freed = self._arenas[worker].take_released()
+            try:
+                self._conns[worker].send_bytes(protocol.encode((chunk.begin, chunk.count, freed)))
+            except OSError:
+                self._raise_connection_lost(worker)
+            chunk.worker = worker
+            self._sent[worker].append(chunk)
 
-  def _receive_ready(self, timeout: float) -> bool:
-    """Reads the messages that arrive within `timeout` seconds (from workers that are starting
-    or have requests outstanding); raises if a worker has died. False if no message is
-    expected."""
-    expecting = [conn for conn, ready, sent in zip(self._conns, self._ready, self._sent)
-                 if not ready or sent]
-    if not expecting:
-      return False
-    sentinels = [w.sentinel for w in self._workers if w.sentinel is not None]
-    readable = connection.wait([*expecting, *sentinels], timeout)
-    received = False
-    for worker, conn in enumerate(self._conns):
-      if conn in readable:
-        self._receive(worker)
-        received = True
-    if not received and (readable or timeout > 0):
-      self._raise_if_any_died()
-    return True
+    def _receive_ready(self, timeout: float) -> bool:
+        """Reads the messages that arrive within `timeout` seconds (from workers that are starting
+        or have requests outstanding); raises if a worker has died. False if no message is
+        expected."""
+        expecting = [
+            conn
+            for conn, ready, sent in zip(self._conns, self._ready, self._sent)
+            if not ready or sent
+        ]
+        if not expecting:
+            return False
+        sentinels = [w.sentinel for w in self._workers if w.sentinel is not None]
+        readable = connection.wait([*expecting, *sentinels], timeout)
+        received = False
+        for worker, conn in enumerate(self._conns):
+            if conn in readable:
+                self._receive(worker)
+                received = True
+        if not received and (readable or timeout > 0):
+            self._raise_if_any_died()
+        return True
 
-  def _receive(self, worker: int) -> None:
-    try:
-      message = protocol.decode(self._conns[worker].recv_bytes())
-    except (EOFError, OSError):
-      self._raise_connection_lost(worker)
-    if message[0] == protocol.READY:
-      self._ready[worker] = True
-    elif message[0] == protocol.FATAL:
-      raise protocol.unpack_error(message[1])
-    else:
-      chunk = self._sent[worker].popleft()
-      if chunk.abandoned:
-        self._arenas[worker].discard(message[1])
-      else:
-        chunk.reply = message[1:]
+    def _receive(self, worker: int) -> None:
+        try:
+            message = protocol.decode(self._conns[worker].recv_bytes())
+        except (EOFError, OSError):
+            self._raise_connection_lost(worker)
+        if message[0] == protocol.READY:
+            self._ready[worker] = True
+        elif message[0] == protocol.FATAL:
+            raise protocol.unpack_error(message[1])
+        else:
+            chunk = self._sent[worker].popleft()
+            if chunk.abandoned:
+                self._arenas[worker].discard(message[1])
+            else:
+                chunk.reply = message[1:]
 
-  # Failures.
-  def _raise_connection_lost(self, worker: int) -> NoReturn:
-    """The connection broke, so the worker is exiting: raises how it ended."""
-    self._workers[worker].wait(2 * _POLL_SECONDS)
-    self._raise_if_any_died()
-    raise RuntimeError(f"spelt: worker process {worker} closed its connection")
+    # Failures.
+    def _raise_connection_lost(self, worker: int) -> NoReturn:
+        """The connection broke, so the worker is exiting: raises how it ended."""
+        self._workers[worker].wait(2 * _POLL_SECONDS)
+        self._raise_if_any_died()
+        raise RuntimeError(f"spelt: worker process {worker} closed its connection")
 
-  def _raise_if_any_died(self) -> None:
-    for index, worker in enumerate(self._workers):
-      if worker.exitcode is None:
-        continue
-      self._raise_if_fatal(index)
-      raise RuntimeError(
-          f"spelt: worker process {index} of {len(self._workers)} (pid {worker.pid})"
-          f" {worker.describe_exit()} while the pipeline was running. The iterator's"
-          " position is intact: next() starts new workers there."
-      )
+    def _raise_if_any_died(self) -> None:
+        for index, worker in enumerate(self._workers):
+            if worker.exitcode is None:
+                continue
+            self._raise_if_fatal(index)
+            raise RuntimeError(
+                f"spelt: worker process {index} of {len(self._workers)} (pid {worker.pid})"
+                f" {worker.describe_exit()} while the pipeline was running. The iterator's"
+                " position is intact: next() starts new workers there."
+            )
 
-  def _raise_if_fatal(self, worker: int) -> None:
-    """Raises the startup error of an exited worker, if it sent one (its first message)."""
-    conn = self._conns[worker]
-    try:
-      if not conn.poll(0):
-        return
-      message = protocol.decode(conn.recv_bytes())
-    except Exception:  # pylint: disable=broad-exception-caught
-      return
-    if message[0] == protocol.FATAL:
-      raise protocol.unpack_error(message[1])
+    def _raise_if_fatal(self, worker: int) -> None:
+        """Raises the startup error of an exited worker, if it sent one (its first message)."""
+        conn = self._conns[worker]
+        try:
+            if not conn.poll(0):
+                return
+            message = protocol.decode(conn.recv_bytes())
+        except Exception:  # pylint: disable=broad-exception-caught
+            return
+        if message[0] == protocol.FATAL:
+            raise protocol.unpack_error(message[1])

@@ -39,62 +39,62 @@ CHUNK = "chunk"
 
 
 class RemoteTraceback(Exception):
-  """Carries a worker's formatted traceback; set as ``__cause__`` of a re-raised exception."""
+    """Carries a worker's formatted traceback; set as ``__cause__`` of a re-raised exception."""
 
-  def __init__(self, tb: str):
-    super().__init__(tb)
-    self.tb = tb
+    def __init__(self, tb: str):
+        super().__init__(tb)
+        self.tb = tb
 
-  def __str__(self) -> str:
-    return f'\n"""\n{self.tb}"""'
+    def __str__(self) -> str:
+        return f'\n"""\n{self.tb}"""'
 
 
 def encode(message: tuple) -> bytes:
-  return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    return pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 def decode(message: bytes) -> tuple:
-  return pickle.loads(message)
+    return pickle.loads(message)
 
 
 def pack_error(error: BaseException) -> tuple[bytes, str]:
-  """(pickled exception, formatted traceback). An exception that does not survive pickling
-  is replaced by a RuntimeError quoting it."""
-  tb = "".join(traceback.format_exception(error))
-  try:
-    data = cloudpickle.dumps(error)
-    pickle.loads(data)
-  except Exception:  # pylint: disable=broad-exception-caught
-    data = cloudpickle.dumps(RuntimeError(f"{type(error).__qualname__}: {error}"))
-  return data, tb
+    """(pickled exception, formatted traceback). An exception that does not survive pickling
+    is replaced by a RuntimeError quoting it."""
+    tb = "".join(traceback.format_exception(error))
+    try:
+        data = cloudpickle.dumps(error)
+        pickle.loads(data)
+    except Exception:  # pylint: disable=broad-exception-caught
+        data = cloudpickle.dumps(RuntimeError(f"{type(error).__qualname__}: {error}"))
+    return data, tb
 
 
 def unpack_error(packed: tuple[bytes, str], where: str | None = None) -> BaseException:
-  """The worker's exception, with its traceback as __cause__ (and a note saying `where`)."""
-  data, tb = packed
-  error = pickle.loads(data)
-  error.__cause__ = RemoteTraceback(tb)
-  if where is not None:
-    error.add_note(where)
-  return error
+    """The worker's exception, with its traceback as __cause__ (and a note saying `where`)."""
+    data, tb = packed
+    error = pickle.loads(data)
+    error.__cause__ = RemoteTraceback(tb)
+    if where is not None:
+        error.add_note(where)
+    return error
 
 
 def pickle_element(value: Any, in_band: bool) -> tuple[bytes, list[memoryview]]:
-  """(pickle, out-of-band buffers) of an element that has no native encoding (``ChunkWriter.add``
-  calls it): protocol 5, buffers of IN_BAND_BYTES or more out of band unless `in_band`.
-  ``pickle`` first, cloudpickle if that fails. Raises if neither can pickle it."""
-  buffers: list[memoryview] = []
+    """(pickle, out-of-band buffers) of an element that has no native encoding (``ChunkWriter.add``
+    calls it): protocol 5, buffers of IN_BAND_BYTES or more out of band unless `in_band`.
+    ``pickle`` first, cloudpickle if that fails. Raises if neither can pickle it."""
+    buffers: list[memoryview] = []
 
-  def callback(buffer: pickle.PickleBuffer) -> bool:
-    raw = buffer.raw()
-    if raw.nbytes < IN_BAND_BYTES:
-      return True
-    buffers.append(raw)
-    return False
+    def callback(buffer: pickle.PickleBuffer) -> bool:
+        raw = buffer.raw()
+        if raw.nbytes < IN_BAND_BYTES:
+            return True
+        buffers.append(raw)
+        return False
 
-  callback_or_none = None if in_band else callback
-  try:
-    return pickle.dumps(value, protocol=5, buffer_callback=callback_or_none), buffers
-  except Exception:  # pylint: disable=broad-exception-caught
-    buffers.clear()
-    return cloudpickle.dumps(value, protocol=5, buffer_callback=callback_or_none), buffers
+    callback_or_none = None if in_band else callback
+    try:
+        return pickle.dumps(value, protocol=5, buffer_callback=callback_or_none), buffers
+    except Exception:  # pylint: disable=broad-exception-caught
+        buffers.clear()
+        return cloudpickle.dumps(value, protocol=5, buffer_callback=callback_or_none), buffers

@@ -37,110 +37,130 @@ _PIECE_BYTES = 1 << 20
 
 
 def _exit_with_parent(parent_pid: int) -> None:
-  try:
-    pidfd = os.pidfd_open(parent_pid)
-  except (AttributeError, OSError):
-    pidfd = None
+    try:
+        pidfd = os.pidfd_open(parent_pid)
+    except (AttributeError, OSError):
+        pidfd = None
 
-  def watch() -> None:
-    if pidfd is not None:
-      select.select([pidfd], [], [])
-    else:
-      while os.getppid() == parent_pid:
-        time.sleep(_PARENT_POLL_SECONDS)
-    os._exit(0)  # pylint: disable=protected-access
+    def watch() -> None:
+        if pidfd is not None:
+            select.select([pidfd], [], [])
+        else:
+            while os.getppid() == parent_pid:
+                time.sleep(_PARENT_POLL_SECONDS)
+        os._exit(0)  # pylint: disable=protected-access
 
-  threading.Thread(target=watch, name="spelt-parent-watch", daemon=True).start()
-  if os.getppid() != parent_pid:  # the parent ended before the watch began
-    os._exit(0)  # pylint: disable=protected-access
+    threading.Thread(target=watch, name="spelt-parent-watch", daemon=True).start()
+    if os.getppid() != parent_pid:  # the parent ended before the watch began
+        os._exit(0)  # pylint: disable=protected-access
 
 
 def _keep_freed_memory() -> None:
-  """Makes glibc serve allocations below 32 MiB from the heap and keep up to 128 MiB of freed
-  heap, instead of mapping and unmapping them each time.
+    """Makes glibc serve allocations below 32 MiB from the heap and keep up to 128 MiB of freed
+    heap, instead of mapping and unmapping them each time.
 
-  A worker holds a chunk's elements (up to 8 MiB) at once and frees them together; by default
-  glibc then unmaps or trims that memory, and the next chunk faults every page in again (with
-  1 MiB elements: 256 page faults per MiB, a worker 6x slower).
-  """
-  try:
-    mallopt = ctypes.CDLL(None).mallopt
-  except (AttributeError, OSError):  # not glibc
-    return
-  mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-  mallopt(_M_TRIM_THRESHOLD, 128 << 20)
+    A worker holds a chunk's elements (up to 8 MiB) at once and frees them together; by default
+    glibc then unmaps or trims that memory, and the next chunk faults every page in again (with
+    1 MiB elements: 256 page faults per MiB, a worker 6x slower).
+    """
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (AttributeError, OSError):  # not glibc
+        return
+    mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+    mallopt(_M_TRIM_THRESHOLD, 128 << 20)
 
 
 def _load_payload(fd: int, dataset_size: int, init_size: int) -> tuple:
-  """(dataset, worker_init_fn) from the payload memfd (sys.path is already the consumer's)."""
-  with mmap.mmap(fd, dataset_size + init_size, prot=mmap.PROT_READ) as mm:
-    with memoryview(mm) as view:
-      loaded = pickle.loads(view[:dataset_size]), pickle.loads(view[dataset_size:])
-  os.close(fd)
-  return loaded
+    """(dataset, worker_init_fn) from the payload memfd (sys.path is already the consumer's)."""
+    with mmap.mmap(fd, dataset_size + init_size, prot=mmap.PROT_READ) as mm:
+        with memoryview(mm) as view:
+            loaded = pickle.loads(view[:dataset_size]), pickle.loads(view[dataset_size:])
+    os.close(fd)
+    return loaded
 
 
 def _compute(node: Any, arena: Any, begin: int, count: int, piece: int) -> tuple:
-  """(record, error, nbytes) of elements [begin, begin + count), computed `piece` at a time and
-  stored as they come, so that large arrays are copied into the arena while still in cache.
-  `error` is the exception of the element after those in the record, or None."""
-  writer = arena.writer()
-  for first in range(begin, begin + count, piece):
-    values, error = node.compute_chunk(first, min(piece, begin + count - first))
-    stored, pickle_error = writer.add(values, protocol.pickle_element)
-    if pickle_error is not None:  # comes first: the compute error is for a later element
-      pickle_error.add_note(f"spelt: element {first + stored} cannot be pickled to leave its"
-                            " worker process")
-      error = pickle_error
-    del values  # their memory serves the next piece
-    if error is not None:
-      break
-  record, nbytes = writer.finish()
-  return record, error, nbytes
+    """(record, error, nbytes) of elements [begin, begin + count), computed `piece` at a time and
+    stored as they come, so that large arrays are copied into the arena while still in cache.
+    `error` is the exception of the element after those in the record, or None."""
+    writer = arena.writer()
+    for first in range(begin, begin + count, piece):
+        values, error = node.compute_chunk(first, min(piece, begin + count - first))
+        stored, pickle_error = writer.add(values, protocol.pickle_element)
+        if pickle_error is not None:  # comes first: the compute error is for a later element
+            pickle_error.add_note(
+                f"spelt: element {first + stored} cannot be pickled to leave its worker process"
+            )
+            error = pickle_error
+        del values  # their memory serves the next piece
+        if error is not None:
+            break
+    record, nbytes = writer.finish()
+    return record, error, nbytes
 
 
 def _serve(conn: connection.Connection, node: Any, arena: Any) -> None:
-  bytes_per_element = 0.0  # of the last chunk
-  while True:
-    try:
-      begin, count, freed = protocol.decode(conn.recv_bytes())
-    except EOFError:
-      return
-    arena.free(freed)
-    start = time.perf_counter()
-    piece = max(1, int(_PIECE_BYTES / bytes_per_element)) if bytes_per_element else count
-    record, error, nbytes = _compute(node, arena, begin, count, piece)
-    if count:
-      bytes_per_element = nbytes / count
-    conn.send_bytes(protocol.encode((protocol.CHUNK, record,
-                                     None if error is None else protocol.pack_error(error),
-                                     time.perf_counter() - start, nbytes)))
+    bytes_per_element = 0.0  # of the last chunk
+    while True:
+        try:
+            begin, count, freed = protocol.decode(conn.recv_bytes())
+        except EOFError:
+            return
+        arena.free(freed)
+        start = time.perf_counter()
+        piece = max(1, int(_PIECE_BYTES / bytes_per_element)) if bytes_per_element else count
+        record, error, nbytes = _compute(node, arena, begin, count, piece)
+        if count:
+            bytes_per_element = nbytes / count
+        conn.send_bytes(
+            protocol.encode(
+                (
+                    protocol.CHUNK,
+                    record,
+                    None if error is None else protocol.pack_error(error),
+                    time.perf_counter() - start,
+                    nbytes,
+                )
+            )
+        )
 
 
 def main(argv: list[str], release_gate: Callable[[], None]) -> int:
-  (sock_fd, arena_fd, arena_size, payload_fd, dataset_size, init_size, index, count,
-   parent_pid, _, _) = map(int, argv)
-  _exit_with_parent(parent_pid)
-  _keep_freed_memory()
-  conn = connection.Connection(sock_fd)
-  try:
-    arena = _core.Arena(arena_fd, arena_size)
-    os.close(arena_fd)
-    dataset, worker_init_fn = _load_payload(payload_fd, dataset_size, init_size)
-    if worker_init_fn is not None:
-      worker_init_fn(index, count)
-    node = dataset._node  # pylint: disable=protected-access
-  except Exception as e:  # pylint: disable=broad-exception-caught
-    e.add_note(f"spelt: raised while starting worker process {index} of {count}")
+    (
+        sock_fd,
+        arena_fd,
+        arena_size,
+        payload_fd,
+        dataset_size,
+        init_size,
+        index,
+        count,
+        parent_pid,
+        _,
+        _,
+    ) = map(int, argv)
+    _exit_with_parent(parent_pid)
+    _keep_freed_memory()
+    conn = connection.Connection(sock_fd)
     try:
-      conn.send_bytes(protocol.encode((protocol.FATAL, protocol.pack_error(e))))
+        arena = _core.Arena(arena_fd, arena_size)
+        os.close(arena_fd)
+        dataset, worker_init_fn = _load_payload(payload_fd, dataset_size, init_size)
+        if worker_init_fn is not None:
+            worker_init_fn(index, count)
+        node = dataset._node  # pylint: disable=protected-access
+    except Exception as e:  # pylint: disable=broad-exception-caught
+        e.add_note(f"spelt: raised while starting worker process {index} of {count}")
+        try:
+            conn.send_bytes(protocol.encode((protocol.FATAL, protocol.pack_error(e))))
+        except (BrokenPipeError, ConnectionResetError):  # the consumer stopped listening
+            pass
+        return 1
+    release_gate()
+    try:
+        conn.send_bytes(protocol.encode((protocol.READY,)))
+        _serve(conn, node, arena)
     except (BrokenPipeError, ConnectionResetError):  # the consumer stopped listening
-      pass
-    return 1
-  release_gate()
-  try:
-    conn.send_bytes(protocol.encode((protocol.READY,)))
-    _serve(conn, node, arena)
-  except (BrokenPipeError, ConnectionResetError):  # the consumer stopped listening
-    pass
-  return 0
+        pass
+    return 0
