@@ -127,8 +127,8 @@ Point = collections.namedtuple("Point", ["x", "label"])
 
 
 def mixed(i):
-    """Elements of every kind: native ones (plain containers, numbers, strings, C-order arrays of
-    Spelt dtypes) and ones that travel pickled (numpy scalars, a namedtuple, Fortran order,
+    """Elements of every kind: native ones (plain containers, numbers, strings, C-order arrays and
+    numpy scalars of Spelt dtypes) and ones that travel pickled (a namedtuple, Fortran order,
     an int beyond int64)."""
     kinds = [
         {
@@ -149,7 +149,13 @@ def mixed(i):
         },
         Point(np.full((48, 48), i, np.float32), np.int32(i)),
         np.asfortranarray(np.full((50, 60), i, np.float32)),
-        {"scalar": np.float32(i), "x": np.full(3000, i, np.int32)},
+        {
+            "label": np.int64(i),
+            "w": np.float32(i / 4),
+            "ok": np.bool_(i % 2),
+            "x": np.full(3000, i, np.int32),
+        },
+        [np.float16(i), np.uint8(i % 256), np.array([i], np.float16)],
         2**70 + i,
         "x" * (i % 3),
     ]

@@ -6,7 +6,7 @@
 //   's' str (u64 length, UTF-8 bytes)   'b' bytes (u64 length, bytes)
 //   'l' list / 't' tuple (u64 count, items)   'm' dict (u64 count, then per item: u64 key
 //   length, UTF-8 key, value)   'a' array (u8 dtype, u8 ndim, i64 shape[ndim]; the bytes are
-//   the next entry of the element's arrays).
+//   the next entry of the element's arrays)   'g' numpy scalar (u8 dtype, its bytes).
 #include "py_element_codec.h"
 
 #include <cstring>
@@ -18,12 +18,32 @@ namespace {
 
 constexpr int kMaxDepth = 64;
 
-PyTypeObject* NdarrayType() {
-  static PyTypeObject* type = [] {
-    nb::object t = nb::module_::import_("numpy").attr("ndarray");
-    return reinterpret_cast<PyTypeObject*>(t.release().ptr());  // kept for the process
+constexpr int kNumDTypes = static_cast<int>(DType::kFloat64) + 1;
+
+// numpy's types, looked up once and kept for the process.
+struct Numpy {
+  PyTypeObject* ndarray = nullptr;
+  PyTypeObject* generic = nullptr;              // base of numpy scalars
+  PyObject* scalar_types[kNumDTypes] = {};      // numpy.dtype(name).type per Spelt dtype
+  PyObject* dtypes[kNumDTypes] = {};            // numpy.dtype(name)
+  PyObject* frombuffer = nullptr;
+};
+const Numpy& GetNumpy() {
+  static const Numpy* numpy = [] {
+    auto* n = new Numpy();
+    nb::module_ np = nb::module_::import_("numpy");
+    n->ndarray = reinterpret_cast<PyTypeObject*>(nb::object(np.attr("ndarray")).release().ptr());
+    n->generic = reinterpret_cast<PyTypeObject*>(nb::object(np.attr("generic")).release().ptr());
+    n->frombuffer = nb::object(np.attr("frombuffer")).release().ptr();
+    for (int d = 0; d < kNumDTypes; ++d) {
+      const std::string_view name = DTypeName(static_cast<DType>(d));
+      nb::object dtype = np.attr("dtype")(nb::str(name.data(), name.size()));
+      n->scalar_types[d] = nb::object(dtype.attr("type")).release().ptr();
+      n->dtypes[d] = dtype.release().ptr();
+    }
+    return n;
   }();
-  return type;
+  return *numpy;
 }
 
 template <typename T>
@@ -119,7 +139,19 @@ bool Encode(PyObject* obj, int depth, std::string* out, std::vector<Array>* arra
     }
     return true;
   }
-  if (type == NdarrayType()) {
+  if (PyObject_TypeCheck(obj, GetNumpy().generic)) {  // a numpy scalar of a Spelt dtype
+    Value v = ToValue(obj);  // a 0-d Array, or an Opaque leaf
+    if (!v.is<Array>()) return false;
+    const Array& a = v.as<Array>();
+    if (reinterpret_cast<PyObject*>(type) != GetNumpy().scalar_types[static_cast<int>(a.dtype)]) {
+      return false;  // e.g. numpy.longlong, which would come back as numpy.int64
+    }
+    out->push_back('g');
+    Put<uint8_t>(out, static_cast<uint8_t>(a.dtype));
+    out->append(reinterpret_cast<const char*>(a.data), a.nbytes());
+    return true;
+  }
+  if (type == GetNumpy().ndarray) {
     std::optional<Array> array = NativeArray(obj);
     if (!array || array->shape.size() > 255) return false;
     out->push_back('a');
@@ -188,6 +220,7 @@ class Decoder {
         return Value(std::shared_ptr<const Mapping>(std::move(map)));
       }
       case 'a': return DecodeArray();
+      case 'g': return DecodeScalar();
       default:
         throw std::invalid_argument("element encoding: unknown tag " +
                                     std::to_string(static_cast<int>(tag)));
@@ -205,13 +238,26 @@ class Decoder {
   }
 
  private:
-  Value DecodeArray() {
+  DType GetDType() {
     const auto dtype = reader_.Get<uint8_t>();
-    if (dtype > static_cast<uint8_t>(DType::kFloat64)) {
-      throw std::invalid_argument("element encoding: unknown dtype");
-    }
+    if (dtype >= kNumDTypes) throw std::invalid_argument("element encoding: unknown dtype");
+    return static_cast<DType>(dtype);
+  }
+
+  // A numpy scalar: a Python object (numpy.frombuffer(bytes, dtype)[0]), as in a pipeline
+  // without workers.
+  Value DecodeScalar() {
+    const DType dtype = GetDType();
+    std::string_view raw = reader_.Take(ItemSize(dtype));
+    nb::gil_scoped_acquire gil;
+    nb::object scalar = nb::handle(GetNumpy().frombuffer)(
+        nb::bytes(raw.data(), raw.size()), nb::handle(GetNumpy().dtypes[static_cast<int>(dtype)]))[0];
+    return Wrap(scalar);
+  }
+
+  Value DecodeArray() {
     Array a;
-    a.dtype = static_cast<DType>(dtype);
+    a.dtype = GetDType();
     a.shape.resize(reader_.Get<uint8_t>());
     for (int64_t& d : a.shape) {
       d = reader_.Get<int64_t>();

@@ -1,12 +1,13 @@
 // The native encoding of elements that worker processes hand to the consumer (py_arena.cc,
 // docs/workers.md). An element made only of exact built-in types (None, bool, int that fits
-// int64, float, str, bytes, list, tuple, dict with str keys) and C-contiguous numpy.ndarrays of
-// a Spelt dtype (native byte order) is written as a compact tag stream plus its arrays' bytes;
-// the consumer rebuilds it as an engine Value without creating Python objects, its arrays
-// pointing into the shared arena. Anything else (numpy scalars, subclasses, namedtuples,
-// Fortran-order arrays, user classes, cycles or nesting deeper than 64) is pickled instead.
-// Decoded values convert back (ToPython) to objects of the same types and values; objects
-// shared inside an element come back as copies. Encoding REQUIRES the GIL; decoding does not.
+// int64, float, str, bytes, list, tuple, dict with str keys), C-contiguous numpy.ndarrays of a
+// Spelt dtype (native byte order) and numpy scalars of those dtypes is written as a compact tag
+// stream plus its arrays' bytes; the consumer rebuilds it as an engine Value, its arrays
+// pointing into the shared arena, without Python objects except for numpy scalars. Anything
+// else (subclasses, namedtuples, Fortran-order arrays, other numpy dtypes, user classes,
+// cycles or nesting deeper than 64) is pickled instead. Decoded values convert back (ToPython)
+// to objects of the same types and values; objects shared inside an element come back as
+// copies. Both REQUIRE the GIL (decoding only for numpy scalars, and takes it then).
 #ifndef SPELT_PYTHON_PY_ELEMENT_CODEC_H_
 #define SPELT_PYTHON_PY_ELEMENT_CODEC_H_
 
