@@ -21,7 +21,9 @@ each pipeline on both engines (Spelt is call-compatible). Cases:
 W1 and W2 also report the peak memory of the consumer plus all its descendant processes: the
 peak over samples (every 20 ms) of the summed PSS (shared pages split between the processes
 that map them, so an arena or a /dev/shm segment counts once) and of the summed RSS (which
-counts shared pages once per process).
+counts shared pages once per process). Memory is measured in separate repetitions (the first
+MEMORY_REPS), because reading every process's smaps_rollup 50 times a second costs the
+pipeline itself ~30% of W2's throughput (it walks the page tables of the processes measured).
 
 Every repetition runs in a fresh interpreter that imports only the engine it measures;
 repetitions of the engines are interleaved so that drift of the machine hits all of them. The
@@ -54,6 +56,7 @@ LARGE_RECORDS = 32 * 80
 LARGE_BATCH = 32
 FIRST_BATCH_WORKERS = 4
 SAMPLE_SECONDS = 0.02
+MEMORY_REPS = 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,23 +241,21 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         return {}
     if case == "first batch":
         return first_batches(g, workers, rounds)
-    memory = MemorySampler()
+    memory = MemorySampler() if spec.get("memory") else None
     it = iter(build(g, case, workers, rounds))
     records = len(next(it))
     first = time.perf_counter()
     for batch in it:
         records += len(batch)
     end = time.perf_counter()
-    memory.sample()
-    memory.stop()
     batch_size = LARGE_BATCH if case == "large" else TRANSFORM_BATCH
     expected = LARGE_RECORDS if case == "large" else TRANSFORM_RECORDS
     assert records == expected, f"{records} records, not {expected}"
-    return {
-        "rate": (records - batch_size) / (end - first),
-        "pss": memory.peak_pss,
-        "rss": memory.peak_rss,
-    }
+    if memory is None:
+        return {"rate": (records - batch_size) / (end - first)}
+    memory.sample()
+    memory.stop()
+    return {"pss": memory.peak_pss, "rss": memory.peak_rss}
 
 
 def run_child(spec: dict[str, Any]) -> dict[str, Any]:
@@ -280,6 +281,7 @@ class Config:
     case: str
     engine: str
     workers: int
+    memory: bool = False  # measures peak memory instead of speed
 
     @property
     def label(self) -> str:
@@ -295,6 +297,11 @@ CONFIGS = [
     Config("W2", "large", "memcpy", 0),
     Config("W3", "first batch", "spelt", FIRST_BATCH_WORKERS),
     Config("W3", "first batch", "grain", FIRST_BATCH_WORKERS),
+]
+MEMORY_CONFIGS = [
+    dataclasses.replace(c, memory=True)
+    for c in CONFIGS
+    if c.case in ("transform", "large") and c.workers
 ]
 
 
@@ -315,7 +322,8 @@ GOALS = [
     Goal("W1 Spelt 2w / Grain 2w records/s", CONFIGS[0], CONFIGS[1], "rate", 5.0),
     Goal("W2 Spelt / Grain MiB/s", CONFIGS[3], CONFIGS[4], "rate", 5.0),
     Goal("W2 Spelt / memcpy MiB/s", CONFIGS[3], CONFIGS[5], "rate", 0.3),
-    Goal("W2 Grain / Spelt peak PSS", CONFIGS[4], CONFIGS[3], "pss", 1.0),
+    Goal("W1 Grain / Spelt peak PSS", MEMORY_CONFIGS[1], MEMORY_CONFIGS[0], "pss", 1.0),
+    Goal("W2 Grain / Spelt peak PSS", MEMORY_CONFIGS[3], MEMORY_CONFIGS[2], "pss", 1.0),
     Goal("W3 Grain / Spelt first batch, s", CONFIGS[7], CONFIGS[6], "first", 2.0),
     Goal("W3 Spelt second iterator's first batch, s", CONFIGS[6], None, "second", 0.2),
 ]
@@ -338,14 +346,13 @@ def _rows(config: Config, results: list[dict[str, Any]]) -> list[tuple[str, str]
             ("s, 1st iterator", _spread(results, "first", 1, ".3f")),
             ("s, 2nd iterator", _spread(results, "second", 1, ".3f")),
         ]
-    unit = "MiB/s" if config.case == "large" else "records/s"  # a large record is 1 MiB
-    rows = [(unit, _spread(results, "rate", 1, ",.0f"))]
-    if config.workers:
-        rows += [
+    if config.memory:
+        return [
             ("peak PSS MiB", _spread(results, "pss", 2**-20, ",.0f")),
             ("peak RSS MiB", _spread(results, "rss", 2**-20, ",.0f")),
         ]
-    return rows
+    unit = "MiB/s" if config.case == "large" else "records/s"  # a large record is 1 MiB
+    return [(unit, _spread(results, "rate", 1, ",.0f"))]
 
 
 def report(results: dict[Config, list[dict[str, Any]]], loads: list[float]) -> None:
@@ -385,7 +392,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.child:
         print(json.dumps(child(json.loads(args.child))))
         return
-    configs = [c for c in CONFIGS if args.k in c.case or args.k in c.name]
+    configs = [c for c in CONFIGS + MEMORY_CONFIGS if args.k in c.case or args.k in c.name]
     if not configs:  # e.g. a -k meant for another bench module
         return
     rounds = calibrate_rounds()
@@ -399,8 +406,10 @@ def main(argv: list[str] | None = None) -> None:
     print("Spelt with 2 workers yields the batches of Spelt with 0 workers\n")
     results: dict[Config, list[dict[str, Any]]] = {c: [] for c in configs}
     loads = []
-    for _ in range(args.reps):
+    for rep in range(args.reps):
         for config in configs:
+            if config.memory and rep >= MEMORY_REPS:
+                continue
             loads.append(os.getloadavg()[0])
             results[config].append(
                 run_child(
@@ -409,6 +418,7 @@ def main(argv: list[str] | None = None) -> None:
                         "case": config.case,
                         "workers": config.workers,
                         "rounds": rounds,
+                        "memory": config.memory,
                     }
                 )
             )
