@@ -318,3 +318,31 @@ def test_array_record_pipeline_names_the_corrupt_record(tmp_path):
         warnings.simplefilter("error")
         out = list(spelt.MapDataset.source(source).slice(slice(0, 17)).batch(4))
     assert [list(b) for b in out] == [records[i : min(i + 4, 17)] for i in range(0, 17, 4)]
+
+
+def test_map_dataset_getitems_reads_the_source_once():
+    """MapDataset._getitems (Grain's batched read) is one engine read: the source's
+    __getitems__ sees all the indices at once, and the elements equal ds[i]."""
+
+    class Source:
+        def __init__(self):
+            self.batches = []
+
+        def __len__(self):
+            return 10
+
+        def __getitem__(self, i):
+            return i
+
+        def __getitems__(self, indices):
+            self.batches.append(list(indices))
+            return list(indices)
+
+    source = Source()
+    ds = spelt.MapDataset.source(source).map(lambda x: x * 2).filter(lambda x: x != 4)
+    indices = [1, 2, -1, 15]
+    got = ds._getitems(indices)
+    assert source.batches == [[1, 2, 9, 5]]
+    assert got == [ds[i] for i in indices] == [2, None, 18, 10]
+    with pytest.raises(IndexError):
+        ds._getitems([0, -11])

@@ -72,6 +72,19 @@ void RegisterDatasets(nb::module_& m) {
         }
         return OptionalToPython(v);
       }, "index"_a, "Element at a global index (>= 0); None if filtered out.")
+      .def("get_many", [](const MapDataset& d, std::vector<int64_t> indices) {
+        for (const int64_t index : indices) {
+          if (index < 0) throw std::out_of_range("index " + std::to_string(index) + " < 0");
+        }
+        std::vector<std::optional<Value>> values;
+        {
+          nb::gil_scoped_release release;
+          d.node()->GetMany(indices, &values);
+        }
+        nb::list out;
+        for (const std::optional<Value>& v : values) out.append(OptionalToPython(v));
+        return out;
+      }, "indices"_a, "Elements at global indices (each >= 0), read together (MapNode::GetMany).")
       .def("shuffle", [](const MapDataset& d, int64_t seed) { return d.Shuffle(seed); },
            "seed"_a)
       .def("slice", [](const MapDataset& d, std::optional<int64_t> start,

@@ -56,6 +56,11 @@ class MapDataset:
     def get(self, index: int) -> object:
         """Element at a global index (>= 0); None if filtered out."""
 
+    def get_many(self, indices: Sequence[int]) -> list:
+        """
+        Elements at global indices (each >= 0), read together (MapNode::GetMany).
+        """
+
     def shuffle(self, seed: int) -> MapDataset: ...
 
     def slice(self, start: int | None, stop: int | None, step: int | None) -> MapDataset: ...

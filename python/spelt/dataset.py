@@ -195,18 +195,26 @@ class MapDataset(_Transformations, abc.ABC):
         return len(self._node)
 
     def __getitem__(self, index):
+        """Element at a global index (>= len reads later epochs; negative counts from the end
+        of the first epoch, as Grain does), None if filtered out; a slice gives a dataset.
+        IndexError for a negative index below -len."""
         if isinstance(index, slice):
             return self.slice(index)
+        return self._node.get(self._global_index(index))
+
+    def _getitems(self, indices: Sequence[int]) -> list[Any]:
+        """Elements at ``indices`` (Grain's batched read), read with one engine call so that the
+        source sees them together (one ``__getitems__``, one ArrayRecord batch, one gather)."""
+        return self._node.get_many([self._global_index(i) for i in indices])
+
+    def _global_index(self, index: int) -> int:
         if index < 0:  # counts from the end of the first epoch, as Grain does
             index += len(self)
             if index < 0:
                 raise IndexError(
                     f"index {index - len(self)} out of range for a dataset of length {len(self)}"
                 )
-        return self._node.get(index)
-
-    def _getitems(self, indices: Sequence[int]) -> list[Any]:
-        return [self[i] for i in indices]
+        return index
 
     def __iter__(self) -> DatasetIterator:
         return self.to_iter_dataset().__iter__()
