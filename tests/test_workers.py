@@ -547,3 +547,22 @@ def test_consumer_end_stops_workers(how):
     while any(wp.is_running(pid) for pid in workers):
         assert time.monotonic() - start < 2, f"workers still running after {how}"
         time.sleep(0.02)
+
+
+def _exit_123(x):
+    if x == 3:
+        sys.exit(123)
+    return x
+
+
+def test_sys_exit_in_a_worker_ends_that_worker_not_the_consumer():
+    """As in Grain: a transform that calls sys.exit() ends its worker process, and the consumer
+    raises a RuntimeError naming the exit code (not SystemExit, which would end the program)."""
+    ds = (
+        spelt.MapDataset.range(8)
+        .map(_exit_123)
+        .to_iter_dataset()
+        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
+    )
+    with pytest.raises(RuntimeError, match="terminated unexpectedly with exit code 123"):
+        list(ds)

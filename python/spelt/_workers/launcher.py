@@ -55,7 +55,7 @@ class WorkerProcess:
                 return f"was killed by signal {signal.Signals(-code).name}"
             except ValueError:
                 return f"was killed by signal {-code}"
-        return f"exited with code {code}"
+        return f"was terminated unexpectedly with exit code {code}"
 
     def wait(self, timeout: float) -> bool:
         """Waits up to `timeout` seconds for the exit; True if the process has exited."""

@@ -94,6 +94,8 @@ def _compute(node: Any, arena: Any, begin: int, count: int, piece: int) -> tuple
             )
             error = pickle_error
         del values  # their memory serves the next piece
+        if isinstance(error, SystemExit):  # user code asked the worker to exit: it does, and the
+            raise error  # consumer reports the exit code (Grain: "terminated unexpectedly")
         if error is not None:
             break
     record, nbytes = writer.finish()
