@@ -31,6 +31,16 @@ TESTS_DIR = os.path.dirname(os.path.abspath(__file__))
 WORKER_COUNTS = [1, 2, 3, 5]
 
 
+def _two_workers(n, fn):
+    """range(n).map(fn) read by 2 worker processes."""
+    return (
+        spelt.MapDataset.range(n)
+        .map(fn)
+        .to_iter_dataset()
+        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
+    )
+
+
 def _normalized(elements):
     return json.loads(json.dumps([pipelines.describe(x) for x in elements], default=repr))
 
@@ -257,12 +267,7 @@ def test_later_iterators_reuse_the_warm_workers():
 
 def test_workers_are_not_reused_for_a_changed_pipeline():
     scale = wp.Scale(2)
-    ds = (
-        spelt.MapDataset.range(10)
-        .map(scale)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(10, scale)
     assert list(ds) == [2 * i for i in range(10)]
     workers = set(wp.children(os.getpid()))
     scale.factor = 3
@@ -281,12 +286,7 @@ def test_close_leaves_no_processes_fds_or_mappings():
     gc.collect()
     fds = set(os.listdir("/proc/self/fd"))
     for _ in range(2):
-        ds = (
-            spelt.MapDataset.range(100)
-            .map(wp.big_array)
-            .to_iter_dataset()
-            .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-        )
+        ds = _two_workers(100, wp.big_array)
         it = iter(ds)
         x = next(it)
         assert _in_arena(x)
@@ -301,12 +301,7 @@ def test_close_leaves_no_processes_fds_or_mappings():
 def test_numpy_leaves_are_views_into_the_arena_and_slots_are_reused():
     # 2,000 arrays of 256 KiB (500 MiB) through 256 MiB arenas: only reuse keeps every one of
     # them zero-copy, and the shared memory in use stays small.
-    ds = (
-        spelt.MapDataset.range(2000)
-        .map(wp.big_array)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(2000, wp.big_array)
     for i, x in enumerate(ds):
         assert x[0, 0] == i
         assert _in_arena(x), f"element {i} was copied"
@@ -356,12 +351,7 @@ def _assert_identical(got, want, where):
 
 
 def test_elements_keep_their_types_and_arrays_stay_in_the_arena():
-    ds = (
-        spelt.MapDataset.range(32)
-        .map(wp.mixed)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(32, wp.mixed)
     got = list(ds)
     assert len(got) == 32
     for i, element in enumerate(got):
@@ -373,12 +363,7 @@ def test_elements_keep_their_types_and_arrays_stay_in_the_arena():
 
 def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
     monkeypatch.setattr(arena, "ARENA_BYTES", 1 << 20)
-    ds = (
-        spelt.MapDataset.range(6)
-        .map(wp.big_array_mib)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(6, wp.big_array_mib)
     got = list(ds)
     assert [x[0, 0] for x in got] == list(range(6))
     assert not any(_in_arena(x) for x in got) and all(x.flags.writeable for x in got)
@@ -389,12 +374,7 @@ def test_elements_larger_than_the_arena_travel_in_band(monkeypatch):
 
 
 def test_exception_in_worker_keeps_type_and_traceback():
-    ds = (
-        spelt.MapDataset.range(12)
-        .map(wp.explode)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(12, wp.explode)
     it = iter(ds)
     got = []
     with pytest.raises(wp.TransformError, match="cannot handle 7") as info:
@@ -423,12 +403,7 @@ def test_failing_worker_init_fn_is_raised():
 
 
 def test_unpicklable_element_is_raised_at_its_index():
-    ds = (
-        spelt.MapDataset.range(6)
-        .map(wp.lock_at_three)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(6, wp.lock_at_three)
     it = iter(ds)
     assert [next(it) for _ in range(3)] == [0, 1, 2]
     with pytest.raises(TypeError, match="pickle") as info:
@@ -445,12 +420,7 @@ def test_unpicklable_pipeline_names_the_object():
         def __call__(self, x):
             return x
 
-    ds = (
-        spelt.MapDataset.range(5)
-        .map(Locked())
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(5, Locked())
     with pytest.raises(TypeError, match="lock") as info:
         iter(ds)
     note = " ".join(info.value.__notes__)
@@ -558,11 +528,6 @@ def _exit_123(x):
 def test_sys_exit_in_a_worker_ends_that_worker_not_the_consumer():
     """As in Grain: a transform that calls sys.exit() ends its worker process, and the consumer
     raises a RuntimeError naming the exit code (not SystemExit, which would end the program)."""
-    ds = (
-        spelt.MapDataset.range(8)
-        .map(_exit_123)
-        .to_iter_dataset()
-        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=2))
-    )
+    ds = _two_workers(8, _exit_123)
     with pytest.raises(RuntimeError, match="terminated unexpectedly with exit code 123"):
         list(ds)
