@@ -325,7 +325,7 @@ TEST(ArrayRecordReadPlanTest, GroupsByChunkAndRunsOfNeighbouringChunks) {
 TEST(ArrayRecordTest, CachedChunkIsNotReadAgain) {
   const std::vector<std::string> records = MakeRecords({10, 20, 30, 40, 50, 60});
   const std::string path = TempPath("cache");
-  WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:3,uncompressed"));
+  WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:3,zstd"));
   for (size_t capacity : {0, 1}) {
     ArrayRecordReaderOptions options;
     options.cache_chunks = capacity;
@@ -345,6 +345,40 @@ TEST(ArrayRecordTest, CachedChunkIsNotReadAgain) {
     }
     WriteBytes(path, original);
   }
+  std::filesystem::remove(path);
+}
+
+// Once a reader has read an uncompressed chunk of several records whole and checked it, it
+// reads single records of that chunk in place: just their bytes, across block headers.
+TEST(ArrayRecordTest, CheckedUncompressedChunkIsReadInPlace) {
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 40; ++i) sizes.push_back(i % 9 == 0 ? 0 : 30000 + i * 977);
+  const std::vector<std::string> records = MakeRecords(sizes);
+  const std::string path = TempPath("in_place");
+  WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:4,uncompressed"));
+  std::vector<uint64_t> order(records.size());
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(3));
+  std::vector<std::string> expected;
+  for (uint64_t i : order) expected.push_back(records[i]);
+  ArrayRecordReaderOptions options;
+  options.cache_chunks = 0;
+  const auto reader = ArrayRecordReader::Open(path, options);
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass reads every record in place
+    for (size_t k = 0; k < order.size(); ++k) {
+      ASSERT_EQ(reader->ReadRecord(order[k]), expected[k]) << "pass " << pass << " " << order[k];
+    }
+    for (int threads : {1, 2}) EXPECT_EQ(reader->ReadRecords(order, threads), expected);
+  }
+  // Corrupt record 6 (chunk 1): a new reader checks the chunk and fails on record 5, while
+  // the first reads record 5 in place without touching record 6.
+  const auto record_6 = ReadBytes(path).find(records[6].substr(0, 64));
+  ASSERT_NE(record_6, std::string::npos);
+  FlipBit(path, record_6 + 10, 0);
+  EXPECT_THROW(ArrayRecordReader::Open(path, options)->ReadRecord(5), CorruptFileError);
+  EXPECT_EQ(reader->ReadRecord(5), records[5]);
+  EXPECT_EQ(reader->ReadRecords(std::vector<uint64_t>{5, 7}, 2),
+            (std::vector<std::string>{records[5], records[7]}));
   std::filesystem::remove(path);
 }
 

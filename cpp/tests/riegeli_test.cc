@@ -97,6 +97,17 @@ TEST(RiegeliFormatTest, PositionArithmetic) {
             kBlockSize + kBlockHeaderSize + 1);
 }
 
+// PhysicalPosition agrees with walking the file byte by byte, skipping block headers.
+TEST(RiegeliFormatTest, PhysicalPositionSkipsBlockHeaders) {
+  for (const uint64_t begin : {uint64_t{64}, kBlockSize, kBlockSize - 1, 3 * kBlockSize + 100}) {
+    uint64_t position = begin;
+    for (uint64_t offset = 0; offset < 3 * kBlockSize; ++offset, ++position) {
+      if (IsBlockBoundary(position)) position += kBlockHeaderSize;
+      ASSERT_EQ(PhysicalPosition(begin, offset), position) << begin << " + " << offset;
+    }
+  }
+}
+
 TEST(RiegeliVarintTest, RoundTripsAndRejectsBadInput) {
   for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{127}, uint64_t{128}, uint64_t{300},
                      uint64_t{1} << 35, ~uint64_t{0}}) {

@@ -21,6 +21,8 @@ class ChunkCache {
   // Holds at most `capacity` chunks; 0 holds none.
   explicit ChunkCache(size_t capacity) : capacity_(capacity) {}
 
+  size_t capacity() const { return capacity_; }
+
   // The cached chunk `index` (now the most recently used), or null.
   ChunkPtr Find(uint64_t index);
   // Caches `chunk` as chunk `index`, evicting the least recently used chunk if full.

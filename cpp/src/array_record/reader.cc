@@ -18,6 +18,7 @@
 #include "io/file.h"
 #include "array_record/layout.h"
 #include "array_record/read_plan.h"
+#include "array_record/record_locations.h"
 #include "riegeli/chunk_reader.h"
 #include "riegeli/simple_chunk.h"
 #include "spelt/array_record.h"
@@ -32,6 +33,7 @@ using internal::array_record::FooterMetadata;
 using internal::array_record::Postscript;
 using internal::io::RandomAccessFile;
 using internal::array_record::ReadPlan;
+using internal::array_record::RecordLocations;
 using internal::riegeli::Buffer;
 using internal::riegeli::Chunk;
 using internal::riegeli::ChunkType;
@@ -80,6 +82,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
         max_decoded_size_(std::min(file_.size(), UINT64_MAX / kMaxExpansion) * kMaxExpansion),
         cache_(options.cache_chunks) {
     ReadIndex();
+    if (group_size_ > 1) locations_ = std::make_unique<RecordLocations>(NumChunks());
   }
 
   const std::string& path() const override { return file_.path(); }
@@ -89,7 +92,15 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
 
   std::string ReadRecord(uint64_t index) const override {
     CheckIndex(index);
-    return std::string(GetChunk(index / group_size_)->record(index % group_size_));
+    const uint64_t c = index / group_size_;
+    if (cache_.Find(c) == nullptr) {
+      if (const RecordLocations::Chunk* located = Located(c)) {
+        std::string record;
+        ReadLocated(c, *located, index % group_size_, record);
+        return record;
+      }
+    }
+    return std::string(GetChunk(c)->record(index % group_size_));
   }
 
   std::vector<std::string> ReadRecords(std::span<const uint64_t> indices,
@@ -146,6 +157,19 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   // Data chunk `c`, from the cache or the file (then cached).
   ChunkPtr GetChunk(uint64_t c) const;
 
+  // Remembers where the records of data chunk `c` lie if it is uncompressed (its `values`, all
+  // records concatenated, point into its logical `data`) and holds several records.
+  void NoteLocations(uint64_t c, std::string_view data, std::string_view values,
+                     const std::vector<uint64_t>& ends) const;
+  // Where the records of data chunk `c` lie, if known.
+  const RecordLocations::Chunk* Located(uint64_t c) const {
+    return locations_ ? locations_->Find(c) : nullptr;
+  }
+  // Reads record `r` of data chunk `c`, whose records lie at `located`, into `out`: only the
+  // record's bytes are read (its chunk's hashes were checked when the locations were noted).
+  void ReadLocated(uint64_t c, const RecordLocations::Chunk& located, uint64_t r,
+                   std::string& out) const;
+
   void ReadRun(Batch& batch, const ReadPlan::Run& run) const;
   // Reads runs of `batch` until none is left. Static: a helper may start after the call (and
   // the reader) is gone, and then touches only `batch`.
@@ -163,6 +187,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   std::vector<uint64_t> chunk_offsets_;  // one per data chunk, then the footer offset
   std::vector<uint64_t> decoded_sizes_;  // one per data chunk
   mutable ChunkCache cache_;
+  std::unique_ptr<RecordLocations> locations_;  // null when chunks hold one record each
 };
 
 void ArrayRecordReaderImpl::ReadIndex() {
@@ -311,7 +336,36 @@ void ArrayRecordReaderImpl::CheckDataChunk(uint64_t c,
 ChunkPtr ArrayRecordReaderImpl::DecodeDataChunk(uint64_t c, Chunk chunk) const {
   const uint64_t begin = chunk_offsets_[c];
   CheckDataChunk(c, chunk.header);
-  return std::make_shared<const DecodedChunk>(Decode(std::move(chunk), begin));
+  const std::string_view data = chunk.data;  // moves with its storage into the decoded chunk
+  auto decoded = std::make_shared<const DecodedChunk>(Decode(std::move(chunk), begin));
+  NoteLocations(c, data, decoded->values(), decoded->ends());
+  return decoded;
+}
+
+void ArrayRecordReaderImpl::NoteLocations(uint64_t c, std::string_view data,
+                                          std::string_view values,
+                                          const std::vector<uint64_t>& ends) const {
+  const bool in_data = values.data() >= data.data() &&
+                       values.data() + values.size() <= data.data() + data.size();
+  if (!locations_ || !in_data || Located(c) != nullptr) return;
+  locations_->Insert(c, {internal::riegeli::kChunkHeaderSize + static_cast<uint64_t>(values.data() - data.data()),
+                         ends});
+}
+
+void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk& located,
+                                        uint64_t r, std::string& out) const {
+  const uint64_t record_begin = r == 0 ? 0 : located.ends[r - 1];
+  out.resize(located.ends[r] - record_begin);
+  uint64_t offset = located.values_begin + record_begin;  // logical, from the chunk's start
+  for (size_t done = 0; done < out.size();) {
+    // Up to the next block header.
+    const uint64_t position = internal::riegeli::PhysicalPosition(chunk_offsets_[c], offset);
+    const uint64_t n = std::min<uint64_t>(out.size() - done,
+                                          internal::riegeli::RemainingInBlock(position));
+    file_.ReadAt(position, out.data() + done, n);
+    done += n;
+    offset += n;
+  }
 }
 
 ChunkPtr ArrayRecordReaderImpl::GetChunk(uint64_t c) const {
@@ -330,7 +384,7 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
   batch->indices = indices;
   batch->plan = internal::array_record::PlanReads(
       indices, group_size_, chunk_offsets_, kMaxRunBytes,
-      [&](uint64_t c) { return cache_.Find(c) != nullptr; });
+      [&](uint64_t c) { return cache_.Find(c) != nullptr || Located(c) != nullptr; });
   batch->records.resize(indices.size());
   // The caller works too, so the call finishes even if no helper ever starts.
   const size_t num_runs = batch->plan.runs.size();
@@ -345,18 +399,30 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
 
 void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) const {
   const ReadPlan& plan = batch.plan;
-  const auto copy_records = [&](const ReadPlan::Group& group, const DecodedChunk& chunk) {
+  const auto for_each_request = [&](const ReadPlan::Group& group, auto fn) {
     for (size_t i = group.begin; i < group.end; ++i) {
       const size_t position = plan.order[i];
-      batch.records[position] = std::string(chunk.record(batch.indices[position] % group_size_));
+      fn(batch.indices[position] % group_size_, batch.records[position]);
     }
   };
   const ReadPlan::Group& first = plan.groups[run.begin];
-  if (run.end - run.begin == 1) return copy_records(first, *GetChunk(first.chunk));
+  if (run.end - run.begin == 1) {  // a chunk in the cache, or one to read in place
+    if (const ChunkPtr cached = cache_.Find(first.chunk)) {
+      return for_each_request(first, [&](uint64_t r, std::string& out) {
+        out = std::string(cached->record(r));
+      });
+    }
+    if (const RecordLocations::Chunk* located = Located(first.chunk)) {
+      return for_each_request(first, [&](uint64_t r, std::string& out) {
+        ReadLocated(first.chunk, *located, r, out);
+      });
+    }
+  }
   // Chunks first.chunk, first.chunk + 1, ...: one pread into a per-thread buffer that is
-  // reused from run to run. Every chunk but the last is decoded in that buffer and its records
-  // copied straight out of it (or out of a reused decompression buffer); the last is decoded
-  // into its own buffer and cached: a read of the records that follow is the likeliest next.
+  // reused from run to run. Each chunk is decoded in that buffer and its records copied
+  // straight out of it (or out of a reused decompression buffer). The last chunk is also
+  // cached, unless its records can be read in place: a read of the records that follow is the
+  // likeliest next.
   thread_local internal::riegeli::ScratchBuffer run_scratch, sizes_scratch, values_scratch;
   thread_local std::vector<uint64_t> ends;
   const uint64_t first_chunk = first.chunk;
@@ -364,7 +430,7 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   const uint64_t begin = chunk_offsets_[first_chunk];
   char* const bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
   file_.ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
-  for (size_t g = run.begin; g + 1 < run.end; ++g) {
+  for (size_t g = run.begin; g < run.end; ++g) {
     const uint64_t c = first_chunk + (g - run.begin);
     const internal::riegeli::ChunkView chunk = internal::riegeli::ParseChunkInPlace(
         path(), chunk_offsets_[c], bytes + (chunk_offsets_[c] - begin),
@@ -377,21 +443,18 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
     } catch (const FormatError& e) {
       Corrupt(chunk_offsets_[c], e.what());
     }
-    const ReadPlan::Group& group = plan.groups[g];
-    for (size_t i = group.begin; i < group.end; ++i) {
-      const size_t position = plan.order[i];
-      const uint64_t r = batch.indices[position] % group_size_;
+    NoteLocations(c, chunk.data, values, ends);
+    for_each_request(plan.groups[g], [&](uint64_t r, std::string& out) {
       const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
-      batch.records[position].assign(values.data() + record_begin, ends[r] - record_begin);
+      out.assign(values.data() + record_begin, ends[r] - record_begin);
+    });
+    if (c == last_chunk && cache_.capacity() > 0 && Located(c) == nullptr) {
+      Buffer storage(values.size());
+      std::memcpy(storage.data(), values.data(), values.size());
+      const std::string_view kept(storage.data(), values.size());
+      cache_.Insert(c, std::make_shared<const DecodedChunk>(std::move(storage), kept, ends));
     }
   }
-  const uint64_t c = last_chunk;
-  Buffer last(chunk_offsets_[c + 1] - chunk_offsets_[c]);
-  std::memcpy(last.data(), bytes + (chunk_offsets_[c] - begin), last.size());
-  const ChunkPtr chunk = DecodeDataChunk(
-      c, internal::riegeli::ParseChunk(path(), chunk_offsets_[c], std::move(last), checks_));
-  copy_records(plan.groups[run.end - 1], *chunk);
-  cache_.Insert(c, chunk);
   run_scratch.Trim(internal::riegeli::kMaxKeptScratch);
   sizes_scratch.Trim(internal::riegeli::kMaxKeptScratch);
   values_scratch.Trim(internal::riegeli::kMaxKeptScratch);

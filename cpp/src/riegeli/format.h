@@ -45,6 +45,18 @@ constexpr bool IsPossibleChunkBoundary(uint64_t pos) {
   return RemainingInBlock(pos) < kUsableBlockSize;
 }
 
+// File offset of logical byte `offset` of a chunk that begins at file offset `begin`: block
+// headers are skipped, so the result is never inside a block header or at a block boundary.
+// REQUIRES: IsPossibleChunkBoundary(begin).
+constexpr uint64_t PhysicalPosition(uint64_t begin, uint64_t offset) {
+  if (IsBlockBoundary(begin)) begin += kBlockHeaderSize;
+  const uint64_t in_first_block = RemainingInBlock(begin);
+  if (offset < in_first_block) return begin + offset;
+  offset -= in_first_block;
+  return begin + in_first_block + (offset / kUsableBlockSize) * kBlockSize + kBlockHeaderSize +
+         offset % kUsableBlockSize;
+}
+
 struct BlockHeader {
   uint64_t previous_chunk = 0;  // block start - start of the chunk this header interrupts
   uint64_t next_chunk = 0;      // end of that chunk - block start

@@ -22,6 +22,9 @@ class DecodedChunk {
       : storage_(std::move(storage)), values_(values), ends_(std::move(ends)) {}
 
   uint64_t num_records() const { return ends_.size(); }
+  // All records, concatenated; ends()[i] is where record i ends in it.
+  std::string_view values() const { return values_; }
+  const std::vector<uint64_t>& ends() const { return ends_; }
   // REQUIRES: i < num_records().
   std::string_view record(uint64_t i) const {
     const uint64_t begin = i == 0 ? 0 : ends_[i - 1];
