@@ -421,8 +421,8 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   // Chunks first.chunk, first.chunk + 1, ...: one pread into a per-thread buffer that is
   // reused from run to run. Each chunk is decoded in that buffer and its records copied
   // straight out of it (or out of a reused decompression buffer). The last chunk is also
-  // cached, unless its records can be read in place: a read of the records that follow is the
-  // likeliest next.
+  // cached if it holds other records and they cannot be read in place: a read of the records
+  // that follow is the likeliest next.
   thread_local internal::riegeli::ScratchBuffer run_scratch, sizes_scratch, values_scratch;
   thread_local std::vector<uint64_t> ends;
   const uint64_t first_chunk = first.chunk;
@@ -436,19 +436,29 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
         path(), chunk_offsets_[c], bytes + (chunk_offsets_[c] - begin),
         chunk_offsets_[c + 1] - chunk_offsets_[c], checks_);
     CheckDataChunk(c, chunk.header);
+    const ReadPlan::Group& group = plan.groups[g];
+    // A chunk of one record read once decodes straight into the result.
+    std::string* const only = chunk.header.num_records == 1 && group.end - group.begin == 1
+                                  ? &batch.records[plan.order[group.begin]]
+                                  : nullptr;
     std::string_view values;
     try {
-      values = internal::riegeli::DecodeSimpleChunkRecords(
-          chunk.header, chunk.data, max_decoded_size_, sizes_scratch, values_scratch, ends);
+      values = only != nullptr
+                   ? internal::riegeli::DecodeSimpleChunkRecords(
+                         chunk.header, chunk.data, max_decoded_size_, sizes_scratch, *only, ends)
+                   : internal::riegeli::DecodeSimpleChunkRecords(chunk.header, chunk.data,
+                                                                 max_decoded_size_, sizes_scratch,
+                                                                 values_scratch, ends);
     } catch (const FormatError& e) {
       Corrupt(chunk_offsets_[c], e.what());
     }
     NoteLocations(c, chunk.data, values, ends);
-    for_each_request(plan.groups[g], [&](uint64_t r, std::string& out) {
+    for_each_request(group, [&](uint64_t r, std::string& out) {
+      if (values.data() == out.data()) return;  // decoded there
       const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
       out.assign(values.data() + record_begin, ends[r] - record_begin);
     });
-    if (c == last_chunk && cache_.capacity() > 0 && Located(c) == nullptr) {
+    if (c == last_chunk && ends.size() > 1 && cache_.capacity() > 0 && Located(c) == nullptr) {
       Buffer storage(values.size());
       std::memcpy(storage.data(), values.data(), values.size());
       const std::string_view kept(storage.data(), values.size());

@@ -224,4 +224,12 @@ std::string_view Decompress(CompressionType type, std::string_view framed, uint6
                         [&](uint64_t size) { return scratch.Get(size); });
 }
 
+std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
+                            std::string& out) {
+  return DecompressWith(type, framed, max_size, [&](uint64_t size) {
+    out.resize(size);
+    return out.data();
+  });
+}
+
 }  // namespace spelt::internal::riegeli

@@ -40,6 +40,10 @@ std::string_view Decompress(CompressionType type, std::string_view framed, uint6
 // As above, with the decompressed bytes in `scratch` (valid until its next use).
 std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
                             ScratchBuffer& scratch);
+// As above, with the decompressed bytes in `out` (resized to them); `out` is left alone for
+// kNone.
+std::string_view Decompress(CompressionType type, std::string_view framed, uint64_t max_size,
+                            std::string& out);
 
 }  // namespace spelt::internal::riegeli
 

@@ -87,6 +87,17 @@ std::string_view DecodeSimpleChunkRecords(const ChunkHeader& header, std::string
                     });
 }
 
+std::string_view DecodeSimpleChunkRecords(const ChunkHeader& header, std::string_view data,
+                                          uint64_t max_decoded_size, ScratchBuffer& sizes_scratch,
+                                          std::string& values_out, std::vector<uint64_t>& ends) {
+  CompressionType type;
+  return DecodeWith(header, data, max_decoded_size, ends, type,
+                    [&](CompressionType t, std::string_view framed, uint64_t max_size, int which) {
+                      if (which == 0) return Decompress(t, framed, max_size, sizes_scratch);
+                      return Decompress(t, framed, max_size, values_out);
+                    });
+}
+
 DecodedChunk DecodeSimpleChunk(Chunk chunk, uint64_t max_decoded_size) {
   thread_local ScratchBuffer sizes_scratch;
   Buffer values_storage;

@@ -52,6 +52,11 @@ std::string_view DecodeSimpleChunkRecords(const ChunkHeader& header, std::string
                                           uint64_t max_decoded_size, ScratchBuffer& sizes_scratch,
                                           ScratchBuffer& values_scratch,
                                           std::vector<uint64_t>& ends);
+// As above, with compressed records decompressed straight into `values_out` (a chunk of one
+// record read for one caller decodes into the caller's string).
+std::string_view DecodeSimpleChunkRecords(const ChunkHeader& header, std::string_view data,
+                                          uint64_t max_decoded_size, ScratchBuffer& sizes_scratch,
+                                          std::string& values_out, std::vector<uint64_t>& ends);
 
 // A chunk ready to be written.
 struct EncodedChunk {
