@@ -148,5 +148,74 @@ TEST(IterOpsTest, BatchCustomFnAndInvalidSize) {
   EXPECT_THROW(RangeIter(5).Batch(-1), std::invalid_argument);
 }
 
+
+// to_iter_dataset().batch(n) with read-ahead threads computes whole batches on the threads
+// (ops/batched_read_ahead.cc): the same batches, states and restores as batching element by
+// element in the calling thread, from any restored position (also one between batches), for
+// finite and infinite parents.
+TEST(IterOpsTest, BatchOverThreadedReadAheadEqualsElementwise) {
+  for (const int64_t length : {int64_t{0}, int64_t{1}, int64_t{10}, int64_t{37}}) {
+    const MapDataset ds = MapDataset::Range(length).Seed(5).Shuffle();
+    for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{10}, int64_t{64}}) {
+      for (const bool drop : {false, true}) {
+        const std::string what = std::to_string(length) + "/" + std::to_string(n) + "/" +
+                                 std::to_string(drop);
+        const IterDataset expected_ds = ds.ToIter(Serial()).Batch(n, drop);
+        for (const ReadOptions& o : {Threads(1, 1), Threads(2, 7), Threads(4, 500)}) {
+          const IterDataset batched = ds.ToIter(o).Batch(n, drop);
+          for (const int64_t start : {int64_t{0}, length / 2, length}) {
+            auto expected = expected_ds.MakeIterator();
+            auto it = batched.MakeIterator();
+            const State at{{"next_index", start}};
+            expected->SetState(at);
+            it->SetState(at);
+            for (;;) {
+              std::optional<Value> want = expected->Next(), got = it->Next();
+              ASSERT_EQ(got.has_value(), want.has_value()) << what << " from " << start;
+              ASSERT_EQ(it->GetState(), expected->GetState()) << what << " from " << start;
+              if (!want) break;
+              ASSERT_EQ(*got, *want) << what << " from " << start;
+            }
+          }
+          if (length > 0 && !(drop && n > length)) CheckRestoreAtEveryPosition(batched, what);
+        }
+      }
+    }
+  }
+  const IterDataset infinite = MapDataset::Range(7).Repeat().ToIter(Threads(2, 50)).Batch(4);
+  auto it = infinite.MakeIterator();
+  it->SetState(State{{"next_index", 5}});
+  EXPECT_EQ(ArrayInts(*it->Next()), (Ints{5, 6, 0, 1}));
+  EXPECT_EQ(it->GetState(), State({{"next_index", 9}}));
+}
+
+// An element that fails inside a batch computed by the read-ahead threads raises at the same
+// next() as element-wise batching, with the same state after it, and the stream goes on alike.
+TEST(IterOpsTest, BatchOverThreadedReadAheadRaisesLikeElementwise) {
+  const MapDataset ds = MapDataset::Range(30).Map([](Value v) {
+    if (v.AsInt() == 13) throw std::runtime_error("bad element 13");
+    return v;
+  });
+  auto expected = ds.ToIter(Serial()).Batch(4).MakeIterator();
+  auto it = ds.ToIter(Threads(2, 16)).Batch(4).MakeIterator();
+  for (int call = 0; call < 12; ++call) {
+    std::optional<Value> want, got;
+    std::string want_error, got_error;
+    try {
+      want = expected->Next();
+    } catch (const std::runtime_error& e) {
+      want_error = e.what();
+    }
+    try {
+      got = it->Next();
+    } catch (const std::runtime_error& e) {
+      got_error = e.what();
+    }
+    EXPECT_EQ(got_error, want_error) << "call " << call;
+    EXPECT_EQ(got, want) << "call " << call;
+    EXPECT_EQ(it->GetState(), expected->GetState()) << "call " << call;
+  }
+}
+
 }  // namespace
 }  // namespace spelt

@@ -124,6 +124,16 @@ class IterNode : public DatasetNode {
  public:
   using DatasetNode::DatasetNode;
   virtual std::unique_ptr<DatasetIterator> MakeIterator() const = 0;
+  // An iterator of this node's elements in batches of `batch_size` combined by Stack() (the
+  // last one partial unless `drop_remainder`), for nodes that compute whole batches better
+  // than batching their iterator's elements one by one (read-ahead that stacks on its
+  // threads); null for the others (the default). It yields the elements, states and errors of
+  // `elementwise()`, the plain batching of MakeIterator()'s elements.
+  virtual std::unique_ptr<DatasetIterator> MakeBatchIterator(
+      int64_t /*batch_size*/, bool /*drop_remainder*/,
+      std::function<std::unique_ptr<DatasetIterator>()> /*elementwise*/) const {
+    return nullptr;
+  }
 };
 
 class IterDataset;

@@ -27,7 +27,7 @@ class BatchMapNode final : public MapNode {
     } else if (drop_remainder) {
       length_ = parent_length_ / batch_size_;
     } else {
-      length_ = (parent_length_ + batch_size_ - 1) / batch_size_;
+      length_ = parent_length_ / batch_size_ + (parent_length_ % batch_size_ != 0);
     }
   }
   std::string Name() const override { return "BatchMapDataset"; }
@@ -118,17 +118,27 @@ class BatchIterNode final : public IterNode {
  public:
   BatchIterNode(IterNodePtr parent, int64_t batch_size, bool drop_remainder, BatchFn fn)
       : IterNode({parent}), parent_(std::move(parent)), batch_size_(batch_size),
-        drop_remainder_(drop_remainder), fn_(OrStack(std::move(fn))) {}
+        drop_remainder_(drop_remainder), stacks_(!fn), fn_(OrStack(std::move(fn))) {}
   std::string Name() const override { return "BatchIterDataset"; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
-    return std::make_unique<BatchIterator>(parent_->MakeIterator(), batch_size_, drop_remainder_,
-                                           fn_);
+    auto elementwise = [parent = parent_, batch_size = batch_size_,
+                        drop_remainder = drop_remainder_, fn = fn_] {
+      return std::make_unique<BatchIterator>(parent->MakeIterator(), batch_size, drop_remainder,
+                                             fn);
+    };
+    if (stacks_) {
+      if (auto batched = parent_->MakeBatchIterator(batch_size_, drop_remainder_, elementwise)) {
+        return batched;
+      }
+    }
+    return elementwise();
   }
 
  private:
   IterNodePtr parent_;
   int64_t batch_size_;
   bool drop_remainder_;
+  bool stacks_;  // the batch function is the default, Stack()
   BatchFn fn_;
 };
 

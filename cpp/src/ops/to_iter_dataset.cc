@@ -4,6 +4,7 @@
 // DatasetNode::Serial) and num_threads == 0 compute chunks in the calling thread.
 // State: {"next_index": n}.
 #include "ops/to_iter_dataset.h"
+#include "ops/batched_read_ahead.h"
 #include "spelt/executor.h"
 
 namespace spelt::internal {
@@ -16,14 +17,24 @@ class PrefetchNode final : public IterNode {
         allow_nones_(allow_nones) {}
   std::string Name() const override { return "PrefetchIterDataset"; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
-    const bool threads = !parent_->Serial() && options_.num_threads > 0 &&
-                         options_.prefetch_buffer_size > 0;
     return MakeOrderedIterator(parent_->Length(), allow_nones_,
-                               threads ? MakeThreadPoolExecutor(parent_, options_)
-                                       : MakeInlineExecutor(parent_));
+                               Threads() ? MakeThreadPoolExecutor(parent_, options_)
+                                         : MakeInlineExecutor(parent_));
+  }
+  // With threads, and elements never None (no filter, no Python), the threads stack batches.
+  std::unique_ptr<DatasetIterator> MakeBatchIterator(
+      int64_t batch_size, bool drop_remainder,
+      std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
+    if (!Threads() || parent_->Filters() || allow_nones_) return nullptr;
+    return MakeBatchedReadAheadIterator(parent_, options_, batch_size, drop_remainder,
+                                        std::move(elementwise));
   }
 
  private:
+  bool Threads() const {
+    return !parent_->Serial() && options_.num_threads > 0 && options_.prefetch_buffer_size > 0;
+  }
+
   MapNodePtr parent_;
   ReadOptions options_;
   bool allow_nones_;

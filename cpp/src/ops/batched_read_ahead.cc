@@ -1,0 +1,99 @@
+// to_iter_dataset().batch(n) as whole batches: the read-ahead threads compute batch k as
+// BatchMapDataset over the parent's indices [m + k*n, m + (k+1)*n), m being where the iterator
+// started or was restored, so the consumer thread only hands batches out. Without this, the
+// consumer took every element from the read-ahead and stacked them itself (M1 in
+// docs/benchmarks.md). An error in a batch hands over to the element-wise iterator restored at
+// that batch's start, which raises it at the same element with the same state.
+#include "ops/batched_read_ahead.h"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "ops/batch.h"
+#include "ops/slice.h"
+#include "spelt/executor.h"
+
+namespace spelt::internal {
+namespace {
+
+constexpr const char* kName = "PrefetchIterDataset";
+
+class BatchedReadAheadIterator final : public DatasetIterator {
+ public:
+  BatchedReadAheadIterator(MapNodePtr parent, ReadOptions options, int64_t batch_size,
+                           bool drop_remainder,
+                           std::function<std::unique_ptr<DatasetIterator>()> elementwise)
+      : parent_(std::move(parent)), length_(parent_->Length()), options_(options),
+        batch_size_(batch_size), drop_remainder_(drop_remainder),
+        elementwise_(std::move(elementwise)) {
+    // prefetch_buffer_size counts elements: read ahead about as many, in whole batches.
+    options_.prefetch_buffer_size =
+        std::max<int64_t>(1, options_.prefetch_buffer_size / batch_size_);
+    Start(0);
+  }
+
+  std::optional<Value> Next() override {
+    if (fallback_) return fallback_->Next();
+    std::optional<Value> batch;
+    try {
+      batch = batches_->Next();
+    } catch (...) {
+      std::unique_ptr<DatasetIterator> fallback = elementwise_();
+      fallback->SetState(GetState());
+      fallback_ = std::move(fallback);
+      return fallback_->Next();
+    }
+    // At the end, the element-wise iterator has consumed the whole parent (a dropped
+    // remainder included).
+    next_index_ = batch ? std::min(length_, next_index_ + batch_size_) : length_;
+    return batch;
+  }
+
+  State GetState() const override {
+    if (fallback_) return fallback_->GetState();
+    return State{{"next_index", next_index_}};
+  }
+
+  void SetState(const State& state) override {
+    const int64_t n = StateInt(state, "next_index", kName);
+    if (n < 0 || n > length_) {
+      throw std::invalid_argument(std::string(kName) + ": next_index " + std::to_string(n) +
+                                  " out of range [0, " + std::to_string(length_) + "]");
+    }
+    fallback_.reset();
+    Start(n);
+  }
+
+ private:
+  void Start(int64_t begin) {
+    next_index_ = begin;
+    MapNodePtr elements =
+        begin == 0 ? parent_ : MakeSliceNode(parent_, begin, length_, /*step=*/1);
+    MapNodePtr batches = MakeBatchMapNode(std::move(elements), batch_size_, drop_remainder_, {});
+    const int64_t num_batches = batches->Length();
+    batches_ = MakeOrderedIterator(num_batches, /*allow_nones=*/false,
+                                   MakeThreadPoolExecutor(std::move(batches), options_));
+  }
+
+  const MapNodePtr parent_;
+  const int64_t length_;
+  ReadOptions options_;
+  const int64_t batch_size_;
+  const bool drop_remainder_;
+  const std::function<std::unique_ptr<DatasetIterator>()> elementwise_;
+  int64_t next_index_ = 0;  // parent elements consumed
+  std::unique_ptr<DatasetIterator> batches_;
+  std::unique_ptr<DatasetIterator> fallback_;  // after an error
+};
+
+}  // namespace
+
+std::unique_ptr<DatasetIterator> MakeBatchedReadAheadIterator(
+    MapNodePtr parent, ReadOptions options, int64_t batch_size, bool drop_remainder,
+    std::function<std::unique_ptr<DatasetIterator>()> elementwise) {
+  return std::make_unique<BatchedReadAheadIterator>(std::move(parent), options, batch_size,
+                                                    drop_remainder, std::move(elementwise));
+}
+
+}  // namespace spelt::internal
