@@ -1,7 +1,7 @@
 // Implementation of spelt/value.h.
 #include "spelt/value.h"
 
-#include <sys/mman.h>
+#include "core/buffer_pool.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -67,14 +67,22 @@ Array Array::AllocateUninitialized(DType dtype, std::vector<int64_t> shape) {
   for (int64_t d : a.shape) {
     if (d < 0) throw std::invalid_argument("Array::Allocate: negative dimension in " + a.Describe());
   }
-  // Large buffers are aligned to huge pages and asked to use them (as numpy does): a fresh
-  // multi-megabyte batch then costs a few page faults instead of one per 4 KiB.
+  // Large buffers are aligned to huge pages and asked to use them (as numpy does), and are
+  // recycled (core/buffer_pool.h): a stream of multi-megabyte batches reuses memory already
+  // faulted in instead of having the kernel map and zero fresh pages for each.
   constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = a.nbytes() >= 2 * kHugePage ? kHugePage : 64;
-  size_t bytes = (a.nbytes() + align - 1) / align * align;
-  void* p = std::aligned_alloc(align, bytes == 0 ? align : bytes);
+  if (a.nbytes() >= internal::kRecycledBufferMinBytes) {
+    const size_t bytes = (a.nbytes() + kHugePage - 1) / kHugePage * kHugePage;
+    void* p = internal::AcquireLargeBuffer(bytes, kHugePage);
+    a.owner = std::shared_ptr<void>(
+        p, [bytes](void* q) { internal::ReleaseLargeBuffer(q, bytes, kHugePage); });
+    a.data = static_cast<const std::byte*>(p);
+    return a;
+  }
+  constexpr size_t kAlign = 64;
+  const size_t bytes = (a.nbytes() + kAlign - 1) / kAlign * kAlign;
+  void* p = std::aligned_alloc(kAlign, bytes == 0 ? kAlign : bytes);
   if (p == nullptr) throw std::bad_alloc();
-  if (align == kHugePage) madvise(p, bytes, MADV_HUGEPAGE);  // a hint: failure is harmless
   a.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
   a.data = static_cast<const std::byte*>(p);
   return a;
