@@ -27,6 +27,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -104,6 +105,17 @@ class ArrayRecordReader {
   // If chunks are bad, throws the error of one of them.
   virtual std::vector<std::string> ReadRecords(std::span<const uint64_t> indices,
                                                int num_threads = 1) const = 0;
+
+  // Calls visit(index, record) for each record of [begin, end), in order, from the calling
+  // thread: the sequential read. `record` views the reader's buffer and is valid only during
+  // the call. Neighbouring chunks are read with one pread into a buffer kept per thread and
+  // decoded there, with every hash checked as ReadRecords checks them: nothing is allocated
+  // per record. REQUIRES: begin <= end <= NumRecords(), else std::out_of_range. Throws as
+  // ReadRecords for a bad chunk (records before it have been visited), and whatever `visit`
+  // throws.
+  virtual void ForEachRecord(
+      uint64_t begin, uint64_t end,
+      const std::function<void(uint64_t index, std::string_view record)>& visit) const = 0;
 
   // Facts about the file. Reads the first data chunk to learn its compression, so throws as
   // ReadRecord(0) would if that chunk is bad.

@@ -106,6 +106,10 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   std::vector<std::string> ReadRecords(std::span<const uint64_t> indices,
                                        int num_threads) const override;
 
+  void ForEachRecord(
+      uint64_t begin, uint64_t end,
+      const std::function<void(uint64_t, std::string_view)>& visit) const override;
+
   ArrayRecordInfo Info() const override;
 
  private:
@@ -170,6 +174,14 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   void ReadLocated(uint64_t c, const RecordLocations::Chunk& located, uint64_t r,
                    std::string& out) const;
 
+  // The records of data chunk `c`, whose bytes are at `bytes` (read from the file at its
+  // offset; rearranged in place): their concatenation (pointing into `bytes` or into
+  // `values_scratch`) and their ends in `ends`. `only`, if given, is where a chunk of one
+  // record decompresses to. Notes the chunk's record locations.
+  std::string_view DecodeInPlace(uint64_t c, char* bytes,
+                                 internal::riegeli::ScratchBuffer& sizes_scratch,
+                                 internal::riegeli::ScratchBuffer& values_scratch,
+                                 std::vector<uint64_t>& ends, std::string* only = nullptr) const;
   void ReadRun(Batch& batch, const ReadPlan::Run& run) const;
   // Reads runs of `batch` until none is left. Static: a helper may start after the call (and
   // the reader) is gone, and then touches only `batch`.
@@ -432,27 +444,13 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   file_.ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
   for (size_t g = run.begin; g < run.end; ++g) {
     const uint64_t c = first_chunk + (g - run.begin);
-    const internal::riegeli::ChunkView chunk = internal::riegeli::ParseChunkInPlace(
-        path(), chunk_offsets_[c], bytes + (chunk_offsets_[c] - begin),
-        chunk_offsets_[c + 1] - chunk_offsets_[c], checks_);
-    CheckDataChunk(c, chunk.header);
     const ReadPlan::Group& group = plan.groups[g];
     // A chunk of one record read once decodes straight into the result.
-    std::string* const only = chunk.header.num_records == 1 && group.end - group.begin == 1
+    std::string* const only = RecordsInChunk(c) == 1 && group.end - group.begin == 1
                                   ? &batch.records[plan.order[group.begin]]
                                   : nullptr;
-    std::string_view values;
-    try {
-      values = only != nullptr
-                   ? internal::riegeli::DecodeSimpleChunkRecords(
-                         chunk.header, chunk.data, max_decoded_size_, sizes_scratch, *only, ends)
-                   : internal::riegeli::DecodeSimpleChunkRecords(chunk.header, chunk.data,
-                                                                 max_decoded_size_, sizes_scratch,
-                                                                 values_scratch, ends);
-    } catch (const FormatError& e) {
-      Corrupt(chunk_offsets_[c], e.what());
-    }
-    NoteLocations(c, chunk.data, values, ends);
+    const std::string_view values = DecodeInPlace(c, bytes + (chunk_offsets_[c] - begin),
+                                                  sizes_scratch, values_scratch, ends, only);
     for_each_request(group, [&](uint64_t r, std::string& out) {
       if (values.data() == out.data()) return;  // decoded there
       const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
@@ -468,6 +466,79 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   run_scratch.Trim(internal::riegeli::kMaxKeptScratch);
   sizes_scratch.Trim(internal::riegeli::kMaxKeptScratch);
   values_scratch.Trim(internal::riegeli::kMaxKeptScratch);
+}
+
+std::string_view ArrayRecordReaderImpl::DecodeInPlace(
+    uint64_t c, char* bytes, internal::riegeli::ScratchBuffer& sizes_scratch,
+    internal::riegeli::ScratchBuffer& values_scratch, std::vector<uint64_t>& ends,
+    std::string* only) const {
+  const internal::riegeli::ChunkView chunk = internal::riegeli::ParseChunkInPlace(
+      path(), chunk_offsets_[c], bytes, chunk_offsets_[c + 1] - chunk_offsets_[c], checks_);
+  CheckDataChunk(c, chunk.header);
+  std::string_view values;
+  try {
+    values = only != nullptr
+                 ? internal::riegeli::DecodeSimpleChunkRecords(
+                       chunk.header, chunk.data, max_decoded_size_, sizes_scratch, *only, ends)
+                 : internal::riegeli::DecodeSimpleChunkRecords(
+                       chunk.header, chunk.data, max_decoded_size_, sizes_scratch,
+                       values_scratch, ends);
+  } catch (const FormatError& e) {
+    Corrupt(chunk_offsets_[c], e.what());
+  }
+  NoteLocations(c, chunk.data, values, ends);
+  return values;
+}
+
+void ArrayRecordReaderImpl::ForEachRecord(
+    uint64_t begin, uint64_t end,
+    const std::function<void(uint64_t, std::string_view)>& visit) const {
+  if (begin > end || end > num_records_) {
+    throw std::out_of_range(path() + ": records [" + Num(begin) + ", " + Num(end) +
+                            ") out of range; the file has " + Num(num_records_) + " records");
+  }
+  // Buffers kept per thread; a call made from inside `visit` uses its own.
+  struct Scratch {
+    internal::riegeli::ScratchBuffer run, sizes, values;
+    std::vector<uint64_t> ends;
+    bool busy = false;
+  };
+  thread_local Scratch kept;
+  Scratch own;
+  Scratch& scratch = kept.busy ? own : kept;
+  struct Release {
+    Scratch& scratch;
+    ~Release() {
+      scratch.busy = false;
+      scratch.run.Trim(internal::riegeli::kMaxKeptScratch);
+      scratch.sizes.Trim(internal::riegeli::kMaxKeptScratch);
+      scratch.values.Trim(internal::riegeli::kMaxKeptScratch);
+    }
+  } release{scratch};
+  scratch.busy = true;
+  uint64_t index = begin;
+  while (index < end) {
+    // A run: the chunks from index's on, up to kMaxRunBytes (at least one chunk).
+    const uint64_t first = index / group_size_, last_needed = (end - 1) / group_size_;
+    uint64_t stop = first + 1;
+    while (stop <= last_needed &&
+           chunk_offsets_[stop + 1] - chunk_offsets_[first] <= kMaxRunBytes) {
+      ++stop;
+    }
+    const uint64_t run_begin = chunk_offsets_[first];
+    char* const bytes = scratch.run.Get(chunk_offsets_[stop] - run_begin);
+    file_.ReadAt(run_begin, bytes, chunk_offsets_[stop] - run_begin);
+    for (uint64_t c = first; c < stop; ++c) {
+      const std::string_view values =
+          DecodeInPlace(c, bytes + (chunk_offsets_[c] - run_begin), scratch.sizes,
+                        scratch.values, scratch.ends);
+      const std::vector<uint64_t>& ends = scratch.ends;
+      for (uint64_t r = index - c * group_size_; r < ends.size() && index < end; ++r, ++index) {
+        const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
+        visit(index, values.substr(record_begin, ends[r] - record_begin));
+      }
+    }
+  }
 }
 
 void ArrayRecordReaderImpl::Work(Batch& batch) {
