@@ -1,0 +1,71 @@
+// The uncompressed InputStream (reads with read(2); the reader buffers) and OpenInputStream.
+#include "tfrecord/input_stream.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <stdexcept>
+#include <system_error>
+
+namespace spelt::internal::tfrecord {
+namespace {
+
+[[noreturn]] void ThrowErrno(const std::string& what, const std::string& path) {
+  throw std::system_error(errno, std::generic_category(), what + " " + path);
+}
+
+class FileInputStream final : public InputStream {
+ public:
+  FileInputStream(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
+    struct stat st;
+    if (::fstat(fd_, &st) != 0) {
+      const int error = errno;
+      ::close(fd_);
+      throw std::system_error(error, std::generic_category(), "cannot stat " + path_);
+    }
+    size_ = static_cast<uint64_t>(st.st_size);
+    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+  }
+  ~FileInputStream() override { ::close(fd_); }
+
+  size_t Read(char* dst, size_t n) override {
+    for (;;) {
+      const ssize_t got = ::read(fd_, dst, std::min(n, size_t{1} << 30));
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno != EINTR) ThrowErrno("cannot read", path_);
+    }
+  }
+
+  void Seek(uint64_t offset) override {
+    if (offset > size_) {
+      throw std::invalid_argument(path_ + ": cannot seek to offset " + std::to_string(offset) +
+                                  ", the file has " + std::to_string(size_) + " bytes");
+    }
+    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) ThrowErrno("cannot seek", path_);
+  }
+
+  // The size when opened (a file that grows later is read to its end all the same).
+  std::optional<uint64_t> Size() const override { return size_; }
+
+ private:
+  int fd_;
+  std::string path_;
+  uint64_t size_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<InputStream> OpenInputStream(const std::string& path,
+                                             TFRecordCompression compression) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) ThrowErrno("cannot open", path);
+  if (compression == TFRecordCompression::kNone) {
+    return std::make_unique<FileInputStream>(fd, path);
+  }
+  return MakeZlibInputStream(fd, path, compression == TFRecordCompression::kGzip);
+}
+
+}  // namespace spelt::internal::tfrecord
