@@ -40,7 +40,7 @@ class TFRecordIterator final : public DatasetIterator {
 class TFRecordNode final : public IterNode {
  public:
   TFRecordNode(std::string path, std::optional<TFRecordCompression> compression)
-      : IterNode({}), path_(std::move(path)), compression_(compression) {}
+      : IterNode(std::vector<std::shared_ptr<const DatasetNode>>{}), path_(std::move(path)), compression_(compression) {}
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     return std::make_unique<TFRecordIterator>(TFRecordReader::Open(path_, compression_));
