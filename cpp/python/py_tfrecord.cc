@@ -7,6 +7,8 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <mutex>
+
 #include "bindings.h"
 #include "py_value.h"
 #include "spelt/tfrecord.h"
@@ -23,9 +25,90 @@ std::optional<TFRecordCompression> ParseOptional(const std::optional<std::string
   return ParseTFRecordCompression(*name);
 }
 
+// Iterating a TFRecordIterDataset directly (no transformation on top): each record is read
+// into a new Python bytes object, large payloads straight from the file (no other copy). The
+// GIL is released only for steps that read the file (TFRecordReader::NextStepBuffered).
+// Calls from several threads run one at a time (a waiting thread does not hold the GIL).
+struct TFRecordIterator {
+  std::unique_ptr<TFRecordReader> reader;
+  std::mutex mu;
+
+  // f(*reader) under `mu`; without the GIL if `release_for_io` and the step reads the file.
+  template <typename F>
+  auto Locked(bool release_for_io, F&& f) {
+    std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
+    if (!lock.owns_lock()) {
+      nb::gil_scoped_release release;
+      lock.lock();
+    }
+    if (!reader) throw std::invalid_argument("the iterator is closed");
+    if (release_for_io && !reader->NextStepBuffered()) {
+      nb::gil_scoped_release release;
+      return f(*reader);
+    }
+    return f(*reader);
+  }
+
+  nb::object Next() {
+    const std::optional<uint64_t> length =
+        Locked(true, [](TFRecordReader& r) { return r.NextLength(); });
+    if (!length) throw nb::stop_iteration();
+    PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(*length));
+    if (bytes == nullptr) throw nb::python_error();
+    nb::object out = nb::steal(bytes);
+    Locked(true, [&](TFRecordReader& r) { r.ReadPayload(PyBytes_AS_STRING(bytes)); });
+    return out;
+  }
+};
+
 }  // namespace
 
 void RegisterTFRecord(nb::module_& m) {
+  nb::class_<TFRecordIterator>(m, "TFRecordIterator",
+                               "Iterator of a TFRecordIterDataset: bytes records, Grain's state.")
+      .def("__init__", [](TFRecordIterator* self, std::string path,
+                          std::optional<std::string> compression) {
+        const std::optional<TFRecordCompression> c = ParseOptional(compression);
+        std::unique_ptr<TFRecordReader> reader;
+        {
+          nb::gil_scoped_release release;
+          reader = TFRecordReader::Open(path, c);
+        }
+        new (self) TFRecordIterator{std::move(reader), {}};
+      }, "path"_a, "compression"_a.none())
+      .def("__iter__", [](nb::handle self) { return self; })
+      .def("__next__", &TFRecordIterator::Next)
+      .def("get_state", [](TFRecordIterator& self) {
+        nb::dict state;
+        state["reader_offset"] = self.Locked(false, [](TFRecordReader& r) { return r.Tell(); });
+        return state;
+      }, "{'reader_offset': byte offset of the next record}")
+      .def("set_state", [](TFRecordIterator& self, nb::dict state) {
+        if (!state.contains("reader_offset") || !nb::isinstance<nb::int_>(state["reader_offset"])) {
+          throw std::invalid_argument(
+              "TFRecordIterDataset: state must be {'reader_offset': int}, got " +
+              nb::cast<std::string>(nb::repr(state)));
+        }
+        const int64_t offset = nb::cast<int64_t>(state["reader_offset"]);
+        if (offset < 0) {
+          throw std::invalid_argument("TFRecordIterDataset: negative reader_offset " +
+                                      std::to_string(offset));
+        }
+        self.Locked(false, [&](TFRecordReader& r) {
+          nb::gil_scoped_release release;
+          r.Seek(static_cast<uint64_t>(offset));
+        });
+      }, "state"_a, "Restores a state of get_state(); ValueError if malformed or past the end.")
+      .def("start_prefetch", [](TFRecordIterator&) {}, "Nothing to start: reads are inline.")
+      .def("close", [](TFRecordIterator& self) {
+        std::unique_lock<std::mutex> lock(self.mu, std::try_to_lock);
+        if (!lock.owns_lock()) {
+          nb::gil_scoped_release release;
+          lock.lock();
+        }
+        self.reader.reset();
+      }, "Closes the file; idempotent.");
+
   m.def("tfrecord_iter_dataset", [](std::string path, std::optional<std::string> compression) {
     return TFRecordIterDataset(std::move(path), ParseOptional(compression));
   }, "path"_a, "compression"_a.none(),

@@ -23,7 +23,7 @@ from typing import Any, SupportsIndex
 
 from spelt import _core
 from spelt.array_record import PathLike, expand_paths
-from spelt.dataset import IterDataset
+from spelt.dataset import DatasetIterator, IterDataset
 
 CorruptFileError = _core.CorruptFileError
 
@@ -60,10 +60,18 @@ class TFRecordIterDataset(IterDataset):
         self._compression = _check_compression(compression)
 
     def _make_node(self):
+        # The engine node, for the transformations on top of this dataset.
         return _core.tfrecord_iter_dataset(self._path, self._compression)
+
+    def __iter__(self) -> DatasetIterator:
+        # Iterated directly: records go straight from the file into bytes objects.
+        return _core.TFRecordIterator(self._path, self._compression)
 
     def __str__(self) -> str:
         return f"TFRecordIterDataset(path={self._path!r})"
+
+
+DatasetIterator.register(_core.TFRecordIterator)
 
 
 def iter_records(path: PathLike, compression: str | None = None) -> Iterator[bytes]:

@@ -48,6 +48,22 @@ class TFRecordReader {
   // end of the file (a clean end: exactly after a record). Throws CorruptFileError on a CRC
   // mismatch or a file that ends inside a record (the reader is then at that record again).
   virtual bool ReadRecord(std::string* record) = 0;
+
+  // The same read in two steps, for callers that allocate each record's memory themselves (a
+  // Python bytes object, say), so that large payloads are read from the file straight into it.
+  // NextLength() reads and checks the next record's header and returns its payload length
+  // (nullopt at a clean end of the file); it also rejects a length that the rest of the file
+  // cannot hold (CorruptFileError), so the caller never allocates for a corrupt length.
+  // ReadPayload(dst) then reads that many bytes into `dst`, checks the payload CRC and moves
+  // past the record. The reader stays at the record until ReadPayload() succeeds; errors are
+  // ReadRecord()'s. REQUIRES for ReadPayload: NextLength() returned a length just before.
+  virtual std::optional<uint64_t> NextLength() = 0;
+  virtual void ReadPayload(char* dst) = 0;
+  // Whether the next NextLength() (or ReadPayload(), after NextLength()) is served from the
+  // reader's buffer without reading the file: a caller may then keep a lock such as Python's
+  // interpreter lock instead of releasing it for the read.
+  virtual bool NextStepBuffered() const = 0;
+
   // The offset of the next record: bytes of the (decompressed) stream consumed so far.
   virtual uint64_t Tell() const = 0;
   // Continues reading at `offset`, which should be a value of Tell() (a record boundary);

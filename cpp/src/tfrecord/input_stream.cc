@@ -3,6 +3,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -47,8 +48,17 @@ class FileInputStream final : public InputStream {
     if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) ThrowErrno("cannot seek", path_);
   }
 
+  size_t ReadTwo(char* dst, size_t n, char* more, size_t m) override {
+    iovec parts[2] = {{dst, std::min(n, size_t{1} << 30)}, {more, m}};
+    for (;;) {
+      const ssize_t got = ::readv(fd_, parts, 2);
+      if (got >= 0) return static_cast<size_t>(got);
+      if (errno != EINTR) ThrowErrno("cannot read", path_);
+    }
+  }
+
   // The size when opened (a file that grows later is read to its end all the same).
-  std::optional<uint64_t> Size() const override { return size_; }
+  uint64_t SizeLimit() const override { return size_; }
 
  private:
   int fd_;
@@ -57,6 +67,11 @@ class FileInputStream final : public InputStream {
 };
 
 }  // namespace
+
+size_t InputStream::ReadTwo(char* dst, size_t n, char* more, size_t m) {
+  const size_t got = Read(dst, n);
+  return got < n ? got : got + Read(more, m);
+}
 
 std::unique_ptr<InputStream> OpenInputStream(const std::string& path,
                                              TFRecordCompression compression) {

@@ -6,7 +6,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "spelt/tfrecord.h"
@@ -24,8 +23,12 @@ class InputStream {
   // before `offset`. Compressed streams decompress up to `offset` (from the start when it is
   // behind the current position).
   virtual void Seek(uint64_t offset) = 0;
-  // The stream's length if known without reading it (the file size when uncompressed).
-  virtual std::optional<uint64_t> Size() const = 0;
+  // Reads up to `n` bytes into `dst` and, once `dst` is full, up to `m` more into `more`, in
+  // one call where the stream can (readv(2)); returns the bytes read, 0 only at the end.
+  virtual size_t ReadTwo(char* dst, size_t n, char* more, size_t m);
+  // An upper bound of the stream's length, known without reading it: the file size when
+  // uncompressed, what deflate's largest ratio allows for a compressed file.
+  virtual uint64_t SizeLimit() const = 0;
 };
 
 // Opens `path` (std::system_error naming it if that fails).

@@ -1,4 +1,5 @@
 // The gzip / zlib InputStream (input_stream.h), decompressed with zlib's inflate.
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -20,6 +21,8 @@ class ZlibInputStream final : public InputStream {
  public:
   ZlibInputStream(int fd, std::string path, bool gzip)
       : fd_(fd), path_(std::move(path)), gzip_(gzip), in_(kInputBufferSize) {
+    struct stat st;
+    if (::fstat(fd_, &st) == 0) compressed_size_ = static_cast<uint64_t>(st.st_size);
     if (inflateInit2(&z_, WindowBits()) != Z_OK) {
       ::close(fd_);
       throw std::runtime_error(path_ + ": cannot start zlib's inflate");
@@ -72,7 +75,8 @@ class ZlibInputStream final : public InputStream {
     }
   }
 
-  std::optional<uint64_t> Size() const override { return std::nullopt; }
+  // Deflate expands at most 1032:1 (zlib's technical details); headers add a few bytes.
+  uint64_t SizeLimit() const override { return compressed_size_ * 1032 + 1024; }
 
  private:
   int WindowBits() const { return gzip_ ? 16 + MAX_WBITS : MAX_WBITS; }
@@ -105,6 +109,7 @@ class ZlibInputStream final : public InputStream {
 
   int fd_;
   std::string path_;
+  uint64_t compressed_size_ = uint64_t{1} << 50;  // if fstat fails: no useful limit
   bool gzip_;
   std::vector<char> in_;
   z_stream z_{};
