@@ -33,30 +33,40 @@ struct TFRecordIterator {
   std::unique_ptr<TFRecordReader> reader;
   std::mutex mu;
 
-  // f(*reader) under `mu`; without the GIL if `release_for_io` and the step reads the file.
-  template <typename F>
-  auto Locked(bool release_for_io, F&& f) {
-    std::unique_lock<std::mutex> lock(mu, std::try_to_lock);
-    if (!lock.owns_lock()) {
-      nb::gil_scoped_release release;
-      lock.lock();
+  // Holds `mu` (REQUIRES: the GIL; waits for the mutex without it) and the reader.
+  class Lock {
+   public:
+    explicit Lock(TFRecordIterator& self) : lock_(self.mu, std::try_to_lock) {
+      if (!lock_.owns_lock()) {
+        nb::gil_scoped_release release;
+        lock_.lock();
+      }
+      if (!self.reader) throw std::invalid_argument("the iterator is closed");
+      reader_ = self.reader.get();
     }
-    if (!reader) throw std::invalid_argument("the iterator is closed");
-    if (release_for_io && !reader->NextStepBuffered()) {
+    TFRecordReader& reader() { return *reader_; }
+    // f(reader), without the GIL if the step reads the file.
+    template <typename F>
+    auto Step(F&& f) {
+      if (reader_->NextStepBuffered()) return f(*reader_);
       nb::gil_scoped_release release;
-      return f(*reader);
+      return f(*reader_);
     }
-    return f(*reader);
-  }
+
+   private:
+    std::unique_lock<std::mutex> lock_;
+    TFRecordReader* reader_ = nullptr;
+  };
 
   nb::object Next() {
+    Lock lock(*this);  // both steps under one lock: they share the reader's pending record
     const std::optional<uint64_t> length =
-        Locked(true, [](TFRecordReader& r) { return r.NextLength(); });
+        lock.Step([](TFRecordReader& r) { return r.NextLength(); });
     if (!length) throw nb::stop_iteration();
     PyObject* bytes = PyBytes_FromStringAndSize(nullptr, static_cast<Py_ssize_t>(*length));
     if (bytes == nullptr) throw nb::python_error();
     nb::object out = nb::steal(bytes);
-    Locked(true, [&](TFRecordReader& r) { r.ReadPayload(PyBytes_AS_STRING(bytes)); });
+    lock.Step([&](TFRecordReader& r) { r.ReadPayload(PyBytes_AS_STRING(bytes)); });
     return out;
   }
 };
@@ -80,7 +90,7 @@ void RegisterTFRecord(nb::module_& m) {
       .def("__next__", &TFRecordIterator::Next)
       .def("get_state", [](TFRecordIterator& self) {
         nb::dict state;
-        state["reader_offset"] = self.Locked(false, [](TFRecordReader& r) { return r.Tell(); });
+        state["reader_offset"] = TFRecordIterator::Lock(self).reader().Tell();
         return state;
       }, "{'reader_offset': byte offset of the next record}")
       .def("set_state", [](TFRecordIterator& self, nb::dict state) {
@@ -94,10 +104,9 @@ void RegisterTFRecord(nb::module_& m) {
           throw std::invalid_argument("TFRecordIterDataset: negative reader_offset " +
                                       std::to_string(offset));
         }
-        self.Locked(false, [&](TFRecordReader& r) {
-          nb::gil_scoped_release release;
-          r.Seek(static_cast<uint64_t>(offset));
-        });
+        TFRecordIterator::Lock lock(self);
+        nb::gil_scoped_release release;
+        lock.reader().Seek(static_cast<uint64_t>(offset));
       }, "state"_a, "Restores a state of get_state(); ValueError if malformed or past the end.")
       .def("start_prefetch", [](TFRecordIterator&) {}, "Nothing to start: reads are inline.")
       .def("close", [](TFRecordIterator& self) {

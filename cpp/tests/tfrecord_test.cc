@@ -20,6 +20,7 @@
 #include "spelt/tfrecord_dataset.h"
 #include "spelt/tfrecord_source.h"
 #include "tfrecord/format.h"
+#include "tfrecord/output_stream.h"
 
 namespace spelt {
 namespace {
@@ -143,9 +144,64 @@ TEST_P(TFRecordRoundTripTest, SeeksToEveryTellPosition) {
   EXPECT_EQ(ReadAll(*reader).size(), records.size() - 1);
 }
 
+TEST_P(TFRecordRoundTripTest, TwoStepReadsIntoCallerMemory) {
+  // Small, large (read past the buffer), and large after small (partly buffered).
+  const std::vector<std::string> records =
+      MakeRecords({10, 100000, 100000, 3, 20000, 500000, 0, 100000});
+  const std::string path = WriteRecords("two_step", records, GetParam());
+  auto reader = TFRecordReader::Open(path);
+  EXPECT_FALSE(reader->NextStepBuffered()) << "nothing read yet";
+  for (const std::string& expected : records) {
+    const uint64_t offset = reader->Tell();
+    const std::optional<uint64_t> length = reader->NextLength();
+    ASSERT_TRUE(length);
+    ASSERT_EQ(*length, expected.size());
+    EXPECT_EQ(reader->Tell(), offset) << "NextLength does not move";
+    std::vector<char> dst(*length + 1, '#');
+    reader->ReadPayload(dst.data());
+    EXPECT_EQ(std::string(dst.data(), *length), expected);
+    EXPECT_EQ(dst[*length], '#') << "nothing written past the payload";
+    EXPECT_EQ(reader->Tell(), offset + 16 + *length);
+  }
+  EXPECT_FALSE(reader->NextLength());
+  EXPECT_THROW(reader->ReadPayload(nullptr), std::logic_error);
+}
+
 INSTANTIATE_TEST_SUITE_P(Compressions, TFRecordRoundTripTest,
                          ::testing::Values(TFRecordCompression::kNone, TFRecordCompression::kGzip,
                                            TFRecordCompression::kZlib));
+
+TEST(TFRecordReaderTest, NextStepBufferedSaysWhenTheFileIsRead) {
+  const std::string path = WriteRecords("buffered", MakeRecords({100, 100, 300000}));
+  auto reader = TFRecordReader::Open(path);
+  std::string record;
+  ASSERT_TRUE(reader->ReadRecord(&record));  // fills the buffer: all of record 1 is in it
+  EXPECT_TRUE(reader->NextStepBuffered());
+  ASSERT_EQ(reader->NextLength(), 100u);
+  EXPECT_TRUE(reader->NextStepBuffered());
+  std::string payload(100, '\0');
+  reader->ReadPayload(payload.data());
+  ASSERT_EQ(reader->NextLength(), 300000u);  // larger than the buffer
+  EXPECT_FALSE(reader->NextStepBuffered());
+}
+
+TEST(TFRecordReaderTest, CorruptLengthNeverAllocates) {
+  // A length with a valid CRC that the file cannot hold is rejected by NextLength(), before a
+  // caller allocates for it; for a gzip file, by deflate's largest ratio.
+  std::string header(12, '\0');
+  internal::tfrecord::EncodeHeader(uint64_t{1} << 60, header.data());
+  const std::string path = TempPath("huge_length");
+  WriteFile(path, header + "tail");
+  auto reader = TFRecordReader::Open(path);
+  EXPECT_EQ(CatchCorrupt([&] { reader->NextLength(); }).offset(), 0u);
+  const std::string gz = TempPath("huge_length_gz");
+  auto raw = internal::tfrecord::OpenOutputStream(gz, TFRecordCompression::kGzip, -1);
+  raw->Write(header + "tail");
+  raw->Close();
+  auto gz_reader = TFRecordReader::Open(gz);
+  ASSERT_EQ(gz_reader->compression(), TFRecordCompression::kGzip);
+  EXPECT_EQ(CatchCorrupt([&] { gz_reader->NextLength(); }).offset(), 0u);
+}
 
 TEST(TFRecordReaderTest, EmptyFileHasNoRecords) {
   const std::string path = WriteRecords("empty", {});
