@@ -1,7 +1,7 @@
 // libFuzzer target for the TFRecord reader, writer and random-access source. The first input
 // byte selects the compression the reader is told (bits 0-1: detect, none, GZIP, ZLIB); the
-// rest is the file. The target reads every record, then seeks back to each record's offset
-// and reads the rest again (same records), indexes the file with TFRecordSource and reads its
+// rest is the file. The target reads every record, then seeks back to each of the last four
+// records' offsets and reads the rest again (same records), indexes the file with TFRecordSource and reads its
 // records one by one and batched (same records), and writes the records it read to a new
 // file with TFRecordWriter (bit 2 of the first byte: gzip) and reads that back (same records).
 // A file may be rejected only with spelt::FileFormatError (CorruptFileError), or by
