@@ -4,12 +4,13 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := g++ pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
-  libzstd-dev libbrotli-dev libsnappy-dev libhighwayhash-dev
+  libzstd-dev libbrotli-dev libsnappy-dev libhighwayhash-dev zlib1g-dev libisal-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo test bench setup cpp python test-cpp test-python test-install soak fuzz clean format
+.PHONY: demo test bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
+  fuzz-tfrecord clean format
 
 $(VENV)/.deps: requirements-dev.txt
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
@@ -68,15 +69,25 @@ SOAK_MINUTES ?= 10
 soak: python
 	$(PY) bench/soak.py --minutes $(SOAK_MINUTES)
 
-# Fuzzes the ArrayRecord reader under ASan + UBSan (FUZZ_SECONDS, default 300). Not part of
-# `make test`; needs clang (installed here if missing).
+# Fuzzes the ArrayRecord reader, then the TFRecord reader (fuzz-tfrecord), under ASan + UBSan
+# (FUZZ_SECONDS each, default 300). Not part of `make test`; needs clang (installed here if
+# missing).
 FUZZ_SECONDS ?= 300
-fuzz: python
+FUZZ_BUILD := build/fuzz
+fuzz-build: python
 	@command -v clang++ >/dev/null || ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq clang)
-	PATH=$(abspath $(VENV))/bin:$$PATH CXX=clang++ cmake -S . -B build/fuzz -G Ninja -DSPELT_BUILD_FUZZERS=ON >/dev/null
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build build/fuzz --target array_record_fuzz -j $(JOBS)
-	$(PY) cpp/fuzz/seed_corpus.py build/fuzz/corpus
-	build/fuzz/array_record_fuzz -max_len=300000 -max_total_time=$(FUZZ_SECONDS) build/fuzz/corpus
+	PATH=$(abspath $(VENV))/bin:$$PATH CXX=clang++ cmake -S . -B $(FUZZ_BUILD) -G Ninja -DSPELT_BUILD_FUZZERS=ON >/dev/null
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(FUZZ_BUILD) --target array_record_fuzz tfrecord_fuzz -j $(JOBS)
+
+fuzz: fuzz-build
+	$(PY) cpp/fuzz/seed_corpus.py $(FUZZ_BUILD)/corpus
+	$(FUZZ_BUILD)/array_record_fuzz -max_len=300000 -max_total_time=$(FUZZ_SECONDS) $(FUZZ_BUILD)/corpus
+	$(MAKE) fuzz-tfrecord
+
+fuzz-tfrecord: fuzz-build
+	$(PY) cpp/fuzz/tfrecord_seed_corpus.py $(FUZZ_BUILD)/tfrecord_corpus
+	$(FUZZ_BUILD)/tfrecord_fuzz -max_len=70000 -timeout=10 -max_total_time=$(FUZZ_SECONDS) \
+	  $(FUZZ_BUILD)/tfrecord_corpus
 
 # Applies the one Python style (PEP 8 via ruff, configured in pyproject.toml).
 format: setup

@@ -31,6 +31,9 @@ nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial);
 void RegisterSamplers(nb::module_& m);
 // py_array_record.cc: NativeSource, ArrayRecordSource, ArrayRecordWriter, array_record_info.
 void RegisterArrayRecord(nb::module_& m);
+// py_tfrecord.cc: tfrecord_iter_dataset, detect_tfrecord_compression, TFRecordSource (a
+// NativeSource), TFRecordWriter. After RegisterArrayRecord.
+void RegisterTFRecord(nb::module_& m);
 // py_arena.cc: Arena and ArenaView (see py_arena.cc).
 void RegisterArena(nb::module_& m);
 // process_executor.cc: process_prefetch (worker processes as a ChunkExecutor) and

@@ -21,6 +21,7 @@ NB_MODULE(_core, m) {
   RegisterIterator(m);
   RegisterSamplers(m);
   RegisterArrayRecord(m);
+  RegisterTFRecord(m);
   RegisterArena(m);
   RegisterProcessExecutor(m);
 }

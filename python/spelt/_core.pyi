@@ -214,6 +214,60 @@ class ArrayRecordWriter:
 def array_record_info(path: str) -> dict:
     """Facts about one ArrayRecord file (reads its index and first chunk)."""
 
+class TFRecordIterator:
+    """Iterator of a TFRecordIterDataset: bytes records, Grain's state."""
+
+    def __init__(self, path: str, compression: str | None) -> None: ...
+
+    def __iter__(self) -> object: ...
+
+    def __next__(self) -> object: ...
+
+    def get_state(self) -> dict:
+        """{'reader_offset': byte offset of the next record}"""
+
+    def set_state(self, state: dict) -> None:
+        """
+        Restores a state of get_state(); ValueError if malformed or past the end.
+        """
+
+    def start_prefetch(self) -> None:
+        """Nothing to start: reads are inline."""
+
+    def close(self) -> None:
+        """Closes the file; idempotent."""
+
+def tfrecord_iter_dataset(path: str, compression: str | None) -> IterDataset:
+    """
+    Grain's TFRecordIterDataset: records (bytes) in file order, state {'reader_offset': n}. compression: '', 'GZIP', 'ZLIB', or None to detect it.
+    """
+
+def detect_tfrecord_compression(path: str) -> str:
+    """'' (uncompressed), 'GZIP' or 'ZLIB', from the file's first bytes."""
+
+class TFRecordSource(NativeSource):
+    def __init__(self, paths: Sequence[str], repr: str, progress: Callable | None) -> None:
+        """
+        Indexes the files; progress(done_bytes, total_bytes) is called while it does.
+        """
+
+    def read_many(self, indices: Sequence[int]) -> list:
+        """Records at indices (bytes), consecutive ones read together."""
+
+    @property
+    def paths(self) -> list[str]: ...
+
+class TFRecordWriter:
+    @staticmethod
+    def open(path: str, compression: str = '', level: int = -1) -> TFRecordWriter: ...
+
+    def write(self, record: bytes) -> None: ...
+
+    def close(self) -> None: ...
+
+    @property
+    def num_records(self) -> int: ...
+
 class ArenaView:
     """A writable byte buffer inside an Arena (buffer protocol)."""
 

@@ -26,36 +26,38 @@ _SHARD_SPEC = re.compile(r"^(?P<base>.+)@(?P<count>\d+)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
-def expand_paths(paths: PathLike | Sequence[PathLike]) -> list[str]:
+def expand_paths(
+    paths: PathLike | Sequence[PathLike], what: str = "ArrayRecordDataSource"
+) -> list[str]:
     """Expands path specs into a list of file paths, in order.
 
     Each spec is a path, a glob (``train-*``, ``train-?????-of-00008``; matches sorted), or a
     sharded spec ``name@N`` meaning ``name-00000-of-0000N`` ... ``name-0000(N-1)-of-0000N``.
     Raises ValueError for an empty list and FileNotFoundError for a glob matching nothing or a
-    missing file.
+    missing file; messages start with ``what``.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if not paths:
-        raise ValueError("ArrayRecordDataSource: no paths given")
+        raise ValueError(f"{what}: no paths given")
     out: list[str] = []
     for spec in map(os.fspath, paths):
         match = _SHARD_SPEC.match(spec)
         if match and not os.path.exists(spec):
             count = int(match["count"])
             if count == 0:
-                raise ValueError(f"ArrayRecordDataSource: sharded spec {spec!r} has 0 shards")
+                raise ValueError(f"{what}: sharded spec {spec!r} has 0 shards")
             out.extend(f"{match['base']}-{i:05d}-of-{count:05d}" for i in range(count))
         elif _GLOB_CHARS.search(spec) and not os.path.exists(spec):
             matches = sorted(glob.glob(spec))
             if not matches:
-                raise FileNotFoundError(f"ArrayRecordDataSource: no file matches {spec!r}")
+                raise FileNotFoundError(f"{what}: no file matches {spec!r}")
             out.extend(matches)
         else:
             out.append(spec)
     for path in out:
         if not os.path.isfile(path):
-            raise FileNotFoundError(f"ArrayRecordDataSource: no such file: {path!r}")
+            raise FileNotFoundError(f"{what}: no such file: {path!r}")
     return out
 
 

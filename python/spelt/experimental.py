@@ -8,6 +8,7 @@ from typing import Any
 from spelt import _core
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
+from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
 
@@ -70,6 +71,9 @@ __all__ = [
     "FlatMapIterDataset",
     "FlatMapTransform",
     "MapWithIndexTransform",
+    "TFRecordDataSource",
+    "TFRecordIterDataset",
+    "TFRecordWriter",
     "assert_equal_output_after_checkpoint",
     "index_shuffle",
 ]

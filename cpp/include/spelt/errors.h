@@ -1,5 +1,5 @@
 // spelt/errors.h: exceptions for bad file contents, shared by every file format that Spelt
-// reads (Riegeli/ArrayRecord today). what() names the file and the byte offset; callers
+// reads (Riegeli/ArrayRecord, TFRecord). what() names the file and the byte offset; callers
 // catch FileFormatError for any of them. The Python face raises them as ValueError
 // subclasses (cpp/python/errors.cc translates every engine exception in one place).
 #ifndef SPELT_ERRORS_H_
@@ -31,11 +31,12 @@ class FileFormatError : public std::runtime_error {
   std::string detail_;
 };
 
-// The file is not a valid ArrayRecord file. Message: "<path>: corrupt ArrayRecord file at byte
-// offset <offset>: <detail>".
+// The file is not a valid file of its format. Message: "<path>: corrupt <format> file at byte
+// offset <offset>: <detail>", where `format` is "ArrayRecord" unless given (e.g. "TFRecord").
 class CorruptFileError final : public FileFormatError {
  public:
-  CorruptFileError(std::string path, uint64_t offset, std::string_view detail);
+  CorruptFileError(std::string path, uint64_t offset, std::string_view detail,
+                   std::string_view format = "ArrayRecord");
 };
 
 // The file is valid but uses a feature that is not implemented. Message: "<path>: unsupported

@@ -14,8 +14,10 @@ FileFormatError::FileFormatError(std::string_view kind, std::string path, uint64
       offset_(offset),
       detail_(detail) {}
 
-CorruptFileError::CorruptFileError(std::string path, uint64_t offset, std::string_view detail)
-    : FileFormatError("corrupt ArrayRecord file", std::move(path), offset, detail) {}
+CorruptFileError::CorruptFileError(std::string path, uint64_t offset, std::string_view detail,
+                                   std::string_view format)
+    : FileFormatError("corrupt " + std::string(format) + " file", std::move(path), offset,
+                      detail) {}
 
 UnsupportedError::UnsupportedError(std::string path, uint64_t offset, std::string_view detail)
     : FileFormatError("unsupported ArrayRecord feature", std::move(path), offset, detail) {}

@@ -23,7 +23,9 @@ class SourceNode final : public MapNode {
     auto [records, error] = MapIndices(indices, [this](int64_t i) { return RecordIndex(i); });
     std::vector<Value> got;
     got.reserve(records.size());
-    const std::exception_ptr read_error = Capture([&] { source_->GetMany(records, &got); });
+    // (records captured by name: clang 14 cannot capture a structured binding)
+    const std::exception_ptr read_error =
+        Capture([&, &records = records] { source_->GetMany(records, &got); });
     out->reserve(out->size() + got.size());
     for (Value& v : got) out->push_back(NoneAsFiltered(std::move(v)));
     if (read_error) std::rethrow_exception(read_error);

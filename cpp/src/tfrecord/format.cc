@@ -1,0 +1,70 @@
+// The record framing of format.h.
+#include "tfrecord/format.h"
+
+#include <isa-l/crc.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "spelt/errors.h"
+
+namespace spelt::internal::tfrecord {
+namespace {
+
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, sizeof(v));  // the format is little-endian, as is every target of Spelt
+  return v;
+}
+
+void StoreU32(uint32_t v, char* p) { std::memcpy(p, &v, sizeof(v)); }
+
+}  // namespace
+
+uint32_t Crc32c(std::string_view data, uint32_t crc) {
+  // crc32_iscsi neither inverts its input nor its output, and takes an int length.
+  crc = ~crc;
+  auto* p = reinterpret_cast<unsigned char*>(const_cast<char*>(data.data()));
+  size_t n = data.size();
+  constexpr size_t kMaxPiece = size_t{1} << 30;
+  while (n > 0) {
+    const size_t piece = std::min(n, kMaxPiece);
+    crc = crc32_iscsi(p, static_cast<int>(piece), crc);
+    p += piece;
+    n -= piece;
+  }
+  return ~crc;
+}
+
+void EncodeHeader(uint64_t length, char* header) {
+  std::memcpy(header, &length, sizeof(length));
+  StoreU32(MaskCrc(Crc32c(std::string_view(header, sizeof(length)))), header + sizeof(length));
+}
+
+void EncodeFooter(std::string_view payload, char* footer) {
+  StoreU32(MaskCrc(Crc32c(payload)), footer);
+}
+
+std::optional<uint64_t> DecodeHeader(const char* header) {
+  const std::string_view length_bytes(header, sizeof(uint64_t));
+  if (MaskCrc(Crc32c(length_bytes)) != LoadU32(header + sizeof(uint64_t))) return std::nullopt;
+  uint64_t length;
+  std::memcpy(&length, header, sizeof(length));
+  return length;
+}
+
+bool FooterMatches(std::string_view payload, const char* footer) {
+  return MaskCrc(Crc32c(payload)) == LoadU32(footer);
+}
+
+void ThrowCorrupt(const std::string& path, uint64_t offset, std::string_view detail) {
+  throw CorruptFileError(path, offset, detail, kFormat);
+}
+
+std::string TruncatedDetail(uint64_t length, uint64_t available) {
+  return "the file ends inside a record (truncated?): its header says " +
+         std::to_string(length) + " payload bytes + " + std::to_string(kFooterSize) +
+         " CRC bytes, only " + std::to_string(available) + " follow";
+}
+
+}  // namespace spelt::internal::tfrecord

@@ -1,0 +1,24 @@
+// Internal: the record index of an uncompressed TFRecord file (for TFRecordSource).
+#ifndef SPELT_SRC_TFRECORD_INDEX_H_
+#define SPELT_SRC_TFRECORD_INDEX_H_
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "io/file.h"
+
+namespace spelt::internal::tfrecord {
+
+// The byte offset of every record of `file`, then the file's size (so record i spans
+// [offsets[i], offsets[i + 1])). Reads the headers only: blocks of the file while records are
+// small, a header at a time past large ones. Checks every length CRC and that the last record
+// ends exactly at the end of the file; throws CorruptFileError (format "TFRecord") naming
+// the file and the record's offset otherwise. `progress(bytes_scanned)` is called every few
+// MiB and at the end.
+std::vector<uint64_t> IndexRecords(const io::RandomAccessFile& file,
+                                   const std::function<void(uint64_t)>& progress);
+
+}  // namespace spelt::internal::tfrecord
+
+#endif  // SPELT_SRC_TFRECORD_INDEX_H_

@@ -1,0 +1,43 @@
+// Internal: the bytes of a TFRecord file as one stream, decompressed if the file is: the
+// reader's view of a file.
+#ifndef SPELT_SRC_TFRECORD_INPUT_STREAM_H_
+#define SPELT_SRC_TFRECORD_INPUT_STREAM_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "spelt/tfrecord.h"
+
+namespace spelt::internal::tfrecord {
+
+// A forward stream with seeking. Not thread-safe. Throws std::system_error naming the path on
+// an OS error, CorruptFileError (naming the compressed byte offset) on bad compressed data.
+class InputStream {
+ public:
+  virtual ~InputStream() = default;
+  // Reads up to `n` bytes into `dst` and returns how many; 0 only at the end of the stream.
+  virtual size_t Read(char* dst, size_t n) = 0;
+  // Continues at byte `offset` of the stream. Throws std::invalid_argument if the stream ends
+  // before `offset`. Compressed streams decompress up to `offset` (from the start when it is
+  // behind the current position).
+  virtual void Seek(uint64_t offset) = 0;
+  // Reads up to `n` bytes into `dst` and, once `dst` is full, up to `m` more into `more`, in
+  // one call where the stream can (readv(2)); returns the bytes read, 0 only at the end.
+  virtual size_t ReadTwo(char* dst, size_t n, char* more, size_t m);
+  // An upper bound of the stream's length, known without reading it: the file size when
+  // uncompressed, what deflate's largest ratio allows for a compressed file.
+  virtual uint64_t SizeLimit() const = 0;
+};
+
+// Opens `path` (std::system_error naming it if that fails).
+std::unique_ptr<InputStream> OpenInputStream(const std::string& path,
+                                             TFRecordCompression compression);
+// A gzip (RFC 1952, several members allowed) or zlib (RFC 1950) stream over the file
+// descriptor `fd` (owned) of `path`.
+std::unique_ptr<InputStream> MakeZlibInputStream(int fd, std::string path, bool gzip);
+
+}  // namespace spelt::internal::tfrecord
+
+#endif  // SPELT_SRC_TFRECORD_INPUT_STREAM_H_

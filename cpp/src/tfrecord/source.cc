@@ -1,0 +1,141 @@
+// TFRecordSource (spelt/tfrecord_source.h).
+#include "spelt/tfrecord_source.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "io/file.h"
+#include "spelt/tfrecord.h"
+#include "tfrecord/format.h"
+#include "tfrecord/index.h"
+
+namespace spelt {
+
+using internal::tfrecord::kFooterSize;
+using internal::tfrecord::kHeaderSize;
+
+namespace {
+
+// Consecutive records are read together up to this many bytes.
+constexpr uint64_t kMaxRunBytes = uint64_t{4} << 20;
+
+}  // namespace
+
+struct TFRecordSource::File {
+  explicit File(const std::string& path) : file(path) {}
+  internal::io::RandomAccessFile file;
+  std::vector<uint64_t> offsets;  // IndexRecords: one per record, then the file size
+};
+
+TFRecordSource::TFRecordSource(std::vector<std::string> paths, std::string repr,
+                               const TFRecordIndexProgress& progress)
+    : paths_(std::move(paths)), repr_(std::move(repr)) {
+  if (paths_.empty()) throw std::invalid_argument("TFRecordSource: no files given");
+  for (const std::string& path : paths_) {
+    const TFRecordCompression compression = DetectTFRecordCompression(path);
+    if (compression != TFRecordCompression::kNone) {
+      throw std::invalid_argument(
+          path + ": a " + std::string(TFRecordCompressionName(compression)) +
+          "-compressed TFRecord file has no random access; read it in order with "
+          "TFRecordIterDataset, or write it uncompressed");
+    }
+    files_.push_back(std::make_unique<File>(path));
+  }
+  uint64_t total_bytes = 0, done_before = 0;
+  for (const auto& f : files_) total_bytes += f->file.size();
+  for (const auto& f : files_) {
+    std::function<void(uint64_t)> file_progress;
+    if (progress) {
+      file_progress = [&](uint64_t done) { progress(done_before + done, total_bytes); };
+    }
+    f->offsets = internal::tfrecord::IndexRecords(f->file, file_progress);
+    done_before += f->file.size();
+    starts_.push_back(total_);
+    total_ += static_cast<int64_t>(f->offsets.size() - 1);
+  }
+}
+
+TFRecordSource::~TFRecordSource() = default;
+
+TFRecordSource::Location TFRecordSource::Locate(int64_t index) const {
+  if (index < 0 || index >= total_) {
+    throw std::out_of_range("TFRecordSource: record key " + std::to_string(index) +
+                            " out of range [0, " + std::to_string(total_) + ") of " + repr_);
+  }
+  const auto it = std::upper_bound(starts_.begin(), starts_.end(), index);
+  const auto f = static_cast<size_t>(it - starts_.begin() - 1);
+  const auto j = static_cast<size_t>(index - starts_[f]);
+  const std::vector<uint64_t>& offsets = files_[f]->offsets;
+  return {f, offsets[j], offsets[j + 1] - offsets[j] - kHeaderSize - kFooterSize};
+}
+
+Value TFRecordSource::Get(int64_t index) const {
+  std::vector<Value> out;
+  ReadRun(index, 1, &out);
+  return std::move(out.front());
+}
+
+void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* out) const {
+  const Location start = Locate(first);
+  const File& f = *files_[start.file];
+  const uint64_t end = f.offsets[static_cast<size_t>(first - starts_[start.file] + count)];
+  if (count == 1) {  // straight into the record's own memory: one copy
+    std::string record(start.length + kFooterSize, '\0');
+    f.file.ReadAt(start.offset + kHeaderSize, record.data(), record.size());
+    if (!internal::tfrecord::FooterMatches(std::string_view(record.data(), start.length),
+                                           record.data() + start.length)) {
+      internal::tfrecord::ThrowCorrupt(
+          f.file.path(), start.offset,
+          "the masked CRC32C of the " + std::to_string(start.length) +
+              "-byte payload does not match (record key " + std::to_string(first) + " of " +
+              repr_ + ")");
+    }
+    record.resize(start.length);
+    out->push_back(Value::Bytes(std::move(record)));
+    return;
+  }
+  thread_local std::string run;
+  run.resize(end - start.offset);
+  f.file.ReadAt(start.offset, run.data(), run.size());
+  for (int64_t k = 0; k < count; ++k) {
+    const size_t j = static_cast<size_t>(first - starts_[start.file] + k);
+    const uint64_t at = f.offsets[j] - start.offset + kHeaderSize;
+    const uint64_t length = f.offsets[j + 1] - f.offsets[j] - kHeaderSize - kFooterSize;
+    const std::string_view payload(run.data() + at, length);
+    if (!internal::tfrecord::FooterMatches(payload, payload.data() + length)) {
+      throw std::runtime_error("TFRecordSource: bad record in a run");  // located by GetMany
+    }
+    out->push_back(Value::Bytes(std::string(payload)));
+  }
+}
+
+void TFRecordSource::GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const {
+  out->reserve(out->size() + indices.size());
+  const size_t size_before = out->size();
+  try {
+    size_t i = 0;
+    while (i < indices.size()) {
+      // The longest run of consecutive keys in one file, up to kMaxRunBytes.
+      const Location start = Locate(indices[i]);
+      const int64_t file_end = start.file + 1 < starts_.size() ? starts_[start.file + 1] : total_;
+      const std::vector<uint64_t>& offsets = files_[start.file]->offsets;
+      const auto end_of = [&](int64_t key) {
+        return offsets[static_cast<size_t>(key - starts_[start.file]) + 1];
+      };
+      size_t n = 1;
+      while (i + n < indices.size() && indices[i + n] == indices[i] + static_cast<int64_t>(n) &&
+             indices[i + n] < file_end && end_of(indices[i + n]) - start.offset <= kMaxRunBytes) {
+        ++n;
+      }
+      ReadRun(indices[i], static_cast<int64_t>(n), out);
+      i += n;
+    }
+  } catch (const std::exception&) {
+    // Read again one at a time, so that the error is Get()'s for the first bad record and
+    // *out holds the records before it.
+    out->erase(out->begin() + static_cast<std::ptrdiff_t>(size_before), out->end());
+    RandomAccessSource::GetMany(indices, out);
+  }
+}
+
+}  // namespace spelt
