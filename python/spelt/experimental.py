@@ -8,6 +8,8 @@ from typing import Any
 from spelt import _core
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
+from spelt.parquet import ParquetIterDataset
+from spelt.parquet_source import ParquetDataSource
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
 
@@ -70,6 +72,8 @@ __all__ = [
     "FlatMapIterDataset",
     "FlatMapTransform",
     "MapWithIndexTransform",
+    "ParquetDataSource",
+    "ParquetIterDataset",
     "assert_equal_output_after_checkpoint",
     "index_shuffle",
 ]
