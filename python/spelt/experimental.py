@@ -8,6 +8,7 @@ from typing import Any
 from spelt import _core
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
+from spelt.huggingface import HuggingFaceIterDataset
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
 from spelt.transforms import FlatMap as FlatMapTransform
@@ -71,6 +72,7 @@ __all__ = [
     "ArrayRecordWriter",
     "FlatMapIterDataset",
     "FlatMapTransform",
+    "HuggingFaceIterDataset",
     "MapWithIndexTransform",
     "ParquetDataSource",
     "ParquetIterDataset",
