@@ -171,9 +171,9 @@ def test_convert_bad_inputs(tmp_path, arrays):
     out = tmp_path / "bad-out"
     missing = tmp_path / "missing.npy"
     assert_failed(spelt_cli("convert", missing, "-o", out), str(missing))
-    (tmp_path / "table.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "table.txt").write_text("1,2\n3,4\n")
     assert_failed(
-        spelt_cli("convert", tmp_path / "table.csv", "-o", out), "table.csv", ".npy or .npz"
+        spelt_cli("convert", tmp_path / "table.txt", "-o", out), "table.txt", "not a supported"
     )
     np.savez(tmp_path / "uneven.npz", x=np.arange(7), y=np.arange(6))
     assert_failed(

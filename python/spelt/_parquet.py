@@ -45,6 +45,19 @@ def open_file(path: Any, read_kwargs: dict[str, Any]) -> Any:
         raise ValueError(f"{path}: not a Parquet file or its footer is corrupt: {e}") from e
 
 
+def open_files(paths: Sequence[Any], read_kwargs: dict[str, Any]) -> list[Any]:
+    """``open_file`` of each path; ValueError naming the file if its Arrow schema differs from
+    the first file's."""
+    files = [open_file(path, read_kwargs) for path in paths]
+    for path, f in zip(paths[1:], files[1:]):
+        if not f.schema_arrow.equals(files[0].schema_arrow):
+            raise ValueError(
+                f"{path}: its schema differs from that of {paths[0]}:\n"
+                f"{f.schema_arrow}\nversus\n{files[0].schema_arrow}"
+            )
+    return files
+
+
 def _uniform_list_column(chunked: Any) -> np.ndarray | None:
     """A list column with no nulls, numeric or bool values and rows of one length as an
     (n, length) array; None for any other column."""

@@ -53,24 +53,14 @@ class ParquetDataSource:
             raise ValueError(f"cache_row_groups must be at least 1, got {cache_row_groups}")
         self._cache_size = cache_row_groups
         self._read_kwargs = read_kwargs
+        files = _parquet.open_files(self._paths, read_kwargs)
         self._groups: list[tuple[int, int]] = []  # (file index, row group) of each row group
         sizes = []
-        schema = None
-        files = []
-        for f, path in enumerate(self._paths):
-            pf = _parquet.open_file(path, read_kwargs)
-            if schema is None:
-                schema = pf.schema_arrow
-            elif not pf.schema_arrow.equals(schema):
-                raise ValueError(
-                    f"{path}: its schema differs from that of {self._paths[0]}:\n"
-                    f"{pf.schema_arrow}\nversus\n{schema}"
-                )
+        for f, pf in enumerate(files):
             for g in range(pf.num_row_groups):
                 self._groups.append((f, g))
                 sizes.append(pf.metadata.row_group(g).num_rows)
-            files.append(pf)
-        self._schema = schema
+        self._schema = files[0].schema_arrow
         # Row index where each row group starts; the last entry is the number of rows.
         self._starts = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
         self._init_process_state(files)
