@@ -132,7 +132,7 @@ def _convert_command(args: argparse.Namespace) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="spelt",
-        description=__doc__.split("\n\n")[0],
+        description="Spelt's command line: inspect ArrayRecord files, convert data files to them.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="run 'spelt inspect --help' or 'spelt convert --help' for examples",
     )
