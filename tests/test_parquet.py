@@ -140,7 +140,7 @@ def test_columnar_batches_equal_batches_of_rows(files, size):
     assert len(columnar) == len(rows) > 0
     for a, b in zip(columnar, rows):
         _assert_same(a, b)
-        assert all(v.flags.writeable and v.base is None or v.dtype == object for v in a.values())
+        assert all(v.flags.writeable for v in a.values())
     assert columnar_states == row_states
 
 

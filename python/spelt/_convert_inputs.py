@@ -144,7 +144,7 @@ class ParquetInput(Input):
 
     def __init__(self, path: str, file: Any):
         super().__init__(path)
-        self._file = file
+        self._reader = _parquet.RowGroupReader(file)
         meta = file.metadata
         self._sizes = [meta.row_group(g).num_rows for g in range(file.num_row_groups)]
 
@@ -156,7 +156,7 @@ class ParquetInput(Input):
         for g, size in enumerate(self._sizes):
             lo, hi = max(start, first), min(stop, first + size)
             if lo < hi:
-                group = _parquet.RowGroup(self._file.read_row_group(g))
+                group = self._reader.get(g)
                 for k, row in enumerate(group.rows(lo - first, hi - first)):
                     if any(v is None for v in row.values()):
                         raise self._error(f"row {lo + k} has a null value: {row}")
@@ -164,7 +164,7 @@ class ParquetInput(Input):
             first += size
 
     def schema(self) -> Any:
-        return {field.name: str(field.type) for field in self._file.schema_arrow}
+        return {field.name: str(field.type) for field in self._reader.file.schema_arrow}
 
 
 class JsonLinesInput(Input):

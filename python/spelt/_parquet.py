@@ -12,7 +12,10 @@ row i is a view equal to Grain's element (same dtype and shape).
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
+import os
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -60,7 +63,8 @@ def open_files(paths: Sequence[Any], read_kwargs: dict[str, Any]) -> list[Any]:
 
 def _uniform_list_column(chunked: Any) -> np.ndarray | None:
     """A list column with no nulls, numeric or bool values and rows of one length as an
-    (n, length) array; None for any other column."""
+    (n, length) array (read-only, a view of Arrow's buffers where possible); None for any
+    other column."""
     import pyarrow as pa  # pylint: disable=import-outside-toplevel
     import pyarrow.compute as pc  # pylint: disable=import-outside-toplevel
 
@@ -71,19 +75,20 @@ def _uniform_list_column(chunked: Any) -> np.ndarray | None:
     v = t.value_type
     if not (pa.types.is_integer(v) or pa.types.is_floating(v) or pa.types.is_boolean(v)):
         return None
-    array = chunked.combine_chunks()
     if pa.types.is_fixed_size_list(t):
         width = t.list_size
     else:
-        bounds = pc.min_max(pc.list_value_length(array))
+        bounds = pc.min_max(pc.list_value_length(chunked))
         width = bounds["min"].as_py()
         if width != bounds["max"].as_py():
             return None
-    values = array.flatten()
-    if values.null_count:
-        return None
-    # A writable copy (Grain's elements are writable arrays); rows are views of it.
-    return np.array(values.to_numpy(zero_copy_only=False)).reshape(len(array), width)
+    parts = []
+    for chunk in chunked.chunks:
+        values = chunk.flatten()
+        if values.null_count:
+            return None
+        parts.append(values.to_numpy(zero_copy_only=False).reshape(len(chunk), width))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
 class RowGroup:
@@ -105,16 +110,20 @@ class RowGroup:
     def __len__(self) -> int:
         return self._len
 
+    def _dicts(self, columns: list[np.ndarray]) -> list[dict[str, Any]]:
+        # Rows of 2-D columns are views of a writable copy of the block (Grain's are writable);
+        # copying per block reuses memory where one copy of the row group would fault it in.
+        values = zip(*(list(np.array(c) if c.ndim == 2 else c) for c in columns))
+        return list(map(dict, map(zip, itertools.repeat(self.names), values)))
+
     def rows(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Rows [start, stop) as Grain's elements ``{name: value}``, built without a Python loop
         per row."""
-        values = zip(*(list(c[start:stop]) for c in self.columns))
-        return list(map(dict, map(zip, itertools.repeat(self.names), values)))
+        return self._dicts([c[start:stop] for c in self.columns])
 
     def take(self, indices: Sequence[int]) -> list[dict[str, Any]]:
         """The rows at ``indices`` (positions within the row group)."""
-        values = zip(*(list(c[indices]) for c in self.columns))
-        return list(map(dict, map(zip, itertools.repeat(self.names), values)))
+        return self._dicts([c[indices] for c in self.columns])
 
 
 def stack_pieces(pieces: list[tuple[RowGroup, int, int]]) -> dict[str, np.ndarray]:
@@ -133,3 +142,46 @@ def stack_pieces(pieces: list[tuple[RowGroup, int, int]]) -> dict[str, np.ndarra
             except ValueError as e:
                 raise ValueError(f"Batch: column {name!r}: {e}") from e
     return batch
+
+
+# Row groups decoded ahead of the reader, on a process-wide pool: pyarrow decodes without the
+# GIL, so decoding overlaps the Python that consumes the previous row group.
+_READ_AHEAD = 2
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _decode_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool  # pylint: disable=global-statement
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="spelt-parquet"
+            )
+        return _pool
+
+
+class RowGroupReader:
+    """Decoded row groups of one open ParquetFile, read in order: ``get(g)`` returns row group
+    g and starts decoding the next ``_READ_AHEAD`` ones in the background. Errors of a
+    background decode are raised by the ``get`` of that row group. One thread at a time."""
+
+    def __init__(self, file: Any):
+        self.file = file
+        self._pending: dict[int, concurrent.futures.Future] = {}
+        self._file_lock = threading.Lock()  # a ParquetFile reads one row group at a time
+
+    def _decode(self, g: int) -> Any:
+        with self._file_lock:
+            return self.file.read_row_group(g)
+
+    def get(self, g: int) -> RowGroup:
+        future = self._pending.pop(g, None)
+        for stale in [k for k in self._pending if not g < k <= g + _READ_AHEAD]:
+            self._pending.pop(stale).cancel()
+        for k in range(g + 1, min(g + 1 + _READ_AHEAD, self.file.num_row_groups)):
+            if k not in self._pending:
+                self._pending[k] = _decode_pool().submit(self._decode, k)
+        # Only the decode runs in the background; the conversion to numpy (which creates
+        # Python objects, under the GIL) runs here, so that the threads do not contend for it.
+        return RowGroup(future.result() if future is not None else self._decode(g))

@@ -48,6 +48,7 @@ class _FileCursor:
     def __init__(self, path: Any, read_kwargs: dict[str, Any]):
         self._path = path
         self._file = _parquet.open_file(path, read_kwargs)
+        self._reader = _parquet.RowGroupReader(self._file)
         self.group: _parquet.RowGroup | None = None
         self.g, self.i = 0, 0
 
@@ -67,7 +68,7 @@ class _FileCursor:
         if num_groups == 0:
             self.group = _parquet.RowGroup(self._file.schema_arrow.empty_table())
         else:
-            self.group = _parquet.RowGroup(self._file.read_row_group(self.g))
+            self.group = self._reader.get(self.g)
 
     def available(self) -> int:
         """Rows left in the current row group, moving to the next non-empty one when the
