@@ -354,6 +354,9 @@ def main() -> None:
     import bench_reads  # batched reads through pipelines (M1, R1); same -k filter
 
     bench_reads.main(["-k", args.k])
+    import bench_parquet  # Parquet (S1) and spelt convert (S3), Spelt vs Grain / by hand
+
+    bench_parquet.main(["-k", args.k])
 
 
 if __name__ == "__main__":
