@@ -358,6 +358,10 @@ def main() -> None:
 
     bench_tfrecord.main(["-k", args.k])
 
+    import bench_parquet  # Parquet (S1) and spelt convert (S3), Spelt vs Grain / by hand
+
+    bench_parquet.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

@@ -1,14 +1,18 @@
-"""The command line, ``python -m spelt inspect`` and ``convert`` (issue 3), run as a user runs it."""
+"""The command line, ``python -m spelt inspect`` and ``convert`` (issues 3 and 10), run as a user
+runs it."""
 
 from __future__ import annotations
 
 import io
+import json
 import os
 import re
 import subprocess
 import sys
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from array_record.python import array_record_module as ar_module
 
@@ -171,9 +175,9 @@ def test_convert_bad_inputs(tmp_path, arrays):
     out = tmp_path / "bad-out"
     missing = tmp_path / "missing.npy"
     assert_failed(spelt_cli("convert", missing, "-o", out), str(missing))
-    (tmp_path / "table.csv").write_text("1,2\n3,4\n")
+    (tmp_path / "table.txt").write_text("1,2\n3,4\n")
     assert_failed(
-        spelt_cli("convert", tmp_path / "table.csv", "-o", out), "table.csv", ".npy or .npz"
+        spelt_cli("convert", tmp_path / "table.txt", "-o", out), "table.txt", "not a supported"
     )
     np.savez(tmp_path / "uneven.npz", x=np.arange(7), y=np.arange(6))
     assert_failed(
@@ -287,3 +291,223 @@ def test_usage_errors():
     assert result.returncode == 2 and "invalid choice" in result.stderr
     result = spelt_cli("--help")
     assert result.returncode == 0 and "inspect" in result.stdout and "convert" in result.stdout
+
+
+# ---------------------------------------------------------------------------------------------
+# convert: Parquet, JSON Lines, CSV, folders of files; manifest, resume, refusals (issue 10)
+
+
+def _manifest(prefix):
+    with open(f"{prefix}.manifest.json") as f:
+        return json.load(f)
+
+
+def _records(prefix, n):
+    ds = spelt.sources.ArrayRecordDataSource(f"{prefix}@{n}")
+    return ds.__getitems__(list(range(len(ds))))
+
+
+def _no_partial_files(directory):
+    return not [p for p in os.listdir(directory) if p.endswith(".partial")]
+
+
+def test_convert_parquet_files(tmp_path):
+    tables = [
+        pa.table(
+            {
+                "id": np.arange(start, start + n, dtype=np.int64),
+                "vec": pa.array(
+                    [np.full(3, i, np.float32) for i in range(n)], pa.list_(pa.float32())
+                ),
+                "text": [f"row {start + i}" for i in range(n)],
+            }
+        )
+        for start, n in ((0, 13), (100, 8))
+    ]
+    paths = [tmp_path / "a.parquet", tmp_path / "b.parquet"]
+    for table, path in zip(tables, paths):
+        pq.write_table(table, path, row_group_size=5)
+    prefix = tmp_path / "out" / "rows"
+    result = spelt_cli("convert", *paths, "-o", prefix, "--num-shards", 3)
+    assert result.returncode == 0, result.stderr
+    assert f"{prefix}@3" in result.stdout and "21 records" in result.stdout
+    want = list(spelt.experimental.ParquetIterDataset(paths[0])) + list(
+        spelt.experimental.ParquetIterDataset(paths[1])
+    )
+    records = _records(prefix, 3)
+    assert len(records) == 21
+    for record, row in zip(records, want):
+        with np.load(io.BytesIO(record), allow_pickle=False) as z:
+            assert list(z.files) == ["id", "vec", "text"]
+            np.testing.assert_equal({k: z[k] for k in z.files}, row)
+            assert z["vec"].dtype == np.float32 and z["id"].dtype == np.int64
+    manifest = _manifest(prefix)
+    assert manifest["num_records"] == 21 and manifest["records_per_shard"] == [7, 7, 7]
+    assert manifest["spec"] == "rows@3" and manifest["shards"] == [
+        os.path.basename(p) for p in shard_paths(prefix, 3)
+    ]
+    assert [s["path"] for s in manifest["sources"]] == [str(p) for p in paths]
+    assert [s["records"] for s in manifest["sources"]] == [13, 8]
+    assert manifest["schema"] == {"id": "int64", "vec": "list<element: float>", "text": "string"}
+    assert manifest["record_format"] == "npz"
+    assert manifest["options"]["compression"] == "zstd:3" and manifest["options"]["num_shards"] == 3
+    assert _no_partial_files(prefix.parent) and not os.path.exists(
+        prefix.parent / ".rows.convert.json"
+    )
+    # inspect accepts what convert printed, a glob and a list.
+    for specs in ([f"{prefix}@3"], [f"{prefix}-*"], shard_paths(prefix, 3)):
+        result = spelt_cli("inspect", "--verify", *specs)
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.count("records:        7") == 3 and "verified" in result.stdout
+
+
+def test_convert_parquet_errors_name_the_file(tmp_path):
+    good, other, corrupt = (
+        tmp_path / "good.parquet",
+        tmp_path / "other.parquet",
+        tmp_path / "bad.parquet",
+    )
+    pq.write_table(pa.table({"x": [1, 2, 3]}), good)
+    pq.write_table(pa.table({"x": ["a", "b"]}), other)
+    data = bytearray(good.read_bytes())
+    data[-2] ^= 0xFF
+    corrupt.write_bytes(bytes(data))
+    out = tmp_path / "out"
+    assert_failed(spelt_cli("convert", good, other, "-o", out), str(other), "schema differs")
+    assert_failed(spelt_cli("convert", good, corrupt, "-o", out), str(corrupt), "footer")
+    assert_failed(spelt_cli("convert", tmp_path / "nope.parquet", "-o", out), "nope.parquet")
+    assert not list(tmp_path.glob("out*"))
+
+
+def test_convert_json_lines_and_csv(tmp_path):
+    lines = [
+        json.dumps({"id": i, "text": f"line {i}", "tags": list(range(i % 3))}) for i in range(9)
+    ]
+    (tmp_path / "a.jsonl").write_text("\n".join(lines[:5]) + "\n\n")
+    (tmp_path / "b.jsonl").write_text("\r\n".join(lines[5:]))
+    result = spelt_cli("convert", tmp_path / "a.jsonl", tmp_path / "b.jsonl", "-o", tmp_path / "j")
+    assert result.returncode == 0, result.stderr
+    assert [r.decode() for r in _records(tmp_path / "j", 1)] == lines
+    manifest = _manifest(tmp_path / "j")
+    assert manifest["record_format"] == "json" and manifest["schema"] == {
+        "keys": ["id", "text", "tags"]
+    }
+
+    (tmp_path / "t.csv").write_text('name,count\nalpha,1\n"be, ta",2\n\ngamma,3\n')
+    result = spelt_cli("convert", tmp_path / "t.csv", "-o", tmp_path / "c", "--num-shards", 2)
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(r) for r in _records(tmp_path / "c", 2)] == [
+        {"name": "alpha", "count": "1"},
+        {"name": "be, ta", "count": "2"},
+        {"name": "gamma", "count": "3"},
+    ]
+    assert _manifest(tmp_path / "c")["schema"] == {"columns": ["name", "count"]}
+
+    (tmp_path / "bad.jsonl").write_text('{"a": 1}\n{"a": \n')
+    assert_failed(
+        spelt_cli("convert", tmp_path / "bad.jsonl", "-o", tmp_path / "x"), "bad.jsonl", "line 2"
+    )
+    (tmp_path / "bad.csv").write_text("a,b\n1,2\n3\n")
+    assert_failed(
+        spelt_cli("convert", tmp_path / "bad.csv", "-o", tmp_path / "y"), "bad.csv", "line 3"
+    )
+    assert not list(tmp_path.glob("x-*")) and not list(tmp_path.glob("y-*"))
+
+
+def test_convert_folder_of_files(tmp_path):
+    photos = tmp_path / "photos"
+    (photos / "cats").mkdir(parents=True)
+    (photos / "dogs").mkdir()
+    files = {"cats/1.jpg": b"\xff\xd8one", "cats/2.jpg": b"\xff\xd8two", "dogs/a.png": b"\x89PNG"}
+    for name, data in files.items():
+        (photos / name).write_bytes(data)
+    result = spelt_cli(
+        "convert", "--kind", "files", photos, "-o", tmp_path / "p", "--num-shards", 2
+    )
+    assert result.returncode == 0, result.stderr
+    got = {}
+    for record in _records(tmp_path / "p", 2):
+        with np.load(io.BytesIO(record), allow_pickle=False) as z:
+            got[str(z["label"])] = z["data"].tobytes()
+    assert got == files
+    assert _manifest(tmp_path / "p")["schema"]["extensions"] == [".jpg", ".png"]
+    # Without --kind files a folder of images is not a data directory; an empty one is refused.
+    assert_failed(spelt_cli("convert", photos, "-o", tmp_path / "q"), str(photos), "--kind files")
+    (tmp_path / "empty").mkdir()
+    for kind in ("auto", "files"):
+        assert_failed(
+            spelt_cli("convert", "--kind", kind, tmp_path / "empty", "-o", tmp_path / "q"),
+            str(tmp_path / "empty"),
+        )
+
+
+def test_convert_refuses_mixed_kinds_unless_allowed(tmp_path, arrays):
+    npy, npz = tmp_path / "images.npy", tmp_path / "pairs.npz"
+    assert_failed(
+        spelt_cli("convert", npy, npz, "-o", tmp_path / "m"), "--allow-mixed", "npy", "npz"
+    )
+    assert not list(tmp_path.glob("m-*"))
+    result = spelt_cli("convert", npy, npz, "-o", tmp_path / "m", "--allow-mixed")
+    assert result.returncode == 0, result.stderr
+    manifest = _manifest(tmp_path / "m")
+    assert manifest["num_records"] == 46 and manifest["record_format"] == "mixed (see sources)"
+    assert [s["kind"] for s in manifest["sources"]] == ["npy", "npz"]
+
+
+def test_convert_resumes_an_interrupted_conversion_or_refuses(tmp_path):
+    lines = [json.dumps({"i": i}) for i in range(40)]
+    broken = list(lines)
+    broken[33] = '{"i": 3#}'  # same length as '{"i": 33}'
+    source = tmp_path / "data.jsonl"
+    source.write_text("\n".join(broken) + "\n")
+    stat = os.stat(source)
+    prefix = tmp_path / "out"
+    args = ("convert", source, "-o", prefix, "--num-shards", 4, "--compression", "snappy")
+    assert_failed(spelt_cli(*args), "data.jsonl", "line 34")  # interrupted in shard 3
+    shards = shard_paths(prefix, 4)
+    assert [os.path.exists(p) for p in shards] == [True, True, True, False]
+    assert os.path.exists(tmp_path / ".out-00003-of-00004.partial")  # never a complete-looking name
+    assert not os.path.exists(f"{prefix}.manifest.json")
+    done = {p: os.stat(p).st_mtime_ns for p in shards[:3]}
+    # Other arguments while an interrupted conversion is there: refused.
+    assert_failed(spelt_cli(*args[:-1], "zstd"), "interrupted conversion", "--overwrite")
+    # The same arguments and the same input (fixed in place): resumed, complete shards kept.
+    source.write_text("\n".join(lines) + "\n")
+    os.utime(source, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    result = spelt_cli(*args)
+    assert result.returncode == 0, result.stderr
+    assert {p: os.stat(p).st_mtime_ns for p in shards[:3]} == done
+    assert [r.decode() for r in _records(prefix, 4)] == lines
+    assert _no_partial_files(tmp_path) and not os.path.exists(tmp_path / ".out.convert.json")
+    # A finished output is not overwritten without --overwrite.
+    assert_failed(spelt_cli(*args), "exists", "--overwrite")
+    result = spelt_cli(*args, "--overwrite")
+    assert result.returncode == 0, result.stderr
+    assert [r.decode() for r in _records(prefix, 4)] == lines
+
+
+def test_inspect_verify_reports_the_first_corrupt_chunk(tmp_path):
+    path = tmp_path / "data"
+    with spelt.experimental.ArrayRecordWriter(path, "group_size:2,uncompressed") as w:
+        for i in range(10):
+            w.write(b"record %d " % i * 40)
+    data = bytearray(path.read_bytes())
+    for i in (7, 3):  # two corrupt chunks: the first one is reported
+        data[data.find(b"record %d" % i) + 2] ^= 1
+    path.write_bytes(bytes(data))
+    assert spelt_cli("inspect", path).returncode == 0  # the index alone is intact
+    result = spelt_cli("inspect", "--verify", path)
+    assert_failed(result, str(path), "byte offset", "hash mismatch")
+    offset = int(re.search(r"byte offset (\d+)", result.stderr)[1])
+    assert offset < data.find(b"record 3") and offset > data.find(b"record 1")
+    assert_failed(spelt_cli("inspect", tmp_path / "nothing@2"), "nothing-00000-of-00002")
+    assert_failed(spelt_cli("inspect", tmp_path / "none-*"), "none-*")
+
+
+def test_version_and_help_examples():
+    result = spelt_cli("--version")
+    assert result.returncode == 0 and result.stdout.strip() == f"spelt {spelt.__version__}"
+    for command in ("inspect", "convert"):
+        result = spelt_cli(command, "--help")
+        assert result.returncode == 0 and "examples:" in result.stdout
+        assert f"spelt {command} " in result.stdout

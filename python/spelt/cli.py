@@ -1,28 +1,52 @@
 """The ``spelt`` command line (also ``python -m spelt``).
 
-  spelt inspect FILE...      facts about ArrayRecord files
-  spelt convert INPUT... -o PREFIX [--num-shards N] [--compression C] [--group-size G]
-                             .npy / .npz files (or directories of them) to ArrayRecord shards
+  spelt inspect SPEC... [--verify]   facts about ArrayRecord files (SPEC: a path, a glob, or
+                                     name@N), --verify reads and checks every chunk
+  spelt convert INPUT... -o PREFIX   .npy/.npz, Parquet, JSON Lines, CSV files or a folder of
+                                     files to ArrayRecord shards, with a JSON manifest
+  spelt --version
 
-``convert`` writes one record per row (index along axis 0): the row in ``.npy`` format for
-a .npy input, or an ``.npz`` of the rows of every array for a .npz input (all arrays must have
-the same number of rows). Decode a record with ``numpy.load(io.BytesIO(record))``. Inputs are
-concatenated in order; rows are split into contiguous shards ``PREFIX-00000-of-0000N``.
+Exit status: 0 on success, 1 when an input or a file is bad (the message names it), 2 for a
+usage error.
 """
 
 from __future__ import annotations
 
 import argparse
-import io
 import os
 import sys
-import time
-from typing import Iterator, Sequence
+import tempfile
+from collections.abc import Sequence
 
-import numpy as np
-
+import spelt
+from spelt import _convert
+from spelt import _convert_inputs
 from spelt import array_record
-from spelt import sharding
+
+_INSPECT_EXAMPLES = """examples:
+  spelt inspect data/train@8                 the 8 shards data/train-0000?-of-00008
+  spelt inspect 'data/train-*' data/extra    a glob and a file
+  spelt inspect --verify data/train@8        also read every chunk and check its hashes
+"""
+
+_CONVERT_EXAMPLES = """examples:
+  spelt convert images.npz -o data/train --num-shards 8
+  spelt convert part-*.parquet -o data/train --num-shards 16 --compression zstd:5
+  spelt convert logs.jsonl more.jsonl -o data/logs
+  spelt convert table.csv -o data/table
+  spelt convert --kind files photos/ -o data/photos    every file under photos/
+
+one record per row (per line, per file), in input order, in contiguous shards:
+  .npy            the row in .npy format           numpy.load(io.BytesIO(record))
+  .npz, Parquet   an .npz of the row's fields      numpy.load(io.BytesIO(record))["field"]
+  JSON Lines      the line (checked to be JSON)    json.loads(record)
+  CSV             a JSON object {header: value}    json.loads(record)
+  --kind files    an .npz {"data": the file's bytes as uint8, "label": its relative path}
+A directory argument stands for its data files (sorted by name). PREFIX.manifest.json lists
+the shards, record count, sources, schema and options. Shards are written under temporary
+names and renamed when complete; rerunning an interrupted conversion resumes it.
+TFRecord input is not supported yet.
+"""
 
 
 def _human(n: float) -> str:
@@ -33,160 +57,145 @@ def _human(n: float) -> str:
     return str(n)
 
 
-def _inspect(files: Sequence[str]) -> int:
+def _verify(path: str, num_records: int, group_size: int) -> None:
+    """Reads every record, chunk after chunk, checking hashes; CorruptFileError (naming the
+    file and the byte offset of the first corrupt chunk) on the first bad one."""
+    source = array_record.ArrayRecordDataSource(path)
+    step = max(group_size, 1) * max(1, 4096 // max(group_size, 1))
+    for start in range(0, num_records, step):
+        source.__getitems__(range(start, min(start + step, num_records)))
+
+
+def _describe(path: str, verify: bool) -> None:
+    facts = array_record.info(path)
+    if verify:
+        _verify(path, facts["num_records"], facts["group_size"])
+    print(path)
+    print(f"  records:        {facts['num_records']:,}")
+    print(f"  chunks:         {facts['num_chunks']:,} (group size {facts['group_size']})")
+    print(f"  compression:    {facts['compression'] or '-'}")
+    print(f"  file size:      {_human(facts['file_size'])} ({facts['file_size']:,} bytes)")
+    print(f"  record bytes:   {_human(facts['decoded_bytes'])} ({facts['decoded_bytes']:,} bytes)")
+    print(f"  writer options: {facts['writer_options']}")
+    if verify:
+        print("  verified:       every chunk read, hashes match")
+
+
+def _inspect(specs: Sequence[str], verify: bool) -> int:
     status = 0
-    for path in files:
+    for spec in specs:
         try:
-            facts = array_record.info(path)
-        except (OSError, ValueError, NotImplementedError) as e:
-            print(f"{path}: error: {e}", file=sys.stderr)
+            paths = array_record.expand_paths(spec)
+        except (OSError, ValueError) as e:
+            print(f"{spec}: error: {e}", file=sys.stderr)
             status = 1
             continue
-        print(path)
-        print(f"  records:        {facts['num_records']:,}")
-        print(f"  chunks:         {facts['num_chunks']:,} (group size {facts['group_size']})")
-        print(f"  compression:    {facts['compression'] or '-'}")
-        print(f"  file size:      {_human(facts['file_size'])} ({facts['file_size']:,} bytes)")
-        print(
-            f"  record bytes:   {_human(facts['decoded_bytes'])} ({facts['decoded_bytes']:,} bytes)"
-        )
-        print(f"  writer options: {facts['writer_options']}")
+        for path in paths:
+            try:
+                _describe(path, verify)
+            except (OSError, ValueError, NotImplementedError) as e:
+                message = str(e) if str(e).startswith(path) else f"{path}: {e}"
+                print(f"error: {message}", file=sys.stderr)
+                status = 1
     return status
 
 
-def _input_files(inputs: Sequence[str]) -> list[str]:
-    files: list[str] = []
-    for item in inputs:
-        if os.path.isdir(item):
-            found = sorted(
-                os.path.join(item, name)
-                for name in os.listdir(item)
-                if name.endswith((".npy", ".npz"))
-            )
-            if not found:
-                raise ValueError(f"no .npy or .npz files in directory {item!r}")
-            files.extend(found)
-        elif item.endswith((".npy", ".npz")):
-            files.append(item)
-        else:
-            raise ValueError(f"{item!r} is not a .npy or .npz file or a directory")
-    return files
-
-
-def _rows(path: str) -> tuple[int, Iterator[bytes]]:
-    """(number of rows, iterator of encoded rows) of one input file. ValueError names the file."""
-    try:
-        return _load_rows(path)
-    except ValueError as e:  # numpy's messages (not a .npy file, object arrays) omit the path
-        if str(e).startswith(f"{path}:"):
-            raise
-        raise ValueError(f"{path}: cannot read: {e}") from e
-
-
-def _load_rows(path: str) -> tuple[int, Iterator[bytes]]:
-    if path.endswith(".npy"):
-        array = np.load(path, mmap_mode="r", allow_pickle=False)
-        if array.ndim == 0:
-            raise ValueError(f"{path}: a 0-d array has no rows")
-
-        def npy_rows() -> Iterator[bytes]:
-            for row in array:
-                buf = io.BytesIO()
-                np.save(buf, np.asarray(row), allow_pickle=False)
-                yield buf.getvalue()
-
-        return len(array), npy_rows()
-    arrays = np.load(path, allow_pickle=False)
-    if not arrays.files:
-        raise ValueError(f"{path}: the .npz file holds no arrays")
-    columns = {key: arrays[key] for key in arrays.files}
-    for key, column in columns.items():
-        if column.ndim == 0:
-            raise ValueError(f"{path}: array {key!r} is 0-d and has no rows")
-    lengths = {key: len(column) for key, column in columns.items()}
-    if len(set(lengths.values())) != 1:
-        raise ValueError(f"{path}: arrays have different numbers of rows: {lengths}")
-    n = next(iter(lengths.values()))
-
-    def npz_rows() -> Iterator[bytes]:
-        for i in range(n):
-            buf = io.BytesIO()
-            np.savez(buf, **{key: column[i] for key, column in columns.items()})
-            yield buf.getvalue()
-
-    return n, npz_rows()
-
-
-class _Progress:
-    """A one-line progress bar on stderr, redrawn at most 10 times a second."""
-
-    def __init__(self, total: int, label: str):
-        self._total, self._label = total, label
-        self._start = self._last = time.monotonic()
-        self._done = 0
-
-    def advance(self, n: int = 1) -> None:
-        self._done += n
-        now = time.monotonic()
-        if now - self._last >= 0.1 or self._done == self._total:
-            self._last = now
-            frac = self._done / self._total if self._total else 1.0
-            bar = "#" * int(30 * frac)
-            rate = self._done / max(now - self._start, 1e-9)
-            sys.stderr.write(
-                f"\r{self._label} [{bar:<30}] {self._done:,}/{self._total:,} ({rate:,.0f}/s)"
-            )
-            if self._done == self._total:
-                sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _convert(args: argparse.Namespace) -> int:
-    files = _input_files(args.inputs)
-    sources = [_rows(path) for path in files]
-    total = sum(n for n, _ in sources)
-    if total == 0:
-        raise ValueError("the inputs have no rows")
+def _convert_command(args: argparse.Namespace) -> int:
     if args.num_shards <= 0:
         raise ValueError(f"--num-shards must be positive, got {args.num_shards}")
-    options = f"group_size:{args.group_size},{args.compression}"
-    rows = (row for _, it in sources for row in it)
-    progress = _Progress(total, "convert")
-    outputs = []
-    for shard in range(args.num_shards):
-        start, end = sharding.even_split(total, sharding.ShardOptions(shard, args.num_shards))
-        path = f"{args.output}-{shard:05d}-of-{args.num_shards:05d}"
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        with array_record.ArrayRecordWriter(path, options) as writer:
-            for _ in range(end - start):
-                writer.write(next(rows))
-                progress.advance()
-        outputs.append(path)
-    print(f"wrote {total:,} records to {len(outputs)} shard(s): {args.output}@{args.num_shards}")
+    writer_options = f"group_size:{args.group_size},{args.compression}"
+    with tempfile.TemporaryDirectory() as d:  # bad options fail now, before any reading
+        array_record.ArrayRecordWriter(os.path.join(d, "check"), writer_options).close()
+    inputs = _convert_inputs.open_inputs(args.inputs, args.kind, args.allow_mixed)
+    manifest = _convert.convert(
+        inputs,
+        args.output,
+        num_shards=args.num_shards,
+        writer_options=writer_options,
+        options={
+            "num_shards": args.num_shards,
+            "compression": args.compression,
+            "group_size": args.group_size,
+            "writer_options": writer_options,
+            "kind": args.kind,
+            "allow_mixed": args.allow_mixed,
+        },
+        overwrite=args.overwrite,
+    )
+    print(
+        f"wrote {manifest['num_records']:,} records to {args.num_shards} shard(s):"
+        f" {args.output}@{args.num_shards} (manifest: {args.output}.manifest.json)"
+    )
     return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="spelt",
+        description="Spelt's command line: inspect ArrayRecord files, convert data files to them.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="run 'spelt inspect --help' or 'spelt convert --help' for examples",
+    )
+    parser.add_argument("--version", action="version", version=f"spelt {spelt.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    inspect = commands.add_parser(
+        "inspect",
+        help="facts about ArrayRecord files",
+        description="Facts about ArrayRecord files: records, chunks, compression, sizes.",
+        epilog=_INSPECT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    inspect.add_argument("files", nargs="+", metavar="SPEC", help="a path, a glob or name@N")
+    inspect.add_argument(
+        "--verify",
+        action="store_true",
+        help="read every chunk and check its hashes; report the first corrupt byte offset",
+    )
+    convert = commands.add_parser(
+        "convert",
+        help="files to ArrayRecord shards",
+        description="Writes ArrayRecord shards PREFIX-0000i-of-0000N from data files.",
+        epilog=_CONVERT_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    convert.add_argument("inputs", nargs="+", metavar="INPUT", help="files or directories")
+    convert.add_argument("-o", "--output", required=True, metavar="PREFIX", help="output prefix")
+    convert.add_argument("--num-shards", type=int, default=1, metavar="N")
+    convert.add_argument(
+        "--compression",
+        default="zstd:3",
+        help="uncompressed, zstd[:level], brotli[:level] or snappy (default zstd:3)",
+    )
+    convert.add_argument(
+        "--group-size", type=int, default=1, metavar="G", help="records per chunk (default 1)"
+    )
+    convert.add_argument(
+        "--kind",
+        choices=("auto", *_convert_inputs.KINDS),
+        default="auto",
+        help="input kind (default: from the extension); 'files' takes directories of any files",
+    )
+    convert.add_argument(
+        "--allow-mixed", action="store_true", help="allow inputs of different kinds in one dataset"
+    )
+    convert.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace an existing output (or an interrupted one) instead of refusing/resuming",
+    )
+    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Runs the `spelt` command with `argv` (default: sys.argv[1:]); returns the exit code."""
-    parser = argparse.ArgumentParser(prog="spelt", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    inspect = commands.add_parser("inspect", help="facts about ArrayRecord files")
-    inspect.add_argument("files", nargs="+")
-    convert = commands.add_parser("convert", help=".npy/.npz to ArrayRecord shards")
-    convert.add_argument("inputs", nargs="+", help=".npy/.npz files or directories")
-    convert.add_argument("-o", "--output", required=True, help="output path prefix")
-    convert.add_argument("--num-shards", type=int, default=1)
-    convert.add_argument(
-        "--compression",
-        default="zstd:3",
-        help="uncompressed, zstd[:level], brotli[:level] or snappy",
-    )
-    convert.add_argument("--group-size", type=int, default=1)
-    args = parser.parse_args(argv)
+    args = _parser().parse_args(argv)
     try:
         if args.command == "inspect":
-            return _inspect(args.files)
-        return _convert(args)
-    except (OSError, ValueError) as e:
+            return _inspect(args.files, args.verify)
+        return _convert_command(args)
+    except (OSError, ValueError, ImportError) as e:
         print(f"spelt {args.command}: error: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"spelt {args.command}: interrupted", file=sys.stderr)
+        return 130

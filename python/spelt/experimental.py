@@ -8,6 +8,9 @@ from typing import Any
 from spelt import _core
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
+from spelt.huggingface import HuggingFaceIterDataset
+from spelt.parquet import ParquetIterDataset
+from spelt.parquet_source import ParquetDataSource
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
@@ -70,7 +73,10 @@ __all__ = [
     "ArrayRecordWriter",
     "FlatMapIterDataset",
     "FlatMapTransform",
+    "HuggingFaceIterDataset",
     "MapWithIndexTransform",
+    "ParquetDataSource",
+    "ParquetIterDataset",
     "TFRecordDataSource",
     "TFRecordIterDataset",
     "TFRecordWriter",

@@ -1,0 +1,189 @@
+"""``spelt convert``: inputs to ArrayRecord shards, with a manifest, resumable.
+
+Records of all inputs, in order, are split into ``num_shards`` contiguous shards
+``PREFIX-0000i-of-0000N`` (even split, as ``grain.sharding.even_split``). Each shard is written
+under a hidden temporary name (``.NAME.partial`` in the same directory) and renamed when
+complete, so a file with a shard's name is always a complete shard. The plan (inputs with
+their sizes and modification times, options) is saved first in ``.PREFIX.convert.json``; a
+conversion that was interrupted resumes when rerun with the same arguments (complete shards
+are kept, the rest rewritten) and is refused with other ones. At the end ``PREFIX.manifest.json``
+is written (records, shards, sources, schema, options) and the plan removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from spelt import _convert_inputs
+from spelt import array_record
+from spelt import sharding
+
+_DECODE = {"npy": "numpy.load(io.BytesIO(record))", "npz": "numpy.load(io.BytesIO(record))"}
+_DECODE["json"] = "json.loads(record)"
+_PROGRESS_EVERY = 256  # records between progress updates
+
+
+def shard_paths(prefix: str, num_shards: int) -> list[str]:
+    return [f"{prefix}-{i:05d}-of-{num_shards:05d}" for i in range(num_shards)]
+
+
+def _hidden(path: str, suffix: str) -> str:
+    directory, name = os.path.split(path)
+    return os.path.join(directory, f".{name}{suffix}")
+
+
+def _write_json(path: str, value: Any) -> None:
+    """Writes JSON under a temporary name, then renames (a reader never sees half a file)."""
+    tmp = _hidden(path, ".partial")
+    with open(tmp, "w") as f:
+        json.dump(value, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+class _PlainProgress:
+    """A one-line progress bar on stderr, redrawn at most 10 times a second (tqdm's stand-in)."""
+
+    def __init__(self, total: int, desc: str):
+        self._total, self._label = total, desc
+        self._start = self._last = time.monotonic()
+        self._done = 0
+
+    def update(self, n: int) -> None:
+        self._done += n
+        now = time.monotonic()
+        if now - self._last >= 0.1 or self._done == self._total:
+            self._last = now
+            frac = self._done / self._total if self._total else 1.0
+            rate = self._done / max(now - self._start, 1e-9)
+            sys.stderr.write(
+                f"\r{self._label} [{'#' * int(30 * frac):<30}] {self._done:,}/{self._total:,}"
+                f" ({rate:,.0f} records/s)"
+            )
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\n")
+
+
+def _progress(total: int, desc: str) -> Any:
+    try:
+        from tqdm import tqdm  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return _PlainProgress(total, desc)
+    return tqdm(total=total, desc=desc, unit=" records", unit_scale=True, file=sys.stderr)
+
+
+def _records(inputs: Sequence[_convert_inputs.Input], start: int, stop: int) -> Iterator[bytes]:
+    """Records [start, stop) of the inputs laid end to end."""
+    first = 0
+    for item in inputs:
+        lo, hi = max(start, first), min(stop, first + len(item))
+        if lo < hi:
+            yield from item.records(lo - first, hi - first)
+        first += len(item)
+
+
+def _shard_is_complete(path: str, num_records: int) -> bool:
+    try:
+        return array_record.info(path)["num_records"] == num_records
+    except (OSError, ValueError):
+        return False
+
+
+def _check_resumable(prefix: str, plan: dict[str, Any], shards: list[str], state: str) -> bool:
+    """True to resume an interrupted conversion of this plan; ValueError if the output is
+    there from another conversion."""
+    if os.path.exists(state):
+        with open(state) as f:
+            saved = json.load(f)
+        if saved != plan:
+            raise ValueError(
+                f"{state}: an interrupted conversion to {prefix} with other inputs or options is"
+                " there; rerun it with the same arguments to resume it, or pass --overwrite to"
+                " start again"
+            )
+        return True
+    existing = [p for p in shards + [prefix + ".manifest.json"] if os.path.exists(p)]
+    if existing:
+        raise ValueError(
+            f"{existing[0]}: the output exists; pass --overwrite to replace it (or choose another"
+            " -o prefix)"
+        )
+    return False
+
+
+def convert(
+    inputs: Sequence[_convert_inputs.Input],
+    prefix: str,
+    *,
+    num_shards: int,
+    writer_options: str,
+    options: dict[str, Any],
+    overwrite: bool,
+) -> dict[str, Any]:
+    """Writes the shards and the manifest; returns the manifest. ``options`` (JSON) are
+    recorded in the plan and the manifest. ValueError for no records or an output that is
+    there from another conversion (see the module docstring)."""
+    total = sum(len(item) for item in inputs)
+    if total == 0:
+        names = ", ".join(item.path for item in inputs)
+        raise ValueError(f"no rows (records) in the inputs: {names}")
+    sources = [
+        {**item.fingerprint(), "kind": item.kind, "records": len(item), "schema": item.schema()}
+        for item in inputs
+    ]
+    plan = {"sources": sources, "options": options}
+    shards = shard_paths(prefix, num_shards)
+    state = _hidden(prefix, ".convert.json")
+    manifest_path = prefix + ".manifest.json"
+    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    if overwrite:
+        for path in [state, manifest_path] + shards:
+            if os.path.exists(path):
+                os.remove(path)
+    resume = _check_resumable(prefix, plan, shards, state)
+    _write_json(state, plan)
+    counts = []
+    progress = _progress(total, "convert")
+    try:
+        for shard, path in enumerate(shards):
+            start, end = sharding.even_split(total, sharding.ShardOptions(shard, num_shards))
+            counts.append(end - start)
+            if resume and _shard_is_complete(path, end - start):
+                progress.update(end - start)
+                continue
+            tmp = _hidden(path, ".partial")
+            with array_record.ArrayRecordWriter(tmp, writer_options) as writer:
+                pending = 0
+                for record in _records(inputs, start, end):
+                    writer.write(record)
+                    pending += 1
+                    if pending == _PROGRESS_EVERY:
+                        progress.update(pending)
+                        pending = 0
+                progress.update(pending)
+            os.replace(tmp, path)
+    finally:
+        progress.close()
+    formats = {_convert_inputs.RECORD_FORMATS[item.kind] for item in inputs}
+    schemas = [s["schema"] for s in sources]
+    manifest = {
+        "spelt_convert_manifest": 1,
+        "spec": f"{os.path.basename(prefix)}@{num_shards}",
+        "shards": [os.path.basename(p) for p in shards],
+        "num_records": total,
+        "records_per_shard": counts,
+        "record_format": formats.pop() if len(formats) == 1 else "mixed (see sources)",
+        "decode": sorted({_DECODE[_convert_inputs.RECORD_FORMATS[item.kind]] for item in inputs}),
+        "schema": schemas[0] if all(s == schemas[0] for s in schemas) else "mixed (see sources)",
+        **plan,
+    }
+    _write_json(manifest_path, manifest)
+    os.remove(state)
+    return manifest

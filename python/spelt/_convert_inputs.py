@@ -1,0 +1,352 @@
+"""The inputs ``spelt convert`` reads, one class per kind, and how their records are encoded.
+
+Every input is a sequence of records: ``len(input)`` records, ``input.records(start, stop)``
+yields records ``[start, stop)`` as bytes. Errors (missing file, unreadable or corrupt file,
+Parquet schema mismatch, bad line, empty directory) are ValueError / FileNotFoundError whose
+message starts with the file's path.
+
+| kind    | files                | one record                                               |
+| ------- | -------------------- | -------------------------------------------------------- |
+| npy     | .npy                 | row i (axis 0) in .npy format                            |
+| npz     | .npz                 | .npz of row i of every array (same number of rows)       |
+| parquet | .parquet, .pq        | .npz of row i, one array per column                      |
+| jsonl   | .jsonl, .ndjson      | the line's bytes (checked to be JSON; blank lines skipped) |
+| csv     | .csv                 | a JSON object {header: value as a string}, UTF-8         |
+| files   | any (with --kind files) | .npz {"data": uint8 bytes of the file, "label": its path relative to the directory given} |
+
+Decode .npy/.npz records with ``numpy.load(io.BytesIO(record))``, JSON with ``json.loads``.
+"""
+
+from __future__ import annotations
+
+import abc
+import csv
+import json
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+
+from spelt import _npz
+from spelt import _parquet
+
+# Extensions of each kind chosen by --kind auto (files has none: it is asked for).
+EXTENSIONS = {
+    "npy": (".npy",),
+    "npz": (".npz",),
+    "parquet": (".parquet", ".pq"),
+    "jsonl": (".jsonl", ".ndjson"),
+    "csv": (".csv",),
+}
+KINDS = (*EXTENSIONS, "files")
+_TFRECORD = (".tfrecord", ".tfrecords", ".tfr")
+# How each kind's records are decoded, for the manifest.
+RECORD_FORMATS = {
+    "npy": "npy",
+    "npz": "npz",
+    "parquet": "npz",
+    "jsonl": "json",
+    "csv": "json",
+    "files": "npz",
+}
+
+
+class Input(abc.ABC):
+    """One input file (or, for kind files, one directory)."""
+
+    kind: str
+
+    def __init__(self, path: str):
+        self.path = path
+
+    @abc.abstractmethod
+    def __len__(self) -> int: ...
+
+    @abc.abstractmethod
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        """Records [start, stop) as bytes."""
+
+    @abc.abstractmethod
+    def schema(self) -> Any:
+        """A JSON-compatible description of the records' fields (for the manifest)."""
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What identifies this input's content for a resumed conversion: path, size, mtime."""
+        st = os.stat(self.path)
+        return {"path": os.path.abspath(self.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def _error(self, message: str) -> ValueError:
+        return ValueError(f"{self.path}: {message}")
+
+
+def _array_schema(array: np.ndarray) -> dict[str, Any]:
+    return {"dtype": array.dtype.str, "shape": list(array.shape[1:])}
+
+
+class NpyInput(Input):
+    kind = "npy"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        try:
+            self._array = np.load(path, mmap_mode="r", allow_pickle=False)
+        except ValueError as e:  # numpy's messages (not .npy, object arrays) omit the path
+            raise self._error(f"cannot read: {e}") from e
+        if self._array.ndim == 0:
+            raise self._error("a 0-d array has no rows")
+
+    def __len__(self) -> int:
+        return len(self._array)
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        for row in self._array[start:stop]:
+            yield _npz.npy_bytes(row)
+
+    def schema(self) -> Any:
+        return _array_schema(self._array)
+
+
+class NpzInput(Input):
+    kind = "npz"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        try:
+            with np.load(path, allow_pickle=False) as arrays:
+                self._columns = {key: arrays[key] for key in arrays.files}
+        except (ValueError, OSError) as e:
+            raise self._error(f"cannot read: {e}") from e
+        if not self._columns:
+            raise self._error("the .npz file holds no arrays")
+        for key, column in self._columns.items():
+            if column.ndim == 0:
+                raise self._error(f"array {key!r} is 0-d and has no rows")
+        lengths = {key: len(column) for key, column in self._columns.items()}
+        if len(set(lengths.values())) != 1:
+            raise self._error(f"arrays have different numbers of rows: {lengths}")
+        self._len = next(iter(lengths.values()))
+
+    def __len__(self) -> int:
+        return self._len
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        names = list(self._columns)
+        for row in zip(*(c[start:stop] for c in self._columns.values())):
+            yield _npz.npz_bytes(dict(zip(names, row)))
+
+    def schema(self) -> Any:
+        return {key: _array_schema(c) for key, c in self._columns.items()}
+
+
+class ParquetInput(Input):
+    kind = "parquet"
+
+    def __init__(self, path: str, file: Any):
+        super().__init__(path)
+        self._reader = _parquet.RowGroupReader(file)
+        meta = file.metadata
+        self._sizes = [meta.row_group(g).num_rows for g in range(file.num_row_groups)]
+
+    def __len__(self) -> int:
+        return sum(self._sizes)
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        first = 0
+        for g, size in enumerate(self._sizes):
+            lo, hi = max(start, first), min(stop, first + size)
+            if lo < hi:
+                group = self._reader.get(g)
+                for k, row in enumerate(group.rows(lo - first, hi - first)):
+                    if any(v is None for v in row.values()):
+                        raise self._error(f"row {lo + k} has a null value: {row}")
+                    yield _npz.npz_bytes(row)
+            first += size
+
+    def schema(self) -> Any:
+        return {field.name: str(field.type) for field in self._reader.file.schema_arrow}
+
+
+class JsonLinesInput(Input):
+    kind = "jsonl"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self._len = sum(1 for _ in self._lines())
+        self._keys: list[str] | None = None
+
+    def _lines(self) -> Iterator[tuple[int, bytes]]:
+        with open(self.path, "rb") as f:
+            for number, line in enumerate(f, 1):
+                line = line.rstrip(b"\r\n")
+                if line.strip():
+                    yield number, line
+
+    def __len__(self) -> int:
+        return self._len
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        for i, (number, line) in enumerate(self._lines()):
+            if i >= stop:
+                break
+            if i >= start:
+                try:
+                    value = json.loads(line)
+                except ValueError as e:
+                    raise self._error(f"line {number} is not JSON: {e}") from e
+                if self._keys is None and isinstance(value, dict):
+                    self._keys = list(value)
+                yield line
+
+    def schema(self) -> Any:
+        if self._keys is None:
+            next(self.records(0, 1), None)
+        return {"keys": self._keys}
+
+
+class CsvInput(Input):
+    kind = "csv"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        rows = self._rows()
+        self._header = next(rows, None)
+        if self._header is None:
+            raise self._error("the CSV file is empty (no header row)")
+        self._len = sum(1 for _ in rows)
+
+    def _rows(self) -> Iterator[list[str]]:
+        with open(self.path, newline="", encoding="utf-8") as f:
+            reader = csv.reader(f)
+            for row in reader:
+                if row:
+                    if len(row) != len(getattr(self, "_header", None) or row):
+                        raise self._error(
+                            f"line {reader.line_num} has {len(row)} fields, the header has"
+                            f" {len(self._header)}"
+                        )
+                    yield row
+
+    def __len__(self) -> int:
+        return self._len
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        rows = self._rows()
+        next(rows)  # the header
+        for i, row in enumerate(rows):
+            if i >= stop:
+                break
+            if i >= start:
+                yield json.dumps(dict(zip(self._header, row)), ensure_ascii=False).encode()
+
+    def schema(self) -> Any:
+        return {"columns": self._header}
+
+
+class FilesInput(Input):
+    """Every regular file under a directory (recursively, sorted by relative path)."""
+
+    kind = "files"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self._files = sorted(
+            os.path.relpath(os.path.join(root, name), path).replace(os.sep, "/")
+            for root, _, names in os.walk(path)
+            for name in names
+            if os.path.isfile(os.path.join(root, name))
+        )
+        if not self._files:
+            raise self._error("the directory holds no files")
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        for name in self._files[start:stop]:
+            with open(os.path.join(self.path, name), "rb") as f:
+                data = np.frombuffer(f.read(), np.uint8)
+            yield _npz.npz_bytes({"data": data, "label": name})
+
+    def schema(self) -> Any:
+        extensions = sorted({os.path.splitext(name)[1] for name in self._files})
+        return {
+            "data": "uint8 bytes of the file",
+            "label": "relative path",
+            "extensions": extensions,
+        }
+
+    def fingerprint(self) -> dict[str, Any]:
+        sizes = [os.path.getsize(os.path.join(self.path, name)) for name in self._files]
+        return {"path": os.path.abspath(self.path), "files": len(self._files), "size": sum(sizes)}
+
+
+def _kind_of(path: str) -> str | None:
+    lower = path.lower()
+    for kind, extensions in EXTENSIONS.items():
+        if lower.endswith(extensions):
+            return kind
+    return None
+
+
+def _unsupported(path: str) -> ValueError:
+    if path.lower().endswith(_TFRECORD):
+        return ValueError(f"{path}: TFRecord input is not supported yet")
+    known = ", ".join(e for exts in EXTENSIONS.values() for e in exts)
+    return ValueError(
+        f"{path}: not a supported input ({known}, or a directory; --kind files for a folder of"
+        " files such as images)"
+    )
+
+
+def _expand(item: str, kind: str) -> list[tuple[str, str]]:
+    """(path, kind) of the files an argument names."""
+    if not os.path.exists(item):
+        raise FileNotFoundError(f"{item}: no such file or directory")
+    if kind == "files":
+        if not os.path.isdir(item):
+            raise ValueError(f"{item}: --kind files takes directories")
+        return [(item, "files")]
+    if os.path.isdir(item):
+        names = sorted(os.listdir(item))
+        found = [
+            (os.path.join(item, n), _kind_of(n))
+            for n in names
+            if _kind_of(n) and (kind == "auto" or _kind_of(n) == kind)
+        ]
+        if not found:
+            wanted = "data" if kind == "auto" else kind
+            raise ValueError(
+                f"{item}: no {wanted} files in this directory"
+                + (" (for a folder of files such as images, use --kind files)" if names else "")
+            )
+        return found
+    detected = _kind_of(item)
+    if kind == "auto":
+        if detected is None:
+            raise _unsupported(item)
+        return [(item, detected)]
+    return [(item, kind)]
+
+
+def open_inputs(items: Sequence[str], kind: str, allow_mixed: bool) -> list[Input]:
+    """The inputs the command-line arguments name, in order. ``kind``: one of KINDS or "auto"
+    (by extension; a directory gives its data files, sorted). ValueError for a mix of kinds
+    without ``allow_mixed``, Parquet files whose schemas differ, and unreadable inputs."""
+    found = [pair for item in items for pair in _expand(item, kind)]
+    kinds = list(dict.fromkeys(k for _, k in found))
+    if len(kinds) > 1 and not allow_mixed:
+        examples = {k: next(p for p, kk in found if kk == k) for k in kinds}
+        raise ValueError(
+            "inputs of different kinds ("
+            + ", ".join(f"{k}: {p}" for k, p in examples.items())
+            + ") would be mixed into one dataset with different record formats; pass"
+            " --allow-mixed to do so"
+        )
+    parquet_paths = [p for p, k in found if k == "parquet"]
+    parquet_files = dict(zip(parquet_paths, _parquet.open_files(parquet_paths, {})))
+    classes = {"npy": NpyInput, "npz": NpzInput, "jsonl": JsonLinesInput, "csv": CsvInput}
+    classes["files"] = FilesInput
+    return [
+        ParquetInput(p, parquet_files[p]) if k == "parquet" else classes[k](p) for p, k in found
+    ]

@@ -1,0 +1,187 @@
+"""Parquet row groups as numpy columns: what ParquetIterDataset, ParquetDataSource and
+``spelt convert`` share.
+
+pyarrow is an optional dependency (``pip install 'spelt[parquet]'``), imported on first use.
+A row group becomes one numpy array per column, as Grain 0.2.18 builds it
+(grain/_src/python/dataset/sources/parquet_dataset.py: ``table.column(i).to_numpy()``), so a
+row is ``{name: column[i]}``: numpy scalars for numeric columns, ``str``/``bytes`` for string
+and binary columns, numpy arrays for list columns. One exception, for speed, with equal rows: a
+list column with no nulls whose rows all have the same length is kept as one 2-D array, whose
+row i is a view equal to Grain's element (same dtype and shape).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from spelt import _core
+
+
+def pyarrow_parquet() -> Any:
+    """The ``pyarrow.parquet`` module; ImportError saying how to install it if missing."""
+    try:
+        import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel
+    except ImportError as e:
+        raise ImportError(
+            "reading Parquet needs pyarrow: pip install 'spelt[parquet]' (or pip install pyarrow)"
+        ) from e
+    return pq
+
+
+def open_file(path: Any, read_kwargs: dict[str, Any]) -> Any:
+    """``pyarrow.parquet.ParquetFile(path, **read_kwargs)``: a local path, a URI of a filesystem
+    pyarrow knows (``file://``, ``s3://``, ...) or a path on ``read_kwargs["filesystem"]``.
+    FileNotFoundError / ValueError (not Parquet, corrupt footer) name the file."""
+    pq = pyarrow_parquet()
+    try:
+        return pq.ParquetFile(path, **read_kwargs)
+    except FileNotFoundError as e:
+        raise FileNotFoundError(f"{path}: no such Parquet file ({e})") from e
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        raise ValueError(f"{path}: not a Parquet file or its footer is corrupt: {e}") from e
+
+
+def open_files(paths: Sequence[Any], read_kwargs: dict[str, Any]) -> list[Any]:
+    """``open_file`` of each path; ValueError naming the file if its Arrow schema differs from
+    the first file's."""
+    files = [open_file(path, read_kwargs) for path in paths]
+    for path, f in zip(paths[1:], files[1:]):
+        if not f.schema_arrow.equals(files[0].schema_arrow):
+            raise ValueError(
+                f"{path}: its schema differs from that of {paths[0]}:\n"
+                f"{f.schema_arrow}\nversus\n{files[0].schema_arrow}"
+            )
+    return files
+
+
+def _uniform_list_column(chunked: Any) -> np.ndarray | None:
+    """A list column with no nulls, numeric or bool values and rows of one length as an
+    (n, length) array (read-only, a view of Arrow's buffers where possible); None for any
+    other column."""
+    import pyarrow as pa  # pylint: disable=import-outside-toplevel
+    import pyarrow.compute as pc  # pylint: disable=import-outside-toplevel
+
+    t = chunked.type
+    is_list = pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t)
+    if not is_list or chunked.null_count or len(chunked) == 0:
+        return None
+    v = t.value_type
+    if not (pa.types.is_integer(v) or pa.types.is_floating(v) or pa.types.is_boolean(v)):
+        return None
+    if pa.types.is_fixed_size_list(t):
+        width = t.list_size
+    else:
+        bounds = pc.min_max(pc.list_value_length(chunked))
+        width = bounds["min"].as_py()
+        if width != bounds["max"].as_py():
+            return None
+    parts = []
+    for chunk in chunked.chunks:
+        values = chunk.flatten()
+        if values.null_count:
+            return None
+        parts.append(values.to_numpy(zero_copy_only=False).reshape(len(chunk), width))
+    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+
+class RowGroup:
+    """The columns of one decoded row group. Immutable; safe to share between threads.
+
+    ``names``: column names in file order; ``columns``: one numpy array per column, of length
+    ``len(self)`` along axis 0 (object arrays for strings, bytes and ragged or nullable lists).
+    """
+
+    def __init__(self, table: Any):
+        self.names = list(table.column_names)
+        self.columns = []
+        for i in range(table.num_columns):
+            chunked = table.column(i)
+            uniform = _uniform_list_column(chunked)
+            self.columns.append(uniform if uniform is not None else chunked.to_numpy())
+        self._len = table.num_rows
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _dicts(self, columns: list[np.ndarray]) -> list[dict[str, Any]]:
+        # Rows of 2-D columns are views of a writable copy of the block (Grain's are writable);
+        # copying per block reuses memory where one copy of the row group would fault it in.
+        values = zip(*(list(np.array(c) if c.ndim == 2 else c) for c in columns))
+        return list(map(dict, map(zip, itertools.repeat(self.names), values)))
+
+    def rows(self, start: int, stop: int) -> list[dict[str, Any]]:
+        """Rows [start, stop) as Grain's elements ``{name: value}``, built without a Python loop
+        per row."""
+        return self._dicts([c[start:stop] for c in self.columns])
+
+    def take(self, indices: Sequence[int]) -> list[dict[str, Any]]:
+        """The rows at ``indices`` (positions within the row group)."""
+        return self._dicts([c[indices] for c in self.columns])
+
+
+def stack_pieces(pieces: list[tuple[RowGroup, int, int]]) -> dict[str, np.ndarray]:
+    """The batch of the rows ``group[start:stop]`` of each piece, in order: per column, the
+    array the engine's stacking of those row dicts gives (numpy's promotion rules), made from
+    whole column slices. Columns are those of the first piece."""
+    first = pieces[0][0]
+    batch = {}
+    for j, name in enumerate(first.names):
+        slices = [group.columns[j][start:stop] for group, start, stop in pieces]
+        if all(s.dtype != object for s in slices):
+            batch[name] = np.concatenate(slices) if len(slices) > 1 else slices[0].copy()
+        else:  # strings, bytes, ragged lists: the engine's own stacking of the values
+            try:
+                batch[name] = _core.stack([v for s in slices for v in s])
+            except ValueError as e:
+                raise ValueError(f"Batch: column {name!r}: {e}") from e
+    return batch
+
+
+# Row groups decoded ahead of the reader, on a process-wide pool: pyarrow decodes without the
+# GIL, so decoding overlaps the Python that consumes the previous row group.
+_READ_AHEAD = 2
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _decode_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool  # pylint: disable=global-statement
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="spelt-parquet"
+            )
+        return _pool
+
+
+class RowGroupReader:
+    """Decoded row groups of one open ParquetFile, read in order: ``get(g)`` returns row group
+    g and starts decoding the next ``_READ_AHEAD`` ones in the background. Errors of a
+    background decode are raised by the ``get`` of that row group. One thread at a time."""
+
+    def __init__(self, file: Any):
+        self.file = file
+        self._pending: dict[int, concurrent.futures.Future] = {}
+        self._file_lock = threading.Lock()  # a ParquetFile reads one row group at a time
+
+    def _decode(self, g: int) -> Any:
+        with self._file_lock:
+            return self.file.read_row_group(g)
+
+    def get(self, g: int) -> RowGroup:
+        future = self._pending.pop(g, None)
+        for stale in [k for k in self._pending if not g < k <= g + _READ_AHEAD]:
+            self._pending.pop(stale).cancel()
+        for k in range(g + 1, min(g + 1 + _READ_AHEAD, self.file.num_row_groups)):
+            if k not in self._pending:
+                self._pending[k] = _decode_pool().submit(self._decode, k)
+        # Only the decode runs in the background; the conversion to numpy (which creates
+        # Python objects, under the GIL) runs here, so that the threads do not contend for it.
+        return RowGroup(future.result() if future is not None else self._decode(g))
