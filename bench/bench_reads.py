@@ -16,8 +16,10 @@ Goal: Spelt >= 0.5x the numpy-gather limit on both pipelines.
 
 **R1 pipeline, ArrayRecord.** The R1 files of ``bench_array_record`` (1 KiB and 100 KiB
 records, zstd group_size 1 and uncompressed group_size 64) through
-``MapDataset.source(ArrayRecordDataSource(path)).seed(0).shuffle().batch(128)`` on both
-engines, each with its own ``ArrayRecordDataSource`` (Grain's is array-record's reader).
+``MapDataset.source(ArrayRecordDataSource(path)).seed(0).shuffle().batch(128)`` and through
+``DataLoader(data_source=ArrayRecordDataSource(path), sampler=IndexSampler(shuffle=True,
+seed=0, num_epochs=1), operations=[Batch(128)], worker_count=0)`` on both engines, each with
+its own ``ArrayRecordDataSource`` (Grain's is array-record's reader). Goal: Spelt >= 2x Grain.
 
 Every contender must first yield the same first batches (values, dtypes, shapes). One
 unmeasured warm-up each, then ``--reps`` repetitions interleaved (Spelt, Grain, limit,
@@ -200,8 +202,21 @@ def print_m1(results: list[tuple[str, Sequence[Contender]]]) -> None:
 # R1 through a pipeline.
 
 
-def r1_contenders(spec: bar.FileSpec, path: str) -> list[Contender]:
+def r1_contenders(spec: bar.FileSpec, path: str, pipeline: str) -> list[Contender]:
     def make(g: Any) -> Callable[[], Iterable[Any]]:
+        if pipeline == "DataLoader":
+            return lambda: g.DataLoader(
+                data_source=g.sources.ArrayRecordDataSource(path),
+                sampler=g.samplers.IndexSampler(
+                    num_records=spec.num_records,
+                    shuffle=True,
+                    seed=0,
+                    num_epochs=1,
+                    shard_options=g.sharding.NoSharding(),
+                ),
+                operations=[g.transforms.Batch(BATCH_SIZE)],
+                worker_count=0,
+            )
         return lambda: (
             g.MapDataset.source(g.sources.ArrayRecordDataSource(path))
             .seed(0)
@@ -222,12 +237,13 @@ def r1_contenders(spec: bar.FileSpec, path: str) -> list[Contender]:
 def run_r1(reps: int, pattern: str) -> list[tuple[str, Sequence[Contender]]]:
     results = []
     for spec in R1_FILES:
-        case = f"R1 pipeline {spec.label}"
-        if pattern not in case:
-            continue
-        path = bar.ensure_file(spec, bar.Records(spec))
-        print(f"{case}: {bar.warm_page_cache(path)}")
-        results.append(measure(case, r1_contenders(spec, path), reps))
+        for pipeline in ("MapDataset", "DataLoader"):
+            case = f"R1 {pipeline} {spec.label}"
+            if pattern not in case:
+                continue
+            path = bar.ensure_file(spec, bar.Records(spec))
+            print(f"{case}: {bar.warm_page_cache(path)}")
+            results.append(measure(case, r1_contenders(spec, path, pipeline), reps))
     return results
 
 
