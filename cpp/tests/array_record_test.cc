@@ -352,7 +352,8 @@ TEST(ArrayRecordReadPlanTest, GroupsByChunkAndRunsOfNeighbouringChunks) {
   // Chunks of 2 records, 100 bytes each; a run may span 300 bytes; chunk 6 is cached.
   const std::vector<uint64_t> offsets = {64, 164, 264, 364, 464, 564, 664, 764, 864, 964};
   const std::vector<uint64_t> indices = {9, 0, 1, 3, 2, 7, 10, 12, 14, 13, 4, 17, 0};
-  const ReadPlan plan = PlanReads(indices, 2, offsets, 300, [](uint64_t c) { return c == 6; });
+  const ReadPlan plan =
+      PlanReads(indices, 2, offsets, 300, [](uint64_t c, size_t) { return c == 6; });
   std::vector<uint64_t> sorted;
   for (size_t position : plan.order) sorted.push_back(indices[position]);
   EXPECT_EQ(sorted, (std::vector<uint64_t>{0, 0, 1, 2, 3, 4, 7, 9, 10, 12, 13, 14, 17}));
@@ -368,7 +369,8 @@ TEST(ArrayRecordReadPlanTest, GroupsByChunkAndRunsOfNeighbouringChunks) {
   for (const ReadPlan::Run& run : plan.runs) runs.emplace_back(run.begin, run.end);
   // Chunks 0-2 (300 bytes), 3-5, then 6 alone (cached), then 7-8.
   EXPECT_EQ(runs, (std::vector<std::pair<size_t, size_t>>{{0, 3}, {3, 6}, {6, 7}, {7, 9}}));
-  EXPECT_TRUE(PlanReads({}, 2, offsets, 300, [](uint64_t) { return false; }).runs.empty());
+  EXPECT_TRUE(
+      PlanReads({}, 2, offsets, 300, [](uint64_t, size_t) { return false; }).runs.empty());
 }
 
 TEST(ArrayRecordTest, CachedChunkIsNotReadAgain) {

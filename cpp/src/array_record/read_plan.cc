@@ -7,7 +7,7 @@ namespace spelt::internal::array_record {
 
 ReadPlan PlanReads(std::span<const uint64_t> indices, uint64_t group_size,
                    std::span<const uint64_t> chunk_offsets, uint64_t max_run_bytes,
-                   const std::function<bool(uint64_t chunk)>& is_cached) {
+                   const std::function<bool(uint64_t chunk, size_t requests)>& read_alone) {
   ReadPlan plan;
   plan.order.resize(indices.size());
   std::iota(plan.order.begin(), plan.order.end(), size_t{0});
@@ -23,14 +23,14 @@ ReadPlan PlanReads(std::span<const uint64_t> indices, uint64_t group_size,
   bool extendable = false;  // whether the last run may take the next chunk
   for (size_t g = 0; g < plan.groups.size(); ++g) {
     const uint64_t chunk = plan.groups[g].chunk;
-    const bool cached = is_cached(chunk);
-    if (extendable && !cached && chunk == plan.groups[g - 1].chunk + 1 &&
+    const bool alone = read_alone(chunk, plan.groups[g].end - plan.groups[g].begin);
+    if (extendable && !alone && chunk == plan.groups[g - 1].chunk + 1 &&
         chunk_offsets[chunk + 1] - chunk_offsets[plan.groups[plan.runs.back().begin].chunk] <=
             max_run_bytes) {
       plan.runs.back().end = g + 1;
     } else {
       plan.runs.push_back({g, g + 1});
-      extendable = !cached;
+      extendable = !alone;
     }
   }
   return plan;

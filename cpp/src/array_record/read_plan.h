@@ -28,11 +28,12 @@ struct ReadPlan {
 
 // Plans reading the records `indices` of a file whose chunks hold `group_size` records each
 // (the last maybe fewer) and begin at `chunk_offsets` (one per chunk, then the end of the
-// last). A run of several chunks spans at most `max_run_bytes`; a chunk for which `is_cached`
-// returns true forms a run of its own. REQUIRES: every index is in the file.
+// last). A run of several chunks spans at most `max_run_bytes`; a chunk for which
+// `read_alone(chunk, requests)` returns true (it is cached, or its `requests` records are read
+// in place) forms a run of its own. REQUIRES: every index is in the file.
 ReadPlan PlanReads(std::span<const uint64_t> indices, uint64_t group_size,
                    std::span<const uint64_t> chunk_offsets, uint64_t max_run_bytes,
-                   const std::function<bool(uint64_t chunk)>& is_cached);
+                   const std::function<bool(uint64_t chunk, size_t requests)>& read_alone);
 
 }  // namespace spelt::internal::array_record
 

@@ -94,7 +94,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
     CheckIndex(index);
     const uint64_t c = index / group_size_;
     if (cache_.Find(c) == nullptr) {
-      if (const RecordLocations::Chunk* located = Located(c)) {
+      if (const RecordLocations::Chunk* located = InPlace(c, 1)) {
         std::string record;
         ReadLocated(c, *located, index % group_size_, record);
         return record;
@@ -168,6 +168,14 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   // Where the records of data chunk `c` lie, if known.
   const RecordLocations::Chunk* Located(uint64_t c) const {
     return locations_ ? locations_->Find(c) : nullptr;
+  }
+  // Where the records of data chunk `c` lie, if known and if reading `requests` of them in
+  // place (a pread each) is cheaper than reading and checking the whole chunk: a pread is
+  // counted as reading kInPlaceReadCost bytes.
+  const RecordLocations::Chunk* InPlace(uint64_t c, size_t requests) const {
+    constexpr uint64_t kInPlaceReadCost = 4096;
+    if (requests * kInPlaceReadCost >= chunk_offsets_[c + 1] - chunk_offsets_[c]) return nullptr;
+    return Located(c);
   }
   // Reads record `r` of data chunk `c`, whose records lie at `located`, into `out`: only the
   // record's bytes are read (its chunk's hashes were checked when the locations were noted).
@@ -396,7 +404,9 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
   batch->indices = indices;
   batch->plan = internal::array_record::PlanReads(
       indices, group_size_, chunk_offsets_, kMaxRunBytes,
-      [&](uint64_t c) { return cache_.Find(c) != nullptr || Located(c) != nullptr; });
+      [&](uint64_t c, size_t requests) {
+        return cache_.Find(c) != nullptr || InPlace(c, requests) != nullptr;
+      });
   batch->records.resize(indices.size());
   // The caller works too, so the call finishes even if no helper ever starts.
   const size_t num_runs = batch->plan.runs.size();
@@ -424,7 +434,8 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
         out = std::string(cached->record(r));
       });
     }
-    if (const RecordLocations::Chunk* located = Located(first.chunk)) {
+    if (const RecordLocations::Chunk* located =
+            InPlace(first.chunk, first.end - first.begin)) {
       return for_each_request(first, [&](uint64_t r, std::string& out) {
         ReadLocated(first.chunk, *located, r, out);
       });
@@ -456,7 +467,8 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
       const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
       out.assign(values.data() + record_begin, ends[r] - record_begin);
     });
-    if (c == last_chunk && ends.size() > 1 && cache_.capacity() > 0 && Located(c) == nullptr) {
+    if (c == last_chunk && ends.size() > 1 && cache_.capacity() > 0 &&
+        InPlace(c, 1) == nullptr) {
       Buffer storage(values.size());
       std::memcpy(storage.data(), values.data(), values.size());
       const std::string_view kept(storage.data(), values.size());
