@@ -23,6 +23,7 @@ NB_MODULE(_core, m) {
   RegisterArrayRecord(m);
   RegisterArena(m);
   RegisterProcessExecutor(m);
+  RegisterPacking(m);
 }
 
 }  // namespace spelt::python

@@ -8,6 +8,13 @@ from typing import Any
 from spelt import _core
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
+from spelt.packing import (
+    BestFitPackIterDataset,
+    BOSHandling,
+    ConcatThenSplitIterDataset,
+    FirstFitPackIterDataset,
+    PackAndBatchOperation,
+)
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
 
@@ -67,9 +74,14 @@ def assert_equal_output_after_checkpoint(ds: Any) -> None:
 
 __all__ = [
     "ArrayRecordWriter",
+    "BOSHandling",
+    "BestFitPackIterDataset",
+    "ConcatThenSplitIterDataset",
+    "FirstFitPackIterDataset",
     "FlatMapIterDataset",
     "FlatMapTransform",
     "MapWithIndexTransform",
+    "PackAndBatchOperation",
     "assert_equal_output_after_checkpoint",
     "index_shuffle",
 ]
