@@ -33,7 +33,7 @@ def _check_max_sequences_per_bin(max_sequences_per_bin: int | None) -> None:
         )
 
 
-class _PackIterDataset(dataset.IterDataset):
+class PackIterDataset(dataset.IterDataset):
     """Packs whole sequences into ``num_packing_bins`` bins; when an element fits in no bin,
     the bins are emitted (those holding a sequence, shuffled if ``shuffle_bins``) and a new
     batch of bins starts with it (Grain's PackIterDataset).
@@ -90,6 +90,9 @@ class _PackIterDataset(dataset.IterDataset):
         self._max_sequences_per_bin = max_sequences_per_bin
         self._node  # argument errors surface here  # pylint: disable=pointless-statement
 
+    def __iter__(self) -> PackingDatasetIterator:
+        return PackingDatasetIterator(self._node.make_iterator(), self._num_packing_bins)
+
     def _make_node(self):
         return _core.pack(
             self._parents[0]._node,
@@ -110,16 +113,52 @@ class _PackIterDataset(dataset.IterDataset):
         return self._name
 
 
-class FirstFitPackIterDataset(_PackIterDataset):
+class PackingDatasetIterator(dataset._NativeDatasetIterator):
+    """Iterator of a PackIterDataset (Grain's PackingDatasetIterator)."""
+
+    def __init__(self, it: Any, num_packing_bins: int):
+        super().__init__(it)
+        self._num_packing_bins = num_packing_bins
+        self._size_bytes: int | None = None
+
+    def __next__(self) -> Any:
+        element = super().__next__()
+        if self._size_bytes is None:
+            self._size_bytes = self._batch_size_bytes(element)
+        return element
+
+    def _batch_size_bytes(self, element: dict[str, Any]) -> int:
+        # Per packed feature: values, int32 segment ids and positions, and one int64 cursor per
+        # bin, as Grain counts them. Features with segment ids are the non-meta features.
+        total = 0
+        for key, value in element.items():
+            seg = element.get(f"{key}_segment_ids")
+            if seg is None or key.endswith(("_segment_ids", "_positions")):
+                continue
+            total += self._num_packing_bins * (value.nbytes + 2 * seg.nbytes + 8)
+        return total
+
+    def get_packed_batch_size_bytes(self) -> int:
+        """Bytes of one batch of bins (values, segment ids, positions, bin cursors) of the
+        packed features. ValueError before the first element."""
+        if self._size_bytes is None:
+            raise ValueError(
+                "No current batch. Size can only be computed after at least one"
+                " element has been packed."
+            )
+        return self._size_bytes
+
+
+class FirstFitPackIterDataset(PackIterDataset):
     """First-fit packing: each sequence goes to the first bin where all its features fit
-    (Grain's FirstFitPackIterDataset; see _PackIterDataset for the arguments and state)."""
+    (Grain's FirstFitPackIterDataset; see PackIterDataset for the arguments and state)."""
 
     _name = "FirstFitPackIterDataset"
 
 
-class BestFitPackIterDataset(_PackIterDataset):
+class BestFitPackIterDataset(PackIterDataset):
     """Best-fit packing: each sequence goes to the fitting bin with the most tokens already in it
-    (Grain's BestFitPackIterDataset; see _PackIterDataset for the arguments and state)."""
+    (Grain's BestFitPackIterDataset; see PackIterDataset for the arguments and state)."""
 
     _best_fit = True
     _name = "BestFitPackIterDataset"
