@@ -354,6 +354,9 @@ def main() -> None:
     import bench_reads  # batched reads through pipelines (M1, R1); same -k filter
 
     bench_reads.main(["-k", args.k])
+    import bench_packing  # sequence packing (P6a, P6b), Spelt vs Grain; same -k filter
+
+    bench_packing.main(["-k", args.k])
 
 
 if __name__ == "__main__":
