@@ -362,6 +362,10 @@ def main() -> None:
 
     bench_parquet.main(["-k", args.k])
 
+    import bench_packing  # sequence packing (P6a, P6b), Spelt vs Grain; same -k filter
+
+    bench_packing.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

@@ -39,6 +39,8 @@ void RegisterArena(nb::module_& m);
 // process_executor.cc: process_prefetch (worker processes as a ChunkExecutor) and
 // MapDataset.compute_chunk. After RegisterDatasets.
 void RegisterProcessExecutor(nb::module_& m);
+// bind_packing.cc: pack and concat_then_split (spelt/packing.h).
+void RegisterPacking(nb::module_& m);
 
 }  // namespace spelt::python
 

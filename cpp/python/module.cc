@@ -24,6 +24,7 @@ NB_MODULE(_core, m) {
   RegisterTFRecord(m);
   RegisterArena(m);
   RegisterProcessExecutor(m);
+  RegisterPacking(m);
 }
 
 }  // namespace spelt::python

@@ -309,3 +309,13 @@ class Arena:
     def take_released(self) -> list[int]: ...
 
 def process_prefetch(parent: MapDataset, keeper: object, allow_nones: bool, num_workers: int, per_worker_buffer_size: int) -> IterDataset: ...
+
+def pack(parent: IterDataset, length_struct: object, num_packing_bins: int, seed: int, shuffle_bins: bool, shuffle_bins_group_by_feature: str | None, meta_features: Sequence[str], pack_alignment_struct: object | None, padding_struct: object | None, max_sequences_per_bin: int | None, best_fit: bool, whole_batches: bool) -> IterDataset:
+    """
+    First-fit / best-fit packing of the parent's sequences into bins (spelt/packing.h).
+    """
+
+def concat_then_split(parent: IterDataset, length_struct: Sequence[tuple[str, int]], meta_features: Sequence[str], split_full_length_features: bool, bos_features: Sequence[str], bos_token_id: int) -> IterDataset:
+    """
+    Concatenates the parent's sequences and splits them at target lengths (spelt/packing.h).
+    """

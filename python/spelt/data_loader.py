@@ -33,6 +33,7 @@ from spelt import _callables
 from spelt import _core
 from spelt import dataset
 from spelt import options as options_lib
+from spelt import packing
 from spelt import samplers as samplers_lib
 from spelt import sharding
 from spelt import transforms
@@ -208,7 +209,15 @@ class DataLoader:
         # Stream operations with state of their own (FlatMap, and RandomMap / MapWithIndex after
         # a Batch) make the state the raw dataset state, as Grain does for FlatMap.
         self._native_checkpointing = any(
-            isinstance(op, (transforms.FlatMap, transforms.RandomMap, transforms.MapWithIndex))
+            isinstance(
+                op,
+                (
+                    transforms.FlatMap,
+                    transforms.RandomMap,
+                    transforms.MapWithIndex,
+                    packing.PackAndBatchOperation,
+                ),
+            )
             for op in self._operations[self._per_index_count :]
         )
         self._dataset = self._create_dataset()
@@ -245,6 +254,8 @@ class DataLoader:
                 ),
             ):
                 ds = ds.apply(op)
+            elif isinstance(op, packing.PackAndBatchOperation):
+                ds = op.apply_to(ds)  # the engine packs; the state is the packing iterator's
             else:
                 raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
         return ds.mp_prefetch(self._multiprocessing_options)

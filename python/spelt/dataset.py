@@ -367,7 +367,7 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         return self._it.next()
 
     def get_state(self) -> dict[str, Any]:
-        return self._it.get_state()
+        return _slices_as_tuples(self._it.get_state())
 
     def set_state(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict):
@@ -378,6 +378,21 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         if not self._closed:
             self._closed = True
             self._it.close()
+
+
+def _slices_as_tuples(state: Any) -> Any:
+    """``state`` with ConcatThenSplitIterDataset's ``remainder_slices`` as (start, stop) tuples,
+    as Grain returns them (Grain's restore compares them with the tuple (-1, -1))."""
+    if isinstance(state, dict):
+        return {
+            k: (
+                {f: tuple(s) for f, s in v.items()}
+                if k == "remainder_slices" and isinstance(v, dict)
+                else _slices_as_tuples(v)
+            )
+            for k, v in state.items()
+        }
+    return state
 
 
 def _native_or_python(source: Any) -> Any:

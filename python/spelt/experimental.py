@@ -9,6 +9,13 @@ from spelt import _core
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
 from spelt.huggingface import HuggingFaceIterDataset
+from spelt.packing import (
+    BestFitPackIterDataset,
+    BOSHandling,
+    ConcatThenSplitIterDataset,
+    FirstFitPackIterDataset,
+    PackAndBatchOperation,
+)
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
@@ -71,10 +78,15 @@ def assert_equal_output_after_checkpoint(ds: Any) -> None:
 
 __all__ = [
     "ArrayRecordWriter",
+    "BOSHandling",
+    "BestFitPackIterDataset",
+    "ConcatThenSplitIterDataset",
+    "FirstFitPackIterDataset",
     "FlatMapIterDataset",
     "FlatMapTransform",
     "HuggingFaceIterDataset",
     "MapWithIndexTransform",
+    "PackAndBatchOperation",
     "ParquetDataSource",
     "ParquetIterDataset",
     "TFRecordDataSource",
