@@ -414,6 +414,36 @@ def test_convert_json_lines_and_csv(tmp_path):
     assert not list(tmp_path.glob("x-*")) and not list(tmp_path.glob("y-*"))
 
 
+def test_convert_tfrecord_files(tmp_path):
+    records = [bytes([i % 256]) * (i * 37 % 500) for i in range(40)]
+    for name, compression, part in [
+        ("a.tfrecord", "", records[:25]),
+        ("b.tfr", "GZIP", records[25:]),
+    ]:
+        with spelt.tfrecord.TFRecordWriter(tmp_path / name, compression) as writer:
+            for r in part:
+                writer.write(r)
+    out = tmp_path / "t"
+    result = spelt_cli(
+        "convert", tmp_path / "a.tfrecord", tmp_path / "b.tfr", "-o", out, "--num-shards", 3
+    )
+    assert result.returncode == 0, result.stderr
+    assert _records(out, 3) == records
+    manifest = _manifest(out)
+    assert manifest["record_format"] == "bytes" and manifest["num_records"] == 40
+
+    # A corrupt payload: the error names the file and the byte offset; nothing is written.
+    data = bytearray((tmp_path / "a.tfrecord").read_bytes())
+    data[-3] ^= 1
+    (tmp_path / "bad.tfrecord").write_bytes(bytes(data))
+    assert_failed(
+        spelt_cli("convert", tmp_path / "bad.tfrecord", "-o", tmp_path / "x"),
+        "bad.tfrecord",
+        "byte offset",
+    )
+    assert not list(tmp_path.glob("x-*"))
+
+
 def test_convert_folder_of_files(tmp_path):
     photos = tmp_path / "photos"
     (photos / "cats").mkdir(parents=True)

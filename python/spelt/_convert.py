@@ -25,6 +25,7 @@ from spelt import sharding
 
 _DECODE = {"npy": "numpy.load(io.BytesIO(record))", "npz": "numpy.load(io.BytesIO(record))"}
 _DECODE["json"] = "json.loads(record)"
+_DECODE["bytes"] = "the record as stored in the input (e.g. tf.train.Example.FromString(record))"
 _PROGRESS_EVERY = 256  # records between progress updates
 
 

@@ -12,6 +12,7 @@ message starts with the file's path.
 | parquet | .parquet, .pq        | .npz of row i, one array per column                      |
 | jsonl   | .jsonl, .ndjson      | the line's bytes (checked to be JSON; blank lines skipped) |
 | csv     | .csv                 | a JSON object {header: value as a string}, UTF-8         |
+| tfrecord | .tfrecord, .tfrecords, .tfr | the record's bytes as stored (e.g. a tf.train.Example); gzip / zlib read, every CRC checked |
 | files   | any (with --kind files) | .npz {"data": uint8 bytes of the file, "label": its path relative to the directory given} |
 
 Decode .npy/.npz records with ``numpy.load(io.BytesIO(record))``, JSON with ``json.loads``.
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import abc
 import csv
+import itertools
 import json
 import os
 from collections.abc import Iterator, Sequence
@@ -30,6 +32,7 @@ import numpy as np
 
 from spelt import _npz
 from spelt import _parquet
+from spelt import tfrecord
 
 # Extensions of each kind chosen by --kind auto (files has none: it is asked for).
 EXTENSIONS = {
@@ -38,9 +41,9 @@ EXTENSIONS = {
     "parquet": (".parquet", ".pq"),
     "jsonl": (".jsonl", ".ndjson"),
     "csv": (".csv",),
+    "tfrecord": (".tfrecord", ".tfrecords", ".tfr"),
 }
 KINDS = (*EXTENSIONS, "files")
-_TFRECORD = (".tfrecord", ".tfrecords", ".tfr")
 # How each kind's records are decoded, for the manifest.
 RECORD_FORMATS = {
     "npy": "npy",
@@ -48,6 +51,7 @@ RECORD_FORMATS = {
     "parquet": "npz",
     "jsonl": "json",
     "csv": "json",
+    "tfrecord": "bytes",
     "files": "npz",
 }
 
@@ -281,6 +285,27 @@ class FilesInput(Input):
         return {"path": os.path.abspath(self.path), "files": len(self._files), "size": sum(sizes)}
 
 
+class TFRecordInput(Input):
+    kind = "tfrecord"
+
+    def __init__(self, path: str):
+        super().__init__(path)
+        self._compression = tfrecord.detect_compression(path)
+        self._len = sum(1 for _ in self._records())  # every CRC checked once up front
+
+    def _records(self) -> Iterator[bytes]:
+        return tfrecord.iter_records(self.path, self._compression)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def records(self, start: int, stop: int) -> Iterator[bytes]:
+        return itertools.islice(self._records(), start, stop)
+
+    def schema(self) -> Any:
+        return {"compression": self._compression or "none"}
+
+
 def _kind_of(path: str) -> str | None:
     lower = path.lower()
     for kind, extensions in EXTENSIONS.items():
@@ -290,8 +315,6 @@ def _kind_of(path: str) -> str | None:
 
 
 def _unsupported(path: str) -> ValueError:
-    if path.lower().endswith(_TFRECORD):
-        return ValueError(f"{path}: TFRecord input is not supported yet")
     known = ", ".join(e for exts in EXTENSIONS.values() for e in exts)
     return ValueError(
         f"{path}: not a supported input ({known}, or a directory; --kind files for a folder of"
@@ -346,6 +369,7 @@ def open_inputs(items: Sequence[str], kind: str, allow_mixed: bool) -> list[Inpu
     parquet_paths = [p for p, k in found if k == "parquet"]
     parquet_files = dict(zip(parquet_paths, _parquet.open_files(parquet_paths, {})))
     classes = {"npy": NpyInput, "npz": NpzInput, "jsonl": JsonLinesInput, "csv": CsvInput}
+    classes["tfrecord"] = TFRecordInput
     classes["files"] = FilesInput
     return [
         ParquetInput(p, parquet_files[p]) if k == "parquet" else classes[k](p) for p, k in found

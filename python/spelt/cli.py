@@ -34,6 +34,7 @@ _CONVERT_EXAMPLES = """examples:
   spelt convert part-*.parquet -o data/train --num-shards 16 --compression zstd:5
   spelt convert logs.jsonl more.jsonl -o data/logs
   spelt convert table.csv -o data/table
+  spelt convert train-*.tfrecord -o data/train          TFRecord (gzip / zlib too)
   spelt convert --kind files photos/ -o data/photos    every file under photos/
 
 one record per row (per line, per file), in input order, in contiguous shards:
@@ -41,11 +42,11 @@ one record per row (per line, per file), in input order, in contiguous shards:
   .npz, Parquet   an .npz of the row's fields      numpy.load(io.BytesIO(record))["field"]
   JSON Lines      the line (checked to be JSON)    json.loads(record)
   CSV             a JSON object {header: value}    json.loads(record)
+  TFRecord        the record's bytes as stored     e.g. tf.train.Example.FromString(record)
   --kind files    an .npz {"data": the file's bytes as uint8, "label": its relative path}
 A directory argument stands for its data files (sorted by name). PREFIX.manifest.json lists
 the shards, record count, sources, schema and options. Shards are written under temporary
 names and renamed when complete; rerunning an interrupted conversion resumes it.
-TFRecord input is not supported yet.
 """
 
 
