@@ -3,6 +3,8 @@
 
 #include <nanobind/stl/string.h>
 
+#include <cstring>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -38,6 +40,21 @@ class NumpyArraySourceImpl final : public RandomAccessSource {
   void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
     out->reserve(out->size() + indices.size());
     for (const int64_t i : indices) out->push_back(NumpyArraySourceImpl::Get(i));
+  }
+  // The gather itself: rows copied straight into one new array (numpy's take along axis 0).
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const override {
+    for (const int64_t i : indices) {
+      if (i < 0 || i >= Length()) NumpyArraySourceImpl::Get(i);  // throws its error
+    }
+    std::vector<int64_t> shape = {static_cast<int64_t>(indices.size())};
+    shape.insert(shape.end(), row_shape_.begin(), row_shape_.end());
+    Array batch = Array::AllocateUninitialized(whole_.dtype, std::move(shape));
+    std::byte* dst = batch.mutable_data();
+    for (const int64_t i : indices) {
+      std::memcpy(dst, whole_.data + static_cast<size_t>(i) * row_bytes_, row_bytes_);
+      dst += row_bytes_;
+    }
+    return Value(std::move(batch));
   }
   std::string Repr() const override { return repr_; }
 

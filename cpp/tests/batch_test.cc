@@ -1,5 +1,6 @@
 // Tests for MapDataset::Batch and IterDataset::Batch (ops/batch.cc). Expected values marked "Grain 0.2.18" were computed with
 // Grain 0.2.18.
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -148,6 +149,56 @@ TEST(IterOpsTest, BatchCustomFnAndInvalidSize) {
   EXPECT_THROW(RangeIter(5).Batch(-1), std::invalid_argument);
 }
 
+
+// Rows of an in-memory int64 array [10 x 2]: row i is {i, 10 * i}. With `gathers`, the source
+// also stacks rows itself (RandomAccessSource::GetStacked), as the numpy source does.
+class RowSource final : public RandomAccessSource {
+ public:
+  explicit RowSource(bool gathers) : gathers_(gathers) {}
+  int64_t Length() const override { return 10; }
+  Value Get(int64_t index) const override {
+    if (index < 0 || index >= 10) throw std::out_of_range("row " + std::to_string(index));
+    Array row = Array::AllocateUninitialized(DType::kInt64, {2});
+    const int64_t values[2] = {index, 10 * index};
+    std::memcpy(row.mutable_data(), values, sizeof(values));
+    return Value(std::move(row));
+  }
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const override {
+    if (!gathers_) return std::nullopt;
+    ++gathered_;
+    Array batch = Array::AllocateUninitialized(DType::kInt64, {int64_t(indices.size()), 2});
+    auto* out = reinterpret_cast<int64_t*>(batch.mutable_data());
+    for (const int64_t i : indices) {
+      if (i < 0 || i >= 10) throw std::out_of_range("row " + std::to_string(i));
+      *out++ = i;
+      *out++ = 10 * i;
+    }
+    return Value(std::move(batch));
+  }
+  std::string Repr() const override { return "RowSource"; }
+  mutable std::atomic<int> gathered_{0};
+
+ private:
+  bool gathers_;
+};
+
+// A source that gathers batches itself gives BatchMapDataset the batches that stacking its
+// rows gives, through index-mapping nodes (seed, shuffle, repeat, slice), by Get and by GetMany.
+TEST(MapDatasetBatchTest, SourceGatheredBatchesEqualStackedRows) {
+  const auto gathering = std::make_shared<RowSource>(true);
+  const auto plain = std::make_shared<RowSource>(false);
+  const auto pipeline = [](std::shared_ptr<RowSource> source) {
+    return MapDataset::Source(source).Seed(4).Shuffle().Repeat(2).Slice(1, 19, 1).Batch(4);
+  };
+  const MapDataset fast = pipeline(gathering), slow = pipeline(plain);
+  ASSERT_EQ(fast.Length(), slow.Length());
+  for (int64_t i = 0; i < fast.Length() + 3; ++i) EXPECT_EQ(*fast.Get(i), *slow.Get(i)) << i;
+  EXPECT_GT(gathering->gathered_.load(), 0);
+  const std::vector<Value> fast_all = Drain(*fast.ToIter(Threads(2, 8)).MakeIterator());
+  const std::vector<Value> slow_all = Drain(*slow.ToIter(Threads(2, 8)).MakeIterator());
+  EXPECT_EQ(fast_all, slow_all);
+  EXPECT_EQ(plain->gathered_.load(), 0);
+}
 
 // to_iter_dataset().batch(n) with read-ahead threads computes whole batches on the threads
 // (ops/batched_read_ahead.cc): the same batches, states and restores as batching element by

@@ -103,6 +103,14 @@ class MapNode : public DatasetNode {
   // The default calls Get() for each index; nodes that can do better override it.
   virtual void GetMany(std::span<const int64_t> indices,
                        std::vector<std::optional<Value>>* out) const;
+  // The elements at `indices` stacked as Stack() stacks them (BatchMapDataset's default
+  // batch), gathered straight into one array by nodes that can (index-mapping nodes over an
+  // in-memory array source); nullopt where the node cannot, and the caller then uses
+  // GetMany() and Stack(). May throw where GetMany() would; a caller that must raise
+  // GetMany()'s exact error falls back to it.
+  virtual std::optional<Value> GetStacked(std::span<const int64_t> /*indices*/) const {
+    return std::nullopt;
+  }
 };
 
 class DatasetIterator {

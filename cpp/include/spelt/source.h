@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,12 @@ class RandomAccessSource {
   // whole batch at once and fails locates the failing record by reading one at a time (the
   // default). The default calls Get() for each index.
   virtual void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const;
+  // The records at `indices` stacked as Stack() stacks them (one array, the records along a
+  // new first axis), gathered straight into it, for sources that can (an in-memory array);
+  // nullopt for the others (the default). May throw where GetMany() would.
+  virtual std::optional<Value> GetStacked(std::span<const int64_t> /*indices*/) const {
+    return std::nullopt;
+  }
   // A stable description; it is stored in checkpoints to detect a changed source.
   virtual std::string Repr() const = 0;
   // True if calls must not run concurrently or are cheapest from one thread (for example a

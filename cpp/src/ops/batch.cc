@@ -4,6 +4,7 @@
 // The iterator's state is its parent's state after the batch's last element.
 // BatchMapDataset reads the elements of all the batches of a chunk with one parent GetMany.
 #include <algorithm>
+#include <numeric>
 
 #include "ops/batch.h"
 #include "ops/get_many.h"
@@ -21,7 +22,7 @@ class BatchMapNode final : public MapNode {
  public:
   BatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder, BatchFn fn)
       : MapNode({parent}), parent_(std::move(parent)), batch_size_(batch_size),
-        parent_length_(parent_->Length()), fn_(OrStack(std::move(fn))) {
+        parent_length_(parent_->Length()), stacks_(!fn), fn_(OrStack(std::move(fn))) {
     if (parent_length_ == kInfiniteLength) {
       length_ = kInfiniteLength;
     } else if (drop_remainder) {
@@ -33,6 +34,9 @@ class BatchMapNode final : public MapNode {
   std::string Name() const override { return "BatchMapDataset"; }
   int64_t Length() const override { return length_; }
   std::optional<Value> Get(int64_t index) const override {
+    if (stacks_) {
+      if (std::optional<Value> batch = GatherStacked(index)) return batch;
+    }
     const auto [begin, end] = ParentRange(index);
     Elements got;
     got.reserve(static_cast<size_t>(end - begin));
@@ -40,6 +44,17 @@ class BatchMapNode final : public MapNode {
     return Combine(got);
   }
   void GetMany(std::span<const int64_t> indices, Elements* out) const override {
+    // Batches the parent gathers straight into one array (see MapNode::GetStacked) first; the
+    // first that it cannot gather, and all after it, go through GetMany() and the batch fn.
+    if (stacks_) {
+      while (!indices.empty()) {
+        std::optional<Value> batch = GatherStacked(indices.front());
+        if (!batch) break;
+        out->push_back(std::move(batch));
+        indices = indices.subspan(1);
+      }
+      if (indices.empty()) return;
+    }
     auto [ranges, error] = MapIndices(indices, [this](int64_t i) { return ParentRange(i); });
     std::vector<int64_t> parent_indices;
     for (const auto& [begin, end] : ranges) {
@@ -60,6 +75,19 @@ class BatchMapNode final : public MapNode {
   }
 
  private:
+  // Batch `index` gathered by the parent, or nullopt (it cannot, or that batch would fail:
+  // GetMany() then raises the error as Get() would).
+  std::optional<Value> GatherStacked(int64_t index) const {
+    try {
+      const auto [begin, end] = ParentRange(index);
+      if (begin == end) return std::nullopt;
+      std::vector<int64_t> range(static_cast<size_t>(end - begin));
+      std::iota(range.begin(), range.end(), begin);
+      return parent_->GetStacked(range);
+    } catch (...) {
+      return std::nullopt;
+    }
+  }
   // Parent indices [begin, end) of batch `index`.
   std::pair<int64_t, int64_t> ParentRange(int64_t index) const {
     if (length_ == kInfiniteLength) return {index * batch_size_, (index + 1) * batch_size_};
@@ -81,6 +109,7 @@ class BatchMapNode final : public MapNode {
 
   MapNodePtr parent_;
   int64_t batch_size_, parent_length_, length_;
+  bool stacks_;  // the batch function is the default, Stack()
   BatchFn fn_;
 };
 

@@ -53,6 +53,11 @@ class IndexMapNode : public MapNode {
     parent_->GetMany(mapped, out);
     if (error) std::rethrow_exception(error);
   }
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const final {
+    std::vector<int64_t> mapped(indices.size());
+    for (size_t i = 0; i < indices.size(); ++i) mapped[i] = ParentIndex(indices[i]);
+    return parent_->GetStacked(mapped);
+  }
 
  protected:
   explicit IndexMapNode(MapNodePtr parent) : MapNode({parent}), parent_(std::move(parent)) {}

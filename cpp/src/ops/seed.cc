@@ -14,6 +14,9 @@ class SeedMapNode final : public MapNode {
   std::string Name() const override { return "WithOptionsMapDataset"; }
   int64_t Length() const override { return parent_->Length(); }
   std::optional<Value> Get(int64_t index) const override { return parent_->Get(index); }
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const override {
+    return parent_->GetStacked(indices);
+  }
   void GetMany(std::span<const int64_t> indices, Elements* out) const override {
     parent_->GetMany(indices, out);
   }

@@ -18,6 +18,11 @@ class SourceNode final : public MapNode {
   std::optional<Value> Get(int64_t index) const override {
     return NoneAsFiltered(source_->Get(RecordIndex(index)));
   }
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const override {
+    std::vector<int64_t> records(indices.size());
+    for (size_t i = 0; i < indices.size(); ++i) records[i] = RecordIndex(indices[i]);
+    return source_->GetStacked(records);
+  }
   // One RandomAccessSource::GetMany for all the indices.
   void GetMany(std::span<const int64_t> indices, Elements* out) const override {
     auto [records, error] = MapIndices(indices, [this](int64_t i) { return RecordIndex(i); });
