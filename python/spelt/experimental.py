@@ -6,8 +6,22 @@ import copy
 from typing import Any
 
 from spelt import _core
+from spelt._combine import LimitIterDataset
+from spelt._combine import RepeatIterDataset
+from spelt._combine import ZipIterDataset
+from spelt._combine import ZipMapDataset
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset
+from spelt.dataset import apply_transformations
+from spelt.dataset import get_next_index
+from spelt.dataset import set_next_index
+from spelt.dataset_options import DatasetOptions
+from spelt.dataset_options import ExecutionTrackingMode
+from spelt.dataset_options import WithOptionsIterDataset
+from spelt.element_spec import ShapeDtypeStruct
+from spelt.element_spec import ShapeDtypeStructProtocol
+from spelt.element_spec import get_element_spec
+from spelt.rng_pool import RngPool
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
 
@@ -67,7 +81,21 @@ def assert_equal_output_after_checkpoint(ds: Any) -> None:
 
 __all__ = [
     "ArrayRecordWriter",
+    "DatasetOptions",
+    "ExecutionTrackingMode",
     "FlatMapIterDataset",
+    "LimitIterDataset",
+    "RepeatIterDataset",
+    "RngPool",
+    "ShapeDtypeStruct",
+    "ShapeDtypeStructProtocol",
+    "WithOptionsIterDataset",
+    "ZipIterDataset",
+    "ZipMapDataset",
+    "apply_transformations",
+    "get_element_spec",
+    "get_next_index",
+    "set_next_index",
     "FlatMapTransform",
     "MapWithIndexTransform",
     "assert_equal_output_after_checkpoint",
