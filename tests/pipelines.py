@@ -389,16 +389,6 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
             {"b": 1, "a": 2},
         )
     ),
-    "limit_over_workers": _d(
-        lambda g: g.experimental.LimitIterDataset(
-            g.MapDataset.range(40)
-            .map(lambda x: x * 3)
-            .to_iter_dataset()
-            .mp_prefetch(g.MultiprocessingOptions(num_workers=2)),
-            11,
-        ),
-        grain_state_equal=False,
-    ),
 }
 
 
