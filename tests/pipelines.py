@@ -332,9 +332,9 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
     "long_chain": _d(
         lambda g: (
             g.experimental.FlatMapIterDataset(
-                g.MapDataset.source(np.arange(40) * 2)
+                g.MapDataset.source(np.arange(40) * 2)[2:31]
                 .seed(9)
-                .shuffle()[2:30]
+                .shuffle()
                 .repeat(2)
                 .random_map(_noise)
                 .filter(lambda x: x % 5 != 0)
@@ -347,11 +347,83 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
             .batch(3)
         )
     ),
+    # grain.experimental stream combinators (engine ops: limit, iter_repeat, zip, iter_mix).
+    "limit": _d(
+        lambda g: g.experimental.LimitIterDataset(
+            g.MapDataset.range(30).filter(lambda x: x % 4 != 1).to_iter_dataset(), 9
+        )
+    ),
+    "repeat_iter": _d(
+        lambda g: g.experimental.RepeatIterDataset(
+            g.MapDataset.range(7).seed(3).shuffle().to_iter_dataset().batch(3), 3
+        )
+    ),
+    "zip_map": _d(
+        lambda g: g.experimental.ZipMapDataset(
+            [g.MapDataset.range(8), g.MapDataset.source(_records(8)).seed(1).shuffle()]
+        ).to_iter_dataset()
+    ),
+    "zip_iter": _d(
+        lambda g: g.experimental.ZipIterDataset(
+            [
+                g.MapDataset.range(9).to_iter_dataset().batch(2),
+                g.MapDataset.range(20, 29).map(lambda x: -x).to_iter_dataset().batch(2),
+            ]
+        )
+    ),
+    "mix_iter": _d(
+        lambda g: g.IterDataset.mix(
+            [
+                g.MapDataset.range(5).to_iter_dataset(),
+                g.MapDataset.range(100, 120).to_iter_dataset(),
+            ],
+            [0.3, 0.7],
+        )
+    ),
+    "mix_iter_keyed": _d(
+        lambda g: g.IterDataset.mix(
+            {
+                "b": g.MapDataset.range(10).seed(5).shuffle().to_iter_dataset(),
+                "a": g.MapDataset.range(50, 60).to_iter_dataset().map(lambda x: x * 2),
+            },
+            {"b": 1, "a": 2},
+        )
+    ),
 }
 
 
 # ---------------------------------------------------------------------------------------------
 # DataLoader pipelines: build(g) -> DataLoader.
+
+
+class _WithRemainder:
+    """A Grain sampler whose length makes Grain 0.2.18's DataLoader read this shard's share of
+    the remainder, as Grain does since grain@5bad1a2 and Spelt does (docs/compatibility.md:
+    uneven sharding loses no data)."""
+
+    def __init__(self, sampler, length):
+        self._sampler, self._length = sampler, length
+
+    def __len__(self):
+        return self._length
+
+    def __getitem__(self, index):
+        return self._sampler[index]
+
+    def __getattr__(self, name):
+        return getattr(self._sampler, name)
+
+    def __repr__(self):
+        return repr(self._sampler)
+
+
+def _grain_reads_remainder(s, so):
+    """`s` for Grain's DataLoader: wrapped when its shard `so` should read one more index."""
+    length = len(s)
+    count = so.shard_count
+    if so.drop_remainder or length == sys.maxsize or so.shard_index >= length % count:
+        return s
+    return _WithRemainder(s, (length // count + 1) * count)
 
 
 def _loader(
@@ -362,6 +434,8 @@ def _loader(
         s = g.samplers.IndexSampler(n, shard_options=so, **sampler_kw)
     else:
         s = g.samplers.SequentialSampler(n, shard_options=so, **sampler_kw)
+    if g.__name__ == "grain":
+        s = _grain_reads_remainder(s, so)
     u = user_classes(g)
     operations = []
     for op in ops:

@@ -131,7 +131,7 @@ def test_load_matches_grain(kwargs):
     def build(g):
         kw = dict(kwargs)
         if kw.get("shard_options") == "shard":
-            kw["shard_options"] = g.sharding.ShardOptions(1, 3)
+            kw["shard_options"] = g.sharding.ShardOptions(2, 3)
         u = pipelines.user_classes(g)
         return g.load(
             list(range(13)),

@@ -36,6 +36,8 @@ void BindTransformations(nb::class_<D>& cls) {
       .def("default_seed", [](const D& d) { return d.node()->DefaultSeed(); },
            "Grain's default seed for a random transformation on top (None if unseeded).")
       .def("seed", &D::Seed, "seed"_a, "Marks the node as the source of default seeds.")
+      .def("seed_words", &D::SeedWords, "words"_a,
+           "seed() for a seed of any size, given as its 32-bit words (least significant first).")
       .def("map", [=](const D& d, nb::callable fn) {
         return with_serial([&](auto... serial) { return d.Map(PyMapFn(fn), serial...); });
       }, "fn"_a)
@@ -114,6 +116,18 @@ void RegisterDatasets(nb::module_& m) {
   m.def("mix", [](std::vector<MapDataset> datasets, std::optional<std::vector<double>> weights) {
     return MapDataset::Mix(std::move(datasets), std::move(weights));
   }, "datasets"_a, "weights"_a.none());
+  m.def("zip", [](std::vector<MapDataset> datasets) {
+    return MapDataset::Zip(std::move(datasets));
+  }, "datasets"_a, "Grain's ZipMapDataset.");
+  m.def("zip_iter", [](std::vector<IterDataset> datasets, bool strict) {
+    return IterDataset::Zip(std::move(datasets), strict);
+  }, "datasets"_a, "strict"_a, "Grain's ZipIterDataset.");
+  m.def("mix_iter", [](std::vector<IterDataset> datasets,
+                       std::optional<std::vector<double>> weights,
+                       std::vector<std::string> keys) {
+    return IterDataset::Mix(std::move(datasets), std::move(weights), std::move(keys));
+  }, "datasets"_a, "weights"_a.none(), "keys"_a,
+     "Grain's MixedIterDataset; keys: one per dataset for a mapping of parents, or empty.");
   m.def("python_map_dataset", [](nb::object ds) { return PyMapDataset(ds); }, "dataset"_a,
         "A user's MapDataset subclass (__len__, __getitem__) as an engine node.");
   m.def("python_iter_dataset", [](nb::object ds, const MapDataset* parent) {
@@ -128,6 +142,8 @@ void RegisterDatasets(nb::module_& m) {
       .def("flat_map", [](const IterDataset& d, nb::callable fn) {
         return d.FlatMap(PyFlatMapFn(fn));
       }, "fn"_a)
+      .def("limit", &IterDataset::Limit, "count"_a, "Grain's LimitIterDataset.")
+      .def("repeat", &IterDataset::Repeat, "num_epochs"_a.none(), "Grain's RepeatIterDataset.")
       .def("make_iterator", [](const IterDataset& d) {
         std::unique_ptr<DatasetIterator> it;
         {

@@ -34,8 +34,11 @@ Callable Hold(nb::handle fn) {
 
 class PySourceImpl final : public RandomAccessSource {
  public:
+  // A source without __len__ (accepted by the DataLoader when its sampler gives the count, as
+  // in Grain) has length kInfiniteLength: unknown.
   explicit PySourceImpl(nb::handle source) : source_(MakePyRef(source)) {
-    length_ = static_cast<int64_t>(nb::len(source));
+    length_ = nb::hasattr(source, "__len__") ? static_cast<int64_t>(nb::len(source))
+                                             : kInfiniteLength;
     nb::module_ np = nb::module_::import_("numpy");
     if (nb::isinstance<nb::list>(source) || nb::isinstance<nb::tuple>(source) ||
         nb::isinstance(source, np.attr("ndarray"))) {

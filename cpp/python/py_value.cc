@@ -148,6 +148,21 @@ nb::object RebuildSequence(const Sequence& s, nb::list items) {
   return std::move(items);
 }
 
+// Stack()'s fallback for None leaves (ObjectStackFallback): np.stack leaf by leaf in Python
+// (spelt._tree.stack), whose object arrays come back as Opaque leaves.
+Value StackWithObjects(const std::vector<Value>& elements) {
+  nb::gil_scoped_acquire gil;
+  nb::list objects;
+  for (const Value& v : elements) objects.append(ToPython(v));
+  try {
+    return ToValue(nb::module_::import_("spelt._tree").attr("stack")(objects));
+  } catch (nb::python_error& e) {
+    throw std::invalid_argument("Batch: numpy.stack raised " +
+                                std::string(Py_TYPE(e.value().ptr())->tp_name) + ": " +
+                                nb::str(e.value()).c_str());
+  }
+}
+
 }  // namespace
 
 void InitPyValue() {
@@ -162,6 +177,7 @@ void InitPyValue() {
   cache->stack = np.attr("stack");
   cache->json_dumps = json.attr("dumps");
   cache->json_loads = json.attr("loads");
+  SetObjectStackFallback(&StackWithObjects);
 }
 
 PyRef MakePyRef(nb::handle obj) {

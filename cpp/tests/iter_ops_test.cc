@@ -40,7 +40,7 @@ TEST(IterOpsTest, MalformedStatesThrowInvalidArgument) {
   EXPECT_THROW(rm->SetState(State{{"parent", {{"next_index", 2}}}, {"index_for_rng", "2"}}),
                std::invalid_argument);
   EXPECT_THROW(rm->SetState(State{{"parent", {{"next_index", 99}}}, {"index_for_rng", 2}}),
-               std::invalid_argument);
+               std::out_of_range);  // past the end: IndexError, as Grain
   EXPECT_THROW(rm->SetState(State{{"next_index", 2}}), std::invalid_argument);
 
   auto mwi = RangeIter(10).MapWithIndex([](int64_t, Value v) { return v; }).MakeIterator();

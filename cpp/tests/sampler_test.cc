@@ -398,8 +398,13 @@ TEST(SamplerDatasetTest, ShardedIndexSamplerMatchesGrain) {
       const ShardOptions so = Shard(i, 3, dr == 1);
       auto sampler = std::make_shared<IndexSampler>(10, so, true, 2, 5);
       MapDataset ds = SamplerDataset(sampler, Records100To110(), so);
-      EXPECT_EQ(ds.Length(), sampler->Length() / 3);
-      EXPECT_EQ(Elements(ds), kExpected[dr][i]) << "drop_remainder=" << dr << " shard " << i;
+      // Without drop_remainder the first 20 % 3 shards read one more index (Grain after
+      // 0.2.18, grain@5bad1a2: nothing lost); the first six are Grain 0.2.18's.
+      const int64_t extra = dr == 0 && i < sampler->Length() % 3;
+      EXPECT_EQ(ds.Length(), sampler->Length() / 3 + extra);
+      const Ints got = Elements(ds);
+      EXPECT_EQ(Ints(got.begin(), got.begin() + 6), kExpected[dr][i])
+          << "drop_remainder=" << dr << " shard " << i;
     }
   }
 }
@@ -410,7 +415,7 @@ TEST(SamplerDatasetTest, ElementLReadsKeyOfLTimesSPlusS) {
   auto source = std::make_shared<RangeSource>(1000, 1013, 1);
   for (int64_t s = 0; s < 4; ++s) {
     MapDataset ds = SamplerDataset(sampler, source, Shard(s, 4));
-    EXPECT_EQ(ds.Length(), 39 / 4);
+    EXPECT_EQ(ds.Length(), 39 / 4 + (s < 39 % 4));  // every index read by one host
     for (int64_t l = 0; l < ds.Length(); ++l) {
       EXPECT_EQ(ds.Get(l)->AsInt(), 1000 + sampler->RecordKey(l * 4 + s)) << s << " " << l;
     }

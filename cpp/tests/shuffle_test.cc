@@ -80,12 +80,16 @@ TEST(MapDatasetShuffleTest, SeedOutOfRangeThrows) {
   EXPECT_THROW(MapDataset::Range(5).Shuffle(-1), std::invalid_argument);
   EXPECT_THROW(MapDataset::Range(5).Shuffle(int64_t{1} << 32), std::invalid_argument);
   EXPECT_THROW(MapDataset::Range(5).Seed(-1), std::invalid_argument);
-  EXPECT_THROW(MapDataset::Range(5).Seed(int64_t{1} << 32), std::invalid_argument);
   EXPECT_NO_THROW(MapDataset::Range(5).Seed(4294967295LL).Shuffle());
+  // ds.seed() takes any non-negative seed (Grain: numpy's SeedSequence); Grain 0.2.18:
+  // list(MapDataset.range(6).seed(2**32).shuffle()) == [5, 2, 0, 4, 1, 3].
+  EXPECT_EQ(GetInts(MapDataset::Range(6).Seed(int64_t{1} << 32).Shuffle(), 6),
+            (Ints{5, 2, 0, 4, 1, 3}));
 }
 
-TEST(MapDatasetShuffleTest, InfiniteDatasetCannotBeShuffled) {
-  EXPECT_THROW(MapDataset::Range(5).Repeat().Shuffle(1), std::invalid_argument);
+TEST(MapDatasetShuffleTest, InfiniteDatasetIsShuffledAsOneEpoch) {
+  // Grain 0.2.18: MapDataset.range(5).repeat().shuffle(seed=1)[:8].
+  EXPECT_EQ(GetInts(MapDataset::Range(5).Repeat().Shuffle(1), 8), (Ints{1, 3, 2, 4, 1, 4, 1, 4}));
 }
 
 }  // namespace

@@ -190,7 +190,7 @@ TEST(PrefetchIterTest, MalformedStateThrowsInvalidArgument) {
     EXPECT_THROW(it->SetState(State{{"next_index", 1.5}}), std::invalid_argument);
     EXPECT_THROW(it->SetState(State{{"next_index", nullptr}}), std::invalid_argument);
     EXPECT_THROW(it->SetState(State{{"next_index", -1}}), std::invalid_argument);
-    EXPECT_THROW(it->SetState(State{{"next_index", 11}}), std::invalid_argument);
+    EXPECT_THROW(it->SetState(State{{"next_index", 11}}), std::out_of_range);  // Grain: IndexError
     EXPECT_THROW(it->SetState(State::array({1, 2})), std::invalid_argument);
     EXPECT_THROW(it->SetState(State(5)), std::invalid_argument);
     EXPECT_THROW(it->SetState(State()), std::invalid_argument);

@@ -35,6 +35,11 @@ class MapDataset:
     def seed(self, seed: int) -> MapDataset:
         """Marks the node as the source of default seeds."""
 
+    def seed_words(self, words: Sequence[int]) -> MapDataset:
+        """
+        seed() for a seed of any size, given as its 32-bit words (least significant first).
+        """
+
     def map(self, fn: Callable) -> MapDataset: ...
 
     def random_map(self, fn: Callable, seed: int) -> MapDataset:
@@ -85,6 +90,17 @@ def concatenate(datasets: Sequence[MapDataset]) -> MapDataset: ...
 
 def mix(datasets: Sequence[MapDataset], weights: Sequence[float] | None) -> MapDataset: ...
 
+def zip(datasets: Sequence[MapDataset]) -> MapDataset:
+    """Grain's ZipMapDataset."""
+
+def zip_iter(datasets: Sequence[IterDataset], strict: bool) -> IterDataset:
+    """Grain's ZipIterDataset."""
+
+def mix_iter(datasets: Sequence[IterDataset], weights: Sequence[float] | None, keys: Sequence[str]) -> IterDataset:
+    """
+    Grain's MixedIterDataset; keys: one per dataset for a mapping of parents, or empty.
+    """
+
 def python_map_dataset(dataset: object) -> MapDataset:
     """A user's MapDataset subclass (__len__, __getitem__) as an engine node."""
 
@@ -107,6 +123,11 @@ class IterDataset:
     def seed(self, seed: int) -> IterDataset:
         """Marks the node as the source of default seeds."""
 
+    def seed_words(self, words: Sequence[int]) -> IterDataset:
+        """
+        seed() for a seed of any size, given as its 32-bit words (least significant first).
+        """
+
     def map(self, fn: Callable) -> IterDataset: ...
 
     def random_map(self, fn: Callable, seed: int) -> IterDataset:
@@ -119,6 +140,12 @@ class IterDataset:
     def batch(self, batch_size: int, drop_remainder: bool, batch_fn: Callable | None) -> IterDataset: ...
 
     def flat_map(self, fn: Callable) -> IterDataset: ...
+
+    def limit(self, count: int) -> IterDataset:
+        """Grain's LimitIterDataset."""
+
+    def repeat(self, num_epochs: int | None) -> IterDataset:
+        """Grain's RepeatIterDataset."""
 
     def make_iterator(self) -> DatasetIterator: ...
 

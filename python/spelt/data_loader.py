@@ -103,6 +103,8 @@ class _RecordOps:
         return None if key is None else _callables.philox_generator(key, 0)
 
     def __call__(self, local_index: int, element: Any) -> Any:
+        """The record after the operations; None if a Filter dropped it, NONE_ELEMENT if an
+        operation returned None (Grain yields that None: see _unwrap_none)."""
         g = rng = None  # the record's global sampler index and generator, made when first needed
         rng_made = False
         for kind, fn in self._steps:
@@ -120,14 +122,37 @@ class _RecordOps:
                     if not rng_made:
                         rng, rng_made = self._record_rng(g), True
                     element = fn(element, rng)
-            if element is None:
-                return None
-        return element
+        return NONE_ELEMENT if element is None else element
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_engine"] = None
         return state
+
+
+class _NoneElement:
+    """A record that an operation turned into None. On the random-access pipeline None means
+    "filtered out", so the per-record operations hand this marker on instead, and the stream
+    turns it back into None (as Grain's DataLoader yields it). Pickles to the singleton."""
+
+    def __reduce__(self):
+        return "NONE_ELEMENT"
+
+
+NONE_ELEMENT = _NoneElement()
+
+
+def _unwrap_none(element: Any) -> Any:
+    return None if element is NONE_ELEMENT else element
+
+
+def _entered(source: Any) -> Any:
+    """The data source entered if it is a context manager (grain#936: the DataLoader uses it as
+    one), else None; the caller exits it."""
+    if hasattr(source, "__enter__") and hasattr(source, "__exit__"):
+        source.__enter__()
+        return source
+    return None
 
 
 class _SamplerMapDataset(dataset.MapDataset):
@@ -181,6 +206,7 @@ class DataLoader:
                 f"Current worker_buffer_size is {worker_buffer_size}."
             )
         worker_count = _determine_worker_count(worker_count)
+        operations = list(operations)  # an iterator or generator is read once
         if shard_options is None:
             shard_options = getattr(sampler, "_shard_options", None)
             if not isinstance(shard_options, sharding.ShardOptions):
@@ -234,6 +260,8 @@ class DataLoader:
                 _RecordOps(ops[: self._per_index_count], self._sampler, self._shard_options)
             )
         ds = ds.to_iter_dataset(self._read_options)
+        if self._per_index_count:
+            ds = ds.map(_unwrap_none)
         for position, op in enumerate(ops[self._per_index_count :]):
             if isinstance(op, transforms.RandomMap):
                 # Stream-level: Philox keyed by (sampler seed, position of the op), so that two such
@@ -338,12 +366,27 @@ class DataLoaderIterator:
     def __init__(self, data_loader: DataLoader):
         self._data_loader = data_loader
         self._iterator = data_loader._dataset.__iter__()  # pylint: disable=protected-access
+        # A data source that is a context manager is entered for the life of the iterator
+        # (until close(), the end of the stream, or garbage collection).
+        self._entered = _entered(data_loader._data_source)  # pylint: disable=protected-access
 
     def __iter__(self) -> DataLoaderIterator:
         return self
 
     def __next__(self) -> Any:
-        return next(self._iterator)
+        try:
+            return next(self._iterator)
+        except StopIteration:
+            self._exit_source()
+            raise
+
+    def _exit_source(self) -> None:
+        entered, self._entered = self._entered, None
+        if entered is not None:
+            entered.__exit__(None, None, None)
+
+    def __del__(self):
+        self._exit_source()
 
     def get_state(self) -> bytes:
         state = self._data_loader._to_loader_state(self._iterator.get_state())  # pylint: disable=protected-access
@@ -362,6 +405,7 @@ class DataLoaderIterator:
 
     def close(self) -> None:
         self._iterator.close()
+        self._exit_source()
 
     def __str__(self) -> str:
         return f"PyGrainDatasetIterator(state={self.get_state().decode()})"

@@ -19,13 +19,16 @@ import copy
 import functools
 import operator
 import warnings
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
 from spelt import _callables
 from spelt import _core
 from spelt import options as options_lib
 from spelt import transforms
 from spelt._workers import keeper as keeper_lib
+
+
+_MAX_INDEX = 2**63 - 1  # sys.maxsize: the engine's indices are int64
 
 
 def _check_seed(seed: Any, what: str) -> int:
@@ -36,6 +39,20 @@ def _check_seed(seed: Any, what: str) -> int:
     if seed < 0 or seed >= 2**32:
         raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
     return seed
+
+
+def _seed_words(seed: Any) -> list[int]:
+    """The 32-bit words of a ``ds.seed()`` seed, least significant first: any non-negative int,
+    as Grain (numpy's SeedSequence) accepts. TypeError if not an int, ValueError if negative."""
+    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
+        raise TypeError(f"seed: seed must be an int, got {type(seed).__name__}")
+    seed = operator.index(seed)
+    if seed < 0:
+        raise ValueError(f"seed: seed must be non-negative, got {seed}")
+    words = [seed & 0xFFFFFFFF]
+    while seed := seed >> 32:
+        words.append(seed & 0xFFFFFFFF)
+    return words
 
 
 def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
@@ -95,8 +112,8 @@ class _Transformations(_Node):
 
     def seed(self, seed: int) -> Any:
         """Sets the seed from which later random transformations derive default seeds (Grain's
-        ``seed()``). TypeError if not an int, ValueError outside [0, 2**32)."""
-        return self._Seed(self, _check_seed(seed, "seed"))
+        ``seed()``): any non-negative int. TypeError if not an int, ValueError if negative."""
+        return self._Seed(self, _seed_words(seed))
 
     def map(self, transform: transforms.Map | Callable[[Any], Any]) -> Any:
         """Applies ``transform`` (a ``grain.transforms.Map`` or a callable) to each element.
@@ -149,7 +166,10 @@ class _Transformations(_Node):
         return func(self, *args, **kwargs)
 
 
-class MapDataset(_Transformations, abc.ABC):
+T = TypeVar("T")
+
+
+class MapDataset(_Transformations, Generic[T], abc.ABC):
     """A random-access dataset (Grain's ``MapDataset``).
 
     Subclass it with ``__len__`` and ``__getitem__(index)`` (global index; return None for a
@@ -190,6 +210,14 @@ class MapDataset(_Transformations, abc.ABC):
         min over i of len(datasets[i]) / normalized weight i."""
         return _MixMapDataset(datasets, weights)
 
+    @classmethod
+    def select_from_datasets(
+        cls, datasets: Sequence[MapDataset], selection_map: transforms.DatasetSelectionMap
+    ) -> MapDataset:
+        """Element i is ``datasets[d][k]`` for ``(d, k) = selection_map[i]``; the length is
+        ``len(selection_map)`` (Grain's MixedMapDataset with a selection map)."""
+        return _SelectMapDataset(datasets, selection_map)
+
     # Access.
     def __len__(self) -> int:
         return len(self._node)
@@ -208,6 +236,9 @@ class MapDataset(_Transformations, abc.ABC):
         return self._node.get_many([self._global_index(i) for i in indices])
 
     def _global_index(self, index: int) -> int:
+        index = operator.index(index)
+        if index >= _MAX_INDEX:
+            return self._reduced_index(index)
         if index < 0:  # counts from the end of the first epoch, as Grain does
             index += len(self)
             if index < 0:
@@ -215,6 +246,18 @@ class MapDataset(_Transformations, abc.ABC):
                     f"index {index - len(self)} out of range for a dataset of length {len(self)}"
                 )
         return index
+
+    def _reduced_index(self, index: int) -> int:
+        """An index past 2**63 - 1 (any Python int works, as in Grain) as the engine's int64
+        index of the same element: same position, epoch taken modulo 2**32 (per-epoch seeds
+        are seed + epoch mod 2**32). IndexError if even that does not fit in 64 bits."""
+        length = len(self)
+        if 0 < length < _MAX_INDEX:
+            epoch, position = divmod(index, length)
+            reduced = (epoch % 2**32) * length + position
+            if reduced < _MAX_INDEX:
+                return reduced
+        raise IndexError(f"index {index} is beyond what a dataset of length {length} can address")
 
     def __iter__(self) -> DatasetIterator:
         return self.to_iter_dataset().__iter__()
@@ -249,7 +292,7 @@ class MapDataset(_Transformations, abc.ABC):
         return _PrefetchIterDataset(self, read_options or options_lib.ReadOptions(), allow_nones)
 
 
-class IterDataset(_Transformations, abc.ABC):
+class IterDataset(_Transformations, Generic[T], abc.ABC):
     """A stream dataset (Grain's ``IterDataset``); ``iter()`` gives a DatasetIterator.
 
     Subclass it with ``__iter__`` returning a :class:`DatasetIterator` (``__next__``,
@@ -261,6 +304,19 @@ class IterDataset(_Transformations, abc.ABC):
 
     def __iter__(self) -> DatasetIterator:
         return _NativeDatasetIterator(self._node.make_iterator())
+
+    @classmethod
+    def mix(
+        cls,
+        datasets: Sequence[IterDataset] | Mapping[str, IterDataset],
+        weights: Sequence[float] | Mapping[str, float] | None = None,
+    ) -> IterDataset:
+        """Mixes streams by weights (default uniform), picking as ``MapDataset.mix`` does, and
+        stops once a picked stream is exhausted (Grain's MixedIterDataset). With a mapping of
+        datasets (and of weights), the state is keyed, so a checkpoint restores by key."""
+        from spelt import _combine  # pylint: disable=import-outside-toplevel
+
+        return _combine.MixedIterDataset(datasets, weights)
 
     def mp_prefetch(
         self,
@@ -298,7 +354,7 @@ class IterDataset(_Transformations, abc.ABC):
         return self.mp_prefetch(multiprocessing_options)
 
 
-class DatasetIterator(abc.ABC, Iterator[Any]):
+class DatasetIterator(Iterator[T], abc.ABC):
     """Stateful iterator (Grain's ``DatasetIterator``).
 
     Iterators of Spelt's own pipelines may be shared by threads: ``next``, ``get_state``,
@@ -336,6 +392,12 @@ class DatasetIterator(abc.ABC, Iterator[Any]):
         iterator of the same pipeline (in any process, with any number of threads or workers).
         ValueError if the state is malformed or out of range, naming the field."""
 
+    def _get_next_index(self) -> int:
+        raise NotImplementedError(f"{type(self).__name__} cannot tell its next index")
+
+    def _set_next_index(self, index: int) -> None:
+        raise NotImplementedError(f"{type(self).__name__} cannot move to an index")
+
     def start_prefetch(self) -> None:
         """Starts read-ahead before the first ``next``; idempotent."""
 
@@ -360,6 +422,7 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         super().__init__()
         self._it = it
         self._closed = False
+        self._closed_state: dict[str, Any] | None = None
 
     def __next__(self) -> Any:
         if self._closed:
@@ -367,6 +430,8 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         return self._it.next()
 
     def get_state(self) -> dict[str, Any]:
+        if self._closed:  # the state where it was closed, as Grain's iterators keep it
+            return copy.deepcopy(self._closed_state)
         return _slices_as_tuples(self._it.get_state())
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -374,8 +439,21 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
             raise ValueError(f"state must be a dict, got {type(state).__name__}")
         self._it.set_state(state)
 
+    def _get_next_index(self) -> int:
+        # A position-only state ({"next_index": n}: to_iter_dataset, map, batch of it) is the
+        # index of the next element; stateful ops above it cannot tell.
+        state = self.get_state()
+        if set(state) != {"next_index"}:
+            return super()._get_next_index()
+        return state["next_index"]
+
+    def _set_next_index(self, index: int) -> None:
+        self._get_next_index()  # NotImplementedError where the state is not a position
+        self.set_state({"next_index": index})
+
     def close(self) -> None:
         if not self._closed:
+            self._closed_state = _slices_as_tuples(self._it.get_state())
             self._closed = True
             self._it.close()
 
@@ -449,8 +527,8 @@ class _ConcatenateMapDataset(MapDataset):
     def _make_node(self):
         return _core.concatenate([p._node for p in self._parents])
 
-    def __str__(self) -> str:
-        return f"ConcatenateMapDataset[{len(self._parents)} parents]"
+    def __str__(self) -> str:  # Grain's ConcatenateMapDataset is a MixedMapDataset
+        return f"MixedMapDataset[{len(self._parents)} parents]"
 
 
 class _MixMapDataset(MapDataset):
@@ -459,6 +537,12 @@ class _MixMapDataset(MapDataset):
     def __init__(self, datasets: Sequence[MapDataset], weights: Sequence[float] | None):
         super().__init__(_check_map_datasets(datasets, "mix"))
         self._weights = None if weights is None else [float(w) for w in weights]
+        empty = [f"index {i} ({p})" for i, p in enumerate(self._parents) if len(p) == 0]
+        if empty and (weights is None or 0 not in self._weights):  # Grain's message
+            raise ValueError(
+                "All datasets must have positive length for mixing, but dataset(s) at"
+                f" {', '.join(empty)} have length 0."
+            )
         self._node  # errors surface here, as in Grain  # pylint: disable=pointless-statement
 
     def _make_node(self):
@@ -466,6 +550,57 @@ class _MixMapDataset(MapDataset):
 
     def __str__(self) -> str:
         return f"MixedMapDataset[{len(self._parents)} parents]"
+
+    def __repr__(self) -> str:
+        weights = self._weights or [1.0] * len(self._parents)
+        scale = 100 / min(weights)
+        proportions = tuple(int(w * scale) for w in weights) if self._weights else weights
+        proportions = tuple(int(p) for p in proportions)
+        return (
+            f"MixedMapDataset(parent_lengths={[len(p) for p in self._parents]},"
+            f" selection_map=SelectionWithProportionsMap(proportions={proportions},"
+            f" length={len(self)}))"
+        )
+
+
+class _SelectMapDataset(MapDataset):
+    """Grain's MixedMapDataset with a user's DatasetSelectionMap (called per index, since the
+    map is user Python); reads each parent with one batched read per chunk."""
+
+    def __init__(self, datasets: Sequence[MapDataset], selection_map: Any):
+        super().__init__(_check_map_datasets(datasets, "select_from_datasets"))
+        self._selection_map = selection_map
+
+    def __len__(self) -> int:
+        return len(self._selection_map)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self.slice(index)
+        dataset_index, index_in_dataset = self._selection_map[index]
+        return self._parents[dataset_index][index_in_dataset]
+
+    def _getitems(self, indices: Sequence[int]) -> list[Any]:
+        by_parent: dict[int, tuple[list[int], list[int]]] = {}
+        for position, index in enumerate(indices):
+            d, k = self._selection_map[index]
+            keys, positions = by_parent.setdefault(d, ([], []))
+            keys.append(k)
+            positions.append(position)
+        out: list[Any] = [None] * len(indices)
+        for d, (keys, positions) in by_parent.items():
+            for position, element in zip(positions, self._parents[d]._getitems(keys)):
+                out[position] = element
+        return out
+
+    def __str__(self) -> str:
+        return f"MixedMapDataset[{len(self._parents)} parents]"
+
+    def __repr__(self) -> str:
+        return (
+            f"MixedMapDataset(parent_lengths={[len(p) for p in self._parents]},"
+            f" selection_map={self._selection_map!r})"
+        )
 
 
 class _OpMapDataset(MapDataset):
@@ -511,7 +646,7 @@ def _op(base: type, name: str, build: Callable[..., Any]) -> type:
     return cls
 
 
-_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
+_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed_words)
 _ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle)
 _SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice)
 _RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat)
@@ -522,7 +657,7 @@ _MapWithIndexMapDataset = _op(
 )
 _FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter)
 _BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch)
-_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed)
+_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed_words)
 _MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map)
 _RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map)
 _MapWithIndexIterDataset = _op(
@@ -654,9 +789,9 @@ def _replace_stages(ds: Any, replace: Callable[[Any], IterDataset]) -> Any:
 
 def _apply(ds: Any, transformations: Any) -> Any:
     """Applies one transform or a sequence of them, dispatching on the transform type."""
-    if not isinstance(transformations, (list, tuple)):
+    if not hasattr(transformations, "__iter__"):
         transformations = [transformations]
-    for t in transformations:
+    for t in list(transformations):  # any iterable, read once
         if isinstance(t, transforms.Batch):
             ds = ds.batch(t.batch_size, drop_remainder=t.drop_remainder, batch_fn=t.batch_fn)
         elif isinstance(t, transforms.Map):
@@ -691,3 +826,20 @@ class FlatMapIterDataset(IterDataset):
             else self._transform
         )
         return self._parents[0]._node.flat_map(fn)
+
+
+def apply_transformations(ds: Any, transformations: Any) -> Any:
+    """Deprecated alias of ``ds.apply(transformations)`` (Grain's ``apply_transformations``)."""
+    return _apply(ds, transformations)
+
+
+def get_next_index(ds_iter: DatasetIterator) -> int:
+    """The index of the element the iterator returns next (Grain's ``get_next_index``).
+    NotImplementedError for iterators that cannot tell (e.g. after a filter)."""
+    return ds_iter._get_next_index()
+
+
+def set_next_index(ds_iter: DatasetIterator, index: int) -> None:
+    """Moves the iterator so that it returns element ``index`` next, without reading the
+    elements before it (Grain's ``set_next_index``)."""
+    ds_iter._set_next_index(index)

@@ -6,8 +6,11 @@ import copy
 from typing import Any
 
 from spelt import _core
+from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
 from spelt.array_record import ArrayRecordWriter
-from spelt.dataset import FlatMapIterDataset
+from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
+from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
+from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
 from spelt.huggingface import HuggingFaceIterDataset
 from spelt.packing import (
     BestFitPackIterDataset,
@@ -18,6 +21,7 @@ from spelt.packing import (
 )
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
+from spelt.rng_pool import RngPool
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
@@ -81,17 +85,31 @@ __all__ = [
     "BOSHandling",
     "BestFitPackIterDataset",
     "ConcatThenSplitIterDataset",
+    "DatasetOptions",
+    "ExecutionTrackingMode",
     "FirstFitPackIterDataset",
     "FlatMapIterDataset",
     "FlatMapTransform",
     "HuggingFaceIterDataset",
+    "LimitIterDataset",
     "MapWithIndexTransform",
     "PackAndBatchOperation",
     "ParquetDataSource",
     "ParquetIterDataset",
+    "RepeatIterDataset",
+    "RngPool",
+    "ShapeDtypeStruct",
+    "ShapeDtypeStructProtocol",
     "TFRecordDataSource",
     "TFRecordIterDataset",
     "TFRecordWriter",
+    "WithOptionsIterDataset",
+    "ZipIterDataset",
+    "ZipMapDataset",
+    "apply_transformations",
     "assert_equal_output_after_checkpoint",
+    "get_element_spec",
+    "get_next_index",
     "index_shuffle",
+    "set_next_index",
 ]

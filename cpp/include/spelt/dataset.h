@@ -64,7 +64,9 @@ class DatasetNode {
   // Grain's class name of this node, e.g. "ShuffleMapDataset" (used in messages).
   virtual std::string Name() const = 0;
   const std::vector<std::shared_ptr<const DatasetNode>>& parents() const { return parents_; }
-  std::optional<uint32_t> seed_rng_seed() const { return seed_rng_seed_; }
+  // The seed set by Seed() on this node as its 32-bit words, least significant first (numpy's
+  // SeedSequence entropy of an int); nullopt if this node sets none.
+  const std::optional<std::vector<uint32_t>>& seed_words() const { return seed_words_; }
   // True if this node or an ancestor must run its per-element work serially (e.g. it calls a
   // function that needs an interpreter lock). Read-ahead then happens in the calling thread.
   bool Serial() const { return serial_; }
@@ -79,11 +81,11 @@ class DatasetNode {
  protected:
   explicit DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
                        bool serial_self = false, bool filters_self = false);
-  void set_seed_rng_seed(uint32_t seed) { seed_rng_seed_ = seed; }
+  void set_seed_words(std::vector<uint32_t> words) { seed_words_ = std::move(words); }
 
  private:
   std::vector<std::shared_ptr<const DatasetNode>> parents_;
-  std::optional<uint32_t> seed_rng_seed_;
+  std::optional<std::vector<uint32_t>> seed_words_;
   bool serial_ = false;
   bool filters_ = false;
 };
@@ -167,13 +169,19 @@ class MapDataset {
   static MapDataset Mix(std::vector<MapDataset> datasets,
                         std::optional<std::vector<double>> weights = std::nullopt);
 
+  // Grain's ZipMapDataset: element i is the tuple of the datasets' elements i (None for a
+  // filtered one). Throws std::invalid_argument if empty or the lengths differ.
+  static MapDataset Zip(std::vector<MapDataset> datasets);
+
   int64_t Length() const { return node_->Length(); }
   // Element at global index (see MapNode::Get). Throws std::out_of_range if index < 0.
   std::optional<Value> Get(int64_t index) const;
 
   // Marks this dataset as the seed of default seeds of later random transformations.
-  // REQUIRES: 0 <= seed < 2^32 (std::invalid_argument otherwise).
+  // REQUIRES: seed >= 0 (std::invalid_argument otherwise); any size, as Grain (numpy's
+  // SeedSequence) accepts: SeedWords() takes a seed's 32-bit words, least significant first.
   MapDataset Seed(int64_t seed) const;
+  MapDataset SeedWords(std::vector<uint32_t> words) const;
   // Global shuffle by index_shuffle; epoch e uses seed + e. Without `seed`, the default seed
   // derived from Seed() (std::invalid_argument if there is none).
   MapDataset Shuffle(std::optional<int64_t> seed = std::nullopt) const;
@@ -210,7 +218,18 @@ class IterDataset {
 
   std::unique_ptr<DatasetIterator> MakeIterator() const { return node_->MakeIterator(); }
 
+  // Grain's ZipIterDataset: tuples of the streams' next elements, until the shortest ends;
+  // with `strict`, streams of different lengths raise std::invalid_argument at the end.
+  static IterDataset Zip(std::vector<IterDataset> datasets, bool strict = true);
+  // Grain's MixedIterDataset: element k from the dataset MapDataset::Mix would pick for k;
+  // stops at the first exhausted pick. `keys`: one per dataset for Grain's mapping of parents
+  // (state "parents" is then an object). Throws as MapDataset::Mix.
+  static IterDataset Mix(std::vector<IterDataset> datasets,
+                         std::optional<std::vector<double>> weights = std::nullopt,
+                         std::vector<std::string> keys = {});
+
   IterDataset Seed(int64_t seed) const;
+  IterDataset SeedWords(std::vector<uint32_t> words) const;
   IterDataset Map(MapFn fn) const;
   // The k-th element seen by an iterator gets an rng with counter [0, 0, 0, k].
   IterDataset RandomMap(RandomMapFn fn, std::optional<int64_t> seed = std::nullopt) const;
@@ -220,6 +239,12 @@ class IterDataset {
   IterDataset Batch(int64_t batch_size, bool drop_remainder = false, BatchFn batch_fn = {}) const;
   // Each element becomes zero or more elements.
   IterDataset FlatMap(FlatMapFn fn) const;
+  // The first `count` elements (Grain's LimitIterDataset). Throws std::invalid_argument if
+  // count <= 0.
+  IterDataset Limit(int64_t count) const;
+  // The stream num_epochs times (nullopt: forever), each epoch identical (Grain's
+  // RepeatIterDataset). Throws std::invalid_argument if num_epochs <= 0.
+  IterDataset Repeat(std::optional<int64_t> num_epochs = std::nullopt) const;
 
   const std::shared_ptr<const IterNode>& node() const { return node_; }
 

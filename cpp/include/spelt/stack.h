@@ -24,7 +24,10 @@ namespace spelt {
 //    kind kList and tag == StackedStringsTag()), which the Python face turns into a numpy
 //    string array;
 //  - containers keep their kind and tag (dict key order is the first element's);
-//  - a None leaf is kept as None if it is None in every element.
+//  - a leaf that is None in some element stacks to a numpy object array (np.stack of
+//    [None, 1] is array([None, 1], dtype=object)), which only a face with object arrays can
+//    build: the whole batch is then ObjectStackFallback()(elements). Without one registered,
+//    std::invalid_argument names the leaf path.
 // Opaque values are Unpack()ed first (once each). One that unpacks to an Opaque is a leaf that
 // Spelt cannot represent (e.g. a numpy string array or an arbitrary Python object): every
 // element must have an Opaque leaf there too, and the output leaf is
@@ -34,6 +37,13 @@ namespace spelt {
 // index of the first element that differs and both descriptions. Errors from StackLeaves()
 // are rethrown as std::invalid_argument naming the leaf path.
 Value Stack(const std::vector<Value>& elements);
+
+// What Stack() calls for a batch with None leaves (see above): stacks the elements as np.stack
+// does, leaf by leaf, into a value whose object-array leaves are Opaque. Set once by a face
+// (the Python module sets it at import); null by default. Thread-safe to read after set.
+using ObjectStackFn = Value (*)(const std::vector<Value>& elements);
+void SetObjectStackFallback(ObjectStackFn fn);
+ObjectStackFn ObjectStackFallback();
 
 // The tag Stack() puts on a list of stacked string leaves.
 const ContainerTag& StackedStringsTag();

@@ -14,6 +14,9 @@
 #include "ops/flat_map.h"
 #include "ops/iter_filter.h"
 #include "ops/iter_map.h"
+#include "ops/iter_mix.h"
+#include "ops/iter_repeat.h"
+#include "ops/limit.h"
 #include "ops/map.h"
 #include "ops/mix.h"
 #include "ops/repeat.h"
@@ -22,6 +25,7 @@
 #include "ops/slice.h"
 #include "ops/source_dataset.h"
 #include "ops/to_iter_dataset.h"
+#include "ops/zip.h"
 
 namespace spelt {
 namespace {
@@ -38,6 +42,24 @@ uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, con
                               "or call .seed(...) earlier in the pipeline");
 }
 
+
+// The 32-bit words of a seed, least significant first (at least one, as numpy makes them).
+std::vector<uint32_t> SeedWordsOf(int64_t seed) {
+  if (seed < 0) {
+    throw std::invalid_argument("seed: seed must be non-negative, got " + std::to_string(seed));
+  }
+  std::vector<uint32_t> words;
+  auto v = static_cast<uint64_t>(seed);
+  do {
+    words.push_back(static_cast<uint32_t>(v));
+    v >>= 32;
+  } while (v != 0);
+  return words;
+}
+
+void CheckSeedWords(const std::vector<uint32_t>& words) {
+  if (words.empty()) throw std::invalid_argument("seed: no seed words");
+}
 
 }  // namespace
 
@@ -67,8 +89,8 @@ std::optional<uint32_t> DatasetNode::DefaultSeed() const {
   while (!to_visit.empty()) {
     auto [node, depth] = to_visit.front();
     to_visit.pop_front();
-    if (auto s = node->seed_rng_seed()) {
-      entropy.push_back(*s);
+    if (const auto& words = node->seed_words()) {
+      entropy.insert(entropy.end(), words->begin(), words->end());
       entropy.push_back(depth);
     } else {
       for (const auto& p : node->parents()) to_visit.emplace_back(p.get(), depth + 1);
@@ -106,6 +128,12 @@ MapDataset MapDataset::Mix(std::vector<MapDataset> datasets,
   return MapDataset(internal::MakeMixNode(std::move(nodes), weights));
 }
 
+MapDataset MapDataset::Zip(std::vector<MapDataset> datasets) {
+  std::vector<MapNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return MapDataset(internal::MakeZipMapNode(std::move(nodes)));
+}
+
 MapDataset MapDataset::Range(int64_t start, int64_t stop, int64_t step) {
   return Source(std::make_shared<RangeSource>(start, stop, step));
 }
@@ -117,8 +145,11 @@ std::optional<Value> MapDataset::Get(int64_t index) const {
   return node_->Get(index);
 }
 
-MapDataset MapDataset::Seed(int64_t seed) const {
-  return MapDataset(internal::MakeSeedMapNode(node_, CheckSeed(seed, "seed")));
+MapDataset MapDataset::Seed(int64_t seed) const { return SeedWords(SeedWordsOf(seed)); }
+
+MapDataset MapDataset::SeedWords(std::vector<uint32_t> words) const {
+  CheckSeedWords(words);
+  return MapDataset(internal::MakeSeedMapNode(node_, std::move(words)));
 }
 
 MapDataset MapDataset::Shuffle(std::optional<int64_t> seed) const {
@@ -184,10 +215,11 @@ MapDataset MapDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn ba
     throw std::invalid_argument("batch: batch_size must be positive, got " +
                                 std::to_string(batch_size));
   }
-  if (node_->Filters()) {
+  if (node_->Filters()) {  // Grain's message
     throw std::invalid_argument(
-        "batch: cannot batch a MapDataset after filter (the batch sizes would vary); "
-        "call .to_iter_dataset() first and batch the IterDataset");
+        "`MapDataset.batch` can not follow `MapDataset.filter` because `filter` can discard "
+        "elements. Convert `MapDataset` to `IterDataset` with `to_iter_dataset()` before "
+        "calling `batch`.");
   }
   return MapDataset(
       internal::MakeBatchMapNode(node_, batch_size, drop_remainder, std::move(batch_fn)));
@@ -202,8 +234,11 @@ IterDataset::IterDataset(std::shared_ptr<const IterNode> node) : node_(std::move
   if (!node_) throw std::invalid_argument("IterDataset: null node");
 }
 
-IterDataset IterDataset::Seed(int64_t seed) const {
-  return IterDataset(internal::MakeSeedIterNode(node_, CheckSeed(seed, "seed")));
+IterDataset IterDataset::Seed(int64_t seed) const { return SeedWords(SeedWordsOf(seed)); }
+
+IterDataset IterDataset::SeedWords(std::vector<uint32_t> words) const {
+  CheckSeedWords(words);
+  return IterDataset(internal::MakeSeedIterNode(node_, std::move(words)));
 }
 
 IterDataset IterDataset::Map(MapFn fn) const {
@@ -234,6 +269,36 @@ IterDataset IterDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn 
   }
   return IterDataset(
       internal::MakeBatchIterNode(node_, batch_size, drop_remainder, std::move(batch_fn)));
+}
+
+IterDataset IterDataset::Zip(std::vector<IterDataset> datasets, bool strict) {
+  std::vector<IterNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return IterDataset(internal::MakeZipIterNode(std::move(nodes), strict));
+}
+
+IterDataset IterDataset::Mix(std::vector<IterDataset> datasets,
+                             std::optional<std::vector<double>> weights,
+                             std::vector<std::string> keys) {
+  std::vector<IterNodePtr> nodes;
+  for (auto& d : datasets) nodes.push_back(d.node());
+  return IterDataset(internal::MakeIterMixNode(std::move(nodes), weights, std::move(keys)));
+}
+
+IterDataset IterDataset::Limit(int64_t count) const {
+  if (count <= 0) {  // Grain's message
+    throw std::invalid_argument("Count must be a non-negative integer. Got " +
+                                std::to_string(count));
+  }
+  return IterDataset(internal::MakeLimitNode(node_, count));
+}
+
+IterDataset IterDataset::Repeat(std::optional<int64_t> num_epochs) const {
+  if (num_epochs && *num_epochs <= 0) {
+    throw std::invalid_argument("num_epochs must be positive, but got " +
+                                std::to_string(*num_epochs) + ".");
+  }
+  return IterDataset(internal::MakeIterRepeatNode(node_, num_epochs));
 }
 
 IterDataset IterDataset::FlatMap(FlatMapFn fn) const {

@@ -45,9 +45,14 @@ class OrderedIterator final : public DatasetIterator {
 
   void SetState(const State& state) override {
     const int64_t n = internal::StateInt(state, "next_index", kName);
-    if (n < 0 || n > length_) {
+    if (n < 0) {
       throw std::invalid_argument(std::string(kName) + ": next_index " + std::to_string(n) +
-                                  " out of range [0, " + std::to_string(length_) + "]");
+                                  " is negative");
+    }
+    if (n > length_) {  // IndexError with Grain's message
+      throw std::out_of_range("Checkpoint `next_index` " + std::to_string(n) +
+                              " is out of range for dataset of length " +
+                              std::to_string(length_) + ".");
     }
     next_index_ = n;
     Restart();

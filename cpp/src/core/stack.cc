@@ -17,6 +17,8 @@
 // when throwing. Opaque values (top level or nested) are Unpack()ed exactly once each.
 #include "spelt/stack.h"
 
+#include <atomic>
+
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -249,6 +251,13 @@ void CastElements(DType from, const void* src, DType to, void* dst, size_t count
 
 namespace {
 
+// Thrown inside Stack() when a leaf includes None (caught by Stack()).
+struct NeedsObjectArray : std::invalid_argument {
+  using std::invalid_argument::invalid_argument;
+};
+
+std::atomic<ObjectStackFn> object_stack_fallback{nullptr};
+
 enum class NodeKind : uint8_t { kNone, kString, kArray, kOpaque, kSequence, kMapping };
 
 // One node of the plan: what element 0 looks like at this position, and the output being built.
@@ -396,9 +405,10 @@ class Stacker {
     Value unpacked;
     const Value& v = Resolve(in, unpacked);
     const auto& var = v.variant();
+    if (v.is_none() && node.kind != NodeKind::kNone) NeedsObjects();
     switch (node.kind) {
       case NodeKind::kNone:
-        if (!v.is_none()) KindMismatch(node, v, i);
+        if (!v.is_none()) NeedsObjects();
         return;
       case NodeKind::kArray: {
         NumericLeaf leaf;
@@ -463,7 +473,7 @@ class Stacker {
   Value Finish(Node& node) {
     switch (node.kind) {
       case NodeKind::kNone:
-        return Value();
+        NeedsObjects();
       case NodeKind::kArray:
         return Value(std::move(node.out));
       case NodeKind::kString:
@@ -575,6 +585,13 @@ class Stacker {
     return s;
   }
 
+  // A None leaf: np.stack makes an object array there (see ObjectStackFallback()).
+  [[noreturn]] void NeedsObjects() const {
+    throw NeedsObjectArray("Batch: the leaves at " + PathString() +
+                           " include None, which stacks to a numpy object array; the engine has "
+                           "no object arrays without the Python face");
+  }
+
   [[noreturn]] void Fail(size_t i, const std::string& detail) const {
     throw std::invalid_argument("Batch: element " + std::to_string(i) +
                                 " differs from element 0 at " + PathString() + ": " + detail);
@@ -615,11 +632,21 @@ class Stacker {
 
 Value Stack(const std::vector<Value>& elements) {
   if (elements.empty()) throw std::invalid_argument("Batch: cannot batch zero elements");
-  Stacker stacker(elements.size());
-  Node root;
-  stacker.Build(root, elements[0]);
-  for (size_t i = 1; i < elements.size(); ++i) stacker.Fill(root, elements[i], i);
-  return stacker.Finish(root);
+  try {
+    Stacker stacker(elements.size());
+    Node root;
+    stacker.Build(root, elements[0]);
+    for (size_t i = 1; i < elements.size(); ++i) stacker.Fill(root, elements[i], i);
+    return stacker.Finish(root);
+  } catch (const NeedsObjectArray&) {
+    const ObjectStackFn fallback = ObjectStackFallback();
+    if (fallback == nullptr) throw;
+    return fallback(elements);
+  }
 }
+
+void SetObjectStackFallback(ObjectStackFn fn) { object_stack_fallback.store(fn); }
+
+ObjectStackFn ObjectStackFallback() { return object_stack_fallback.load(); }
 
 }  // namespace spelt

@@ -24,7 +24,7 @@ class BatchMapNode final : public MapNode {
       : MapNode({parent}), parent_(std::move(parent)), batch_size_(batch_size),
         parent_length_(parent_->Length()), stacks_(!fn), fn_(OrStack(std::move(fn))) {
     if (parent_length_ == kInfiniteLength) {
-      length_ = kInfiniteLength;
+      length_ = kInfiniteLength / batch_size_;  // Grain: sys.maxsize // batch_size
     } else if (drop_remainder) {
       length_ = parent_length_ / batch_size_;
     } else {
@@ -90,7 +90,9 @@ class BatchMapNode final : public MapNode {
   }
   // Parent indices [begin, end) of batch `index`.
   std::pair<int64_t, int64_t> ParentRange(int64_t index) const {
-    if (length_ == kInfiniteLength) return {index * batch_size_, (index + 1) * batch_size_};
+    if (parent_length_ == kInfiniteLength) {
+      return {index * batch_size_, (index + 1) * batch_size_};
+    }
     if (length_ == 0) throw std::out_of_range("batch: index into an empty dataset");
     const int64_t epoch = index / length_, j = index % length_;
     return {epoch * parent_length_ + j * batch_size_,

@@ -12,7 +12,6 @@
 #include "ops/get_many.h"
 
 namespace spelt::internal {
-namespace {
 
 using int128 = __int128;
 
@@ -39,6 +38,28 @@ std::vector<int64_t> IntProportions(size_t n, const std::optional<std::vector<do
   }
   return out;
 }
+
+Route MixRoute(int64_t k, std::span<const int64_t> proportions) {
+  int128 remaining = 0;
+  for (int64_t p : proportions) remaining += p;
+  int128 curr_k = k, curr_k1 = int128{k} + 1;
+  for (size_t i = 0; i < proportions.size(); ++i) {
+    const int128 p = proportions[i];
+    const int128 next_k = curr_k * (remaining - p) / remaining;
+    const int128 next_k1 = curr_k1 * (remaining - p) / remaining;
+    const int128 count_k_plus_1 = curr_k1 - next_k1;
+    if (curr_k - next_k != count_k_plus_1) {
+      return {i, static_cast<int64_t>(count_k_plus_1 - 1)};
+    }
+    remaining -= p;
+    curr_k = next_k;
+    curr_k1 = next_k1;
+  }
+  throw std::logic_error("mix: internal error selecting a dataset for index " +
+                         std::to_string(k));
+}
+
+namespace {
 
 class MixNode final : public RoutedNode {
  public:
@@ -71,25 +92,7 @@ class MixNode final : public RoutedNode {
   int64_t Length() const override { return length_; }
 
  private:
-  Route RouteOf(int64_t index) const override {
-    int128 remaining = 0;
-    for (int64_t p : proportions_) remaining += p;
-    int128 curr_k = index, curr_k1 = int128{index} + 1;
-    for (size_t i = 0; i < proportions_.size(); ++i) {
-      const int128 p = proportions_[i];
-      const int128 next_k = curr_k * (remaining - p) / remaining;
-      const int128 next_k1 = curr_k1 * (remaining - p) / remaining;
-      const int128 count_k_plus_1 = curr_k1 - next_k1;
-      if (curr_k - next_k != count_k_plus_1) {
-        return {i, static_cast<int64_t>(count_k_plus_1 - 1)};
-      }
-      remaining -= p;
-      curr_k = next_k;
-      curr_k1 = next_k1;
-    }
-    throw std::logic_error("mix: internal error selecting a dataset for index " +
-                           std::to_string(index));
-  }
+  Route RouteOf(int64_t index) const override { return MixRoute(index, proportions_); }
 
   std::vector<int64_t> proportions_;
   int64_t length_ = 0;

@@ -1,6 +1,6 @@
 // RepeatMapDataset: num_epochs copies of the parent (infinite if none). With
 // reseed_each_epoch the parent sees global indices (later epochs reshuffle); without it every
-// epoch replays epoch 0 (Grain's repeat.py).
+// epoch replays epoch 0 (Grain's repeat.py). An empty parent gives an empty dataset.
 #include <stdexcept>
 
 #include "ops/repeat.h"
@@ -14,9 +14,11 @@ class RepeatNode final : public IndexMapNode {
   RepeatNode(MapNodePtr parent, std::optional<int64_t> num_epochs, bool reseed_each_epoch)
       : IndexMapNode(std::move(parent)), reseed_(reseed_each_epoch),
         parent_length_(this->parent()->Length()) {
-    if (!num_epochs) {
+    if (parent_length_ == 0) {
+      length_ = 0;  // an empty dataset repeated stays empty (Grain's repeat.py)
+    } else if (!num_epochs) {
       length_ = kInfiniteLength;
-    } else if (parent_length_ != 0 && *num_epochs > kInfiniteLength / parent_length_) {
+    } else if (*num_epochs > kInfiniteLength / parent_length_) {
       length_ = kInfiniteLength;
     } else {
       length_ = *num_epochs * parent_length_;

@@ -8,8 +8,8 @@ namespace {
 
 class SeedMapNode final : public MapNode {
  public:
-  SeedMapNode(MapNodePtr parent, uint32_t seed) : MapNode({parent}), parent_(std::move(parent)) {
-    set_seed_rng_seed(seed);
+  SeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed) : MapNode({parent}), parent_(std::move(parent)) {
+    set_seed_words(std::move(seed));
   }
   std::string Name() const override { return "WithOptionsMapDataset"; }
   int64_t Length() const override { return parent_->Length(); }
@@ -27,9 +27,9 @@ class SeedMapNode final : public MapNode {
 
 class SeedIterNode final : public IterNode {
  public:
-  SeedIterNode(IterNodePtr parent, uint32_t seed)
+  SeedIterNode(IterNodePtr parent, std::vector<uint32_t> seed)
       : IterNode({parent}), parent_(std::move(parent)) {
-    set_seed_rng_seed(seed);
+    set_seed_words(std::move(seed));
   }
   std::string Name() const override { return "WithOptionsIterDataset"; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
@@ -42,12 +42,12 @@ class SeedIterNode final : public IterNode {
 
 }  // namespace
 
-MapNodePtr MakeSeedMapNode(MapNodePtr parent, uint32_t seed) {
-  return std::make_shared<SeedMapNode>(std::move(parent), seed);
+MapNodePtr MakeSeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed) {
+  return std::make_shared<SeedMapNode>(std::move(parent), std::move(seed));
 }
 
-IterNodePtr MakeSeedIterNode(IterNodePtr parent, uint32_t seed) {
-  return std::make_shared<SeedIterNode>(std::move(parent), seed);
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::vector<uint32_t> seed) {
+  return std::make_shared<SeedIterNode>(std::move(parent), std::move(seed));
 }
 
 }  // namespace spelt::internal

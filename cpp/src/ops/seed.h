@@ -7,8 +7,8 @@
 
 namespace spelt::internal {
 
-MapNodePtr MakeSeedMapNode(MapNodePtr parent, uint32_t seed);
-IterNodePtr MakeSeedIterNode(IterNodePtr parent, uint32_t seed);
+MapNodePtr MakeSeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed);
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::vector<uint32_t> seed);
 
 }  // namespace spelt::internal
 

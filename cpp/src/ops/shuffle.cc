@@ -1,5 +1,6 @@
 // ShuffleMapDataset: global shuffle by index_shuffle, a fresh permutation per epoch
-// (epoch e uses seed + e mod 2^32), O(1) memory (Grain's shuffle.py).
+// (epoch e uses seed + e mod 2^32), O(1) memory (Grain's shuffle.py). An infinite parent is
+// shuffled as one epoch of kInfiniteLength indices, as Grain does.
 #include <stdexcept>
 
 #include "ops/shuffle.h"
@@ -11,11 +12,7 @@ namespace {
 class ShuffleNode final : public IndexMapNode {
  public:
   ShuffleNode(MapNodePtr parent, uint32_t seed)
-      : IndexMapNode(std::move(parent)), seed_(seed), length_(this->parent()->Length()) {
-    if (length_ == kInfiniteLength) {
-      throw std::invalid_argument("shuffle: cannot shuffle an infinite dataset");
-    }
-  }
+      : IndexMapNode(std::move(parent)), seed_(seed), length_(this->parent()->Length()) {}
   std::string Name() const override { return "ShuffleMapDataset"; }
   int64_t Length() const override { return length_; }
 

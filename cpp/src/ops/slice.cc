@@ -1,5 +1,8 @@
-// SliceMapDataset: Python slice semantics over one epoch; epoch e of the slice reads epoch e
-// of the parent, as Grain 0.2.13+ does (grain slice.py; see docs/compatibility.md).
+// SliceMapDataset: Python slice semantics over one epoch. The slice is a fixed subset: every
+// epoch of the slice reads the same parent indices (those of the parent's first epoch), so
+// shuffle().slice().repeat() never shows an element outside the slice. Grain 0.2.18 reads
+// epoch e of the parent for epoch e of the slice and leaks other elements (grain#1200); see
+// docs/compatibility.md.
 #include <stdexcept>
 
 #include "ops/slice.h"
@@ -12,8 +15,7 @@ namespace {
 class SliceNode final : public IndexMapNode {
  public:
   SliceNode(MapNodePtr parent, int64_t start, int64_t stop, int64_t step)
-      : IndexMapNode(std::move(parent)), start_(start), step_(step),
-        parent_length_(this->parent()->Length()) {
+      : IndexMapNode(std::move(parent)), start_(start), step_(step) {
     length_ = RangeLength(start, stop, step);
   }
   std::string Name() const override { return "SliceMapDataset"; }
@@ -22,12 +24,10 @@ class SliceNode final : public IndexMapNode {
  private:
   int64_t ParentIndex(int64_t index) const override {
     if (length_ == 0) throw std::out_of_range("slice: index into an empty slice");
-    const int64_t epoch = index / length_;
-    const int64_t offset = index % length_;
-    return start_ + offset * step_ + epoch * parent_length_;
+    return start_ + (index % length_) * step_;
   }
 
-  int64_t start_, step_, parent_length_, length_;
+  int64_t start_, step_, length_;
 };
 
 }  // namespace

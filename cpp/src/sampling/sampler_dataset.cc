@@ -11,15 +11,23 @@ namespace spelt {
 namespace internal {
 namespace {
 
+// Sampler indices this shard reads: g = l * shard_count + shard_index below the sampler's
+// length; without drop_remainder the first (length % shard_count) shards read one more, so no
+// record is lost (Grain after 0.2.18, grain@5bad1a2; 0.2.18 always dropped the remainder).
+int64_t ShardLength(int64_t sampler_length, const ShardOptions& options) {
+  if (sampler_length == kInfiniteLength) return kInfiniteLength;
+  const int64_t extra =
+      !options.drop_remainder && options.shard_index < sampler_length % options.shard_count;
+  return sampler_length / options.shard_count + extra;
+}
+
 class SamplerNode final : public MapNode {
  public:
   SamplerNode(std::shared_ptr<const Sampler> sampler,
               std::shared_ptr<const RandomAccessSource> source, ShardOptions options)
       : MapNode({}, sampler->Serial() || source->Serial()), sampler_(std::move(sampler)),
         source_(std::move(source)), options_(options),
-        length_(sampler_->Length() == kInfiniteLength
-                    ? kInfiniteLength
-                    : sampler_->Length() / options.shard_count) {}
+        length_(ShardLength(sampler_->Length(), options)) {}
   std::string Name() const override { return "SamplerMapDataset"; }
   int64_t Length() const override { return length_; }
   std::optional<Value> Get(int64_t index) const override {

@@ -1,0 +1,56 @@
+// RepeatIterDataset: the parent stream num_epochs times (forever if none); each epoch restarts
+// the parent from the state it had when the iterator was made, so every epoch is identical
+// (Grain's repeat.py: no reseeding). State: {"parent": parent state, "epoch": e}.
+// An empty parent ends the stream instead of looping forever.
+#include "ops/iter_repeat.h"
+
+#include "core/iter_op_node.h"
+
+namespace spelt::internal {
+namespace {
+
+constexpr const char* kName = "RepeatIterDataset";
+
+class RepeatIterator final : public DatasetIterator {
+ public:
+  RepeatIterator(std::unique_ptr<DatasetIterator> parent, std::optional<int64_t> num_epochs)
+      : parent_(std::move(parent)), num_epochs_(num_epochs), start_(parent_->GetState()) {}
+  std::optional<Value> Next() override {
+    if (num_epochs_ && epoch_ >= *num_epochs_) return std::nullopt;
+    bool restarted_empty = false;
+    while (true) {
+      std::optional<Value> v = parent_->Next();
+      if (v) return v;
+      if (restarted_empty) return std::nullopt;  // an epoch with no elements: stop
+      ++epoch_;
+      if (num_epochs_ && epoch_ >= *num_epochs_) return std::nullopt;
+      parent_->SetState(start_);
+      restarted_empty = true;
+    }
+  }
+  State GetState() const override {
+    return State{{"parent", parent_->GetState()}, {"epoch", epoch_}};
+  }
+  void SetState(const State& state) override {
+    const int64_t epoch = StateInt(state, "epoch", kName);
+    if (epoch < 0) throw std::invalid_argument(std::string(kName) + ": negative epoch");
+    parent_->SetState(StateField(state, "parent", kName));
+    epoch_ = epoch;
+  }
+
+ private:
+  std::unique_ptr<DatasetIterator> parent_;
+  std::optional<int64_t> num_epochs_;
+  State start_;
+  int64_t epoch_ = 0;
+};
+
+}  // namespace
+
+IterNodePtr MakeIterRepeatNode(IterNodePtr parent, std::optional<int64_t> num_epochs) {
+  return std::make_shared<IterOpNode>(std::move(parent), kName, [num_epochs](auto p) {
+    return std::make_unique<RepeatIterator>(std::move(p), num_epochs);
+  });
+}
+
+}  // namespace spelt::internal

@@ -1,0 +1,47 @@
+// LimitIterDataset: the first `count` elements of the parent stream (Grain's limit.py).
+// State: {"parent": parent state, "count_elements_read": n}. Past the limit the parent is not
+// read again.
+#include "ops/limit.h"
+
+#include "core/iter_op_node.h"
+
+namespace spelt::internal {
+namespace {
+
+constexpr const char* kName = "LimitIterDataset";
+
+class LimitIterator final : public DatasetIterator {
+ public:
+  LimitIterator(std::unique_ptr<DatasetIterator> parent, int64_t count)
+      : parent_(std::move(parent)), count_(count) {}
+  std::optional<Value> Next() override {
+    if (read_ >= count_) return std::nullopt;
+    std::optional<Value> v = parent_->Next();
+    if (v) ++read_;
+    return v;
+  }
+  State GetState() const override {
+    return State{{"parent", parent_->GetState()}, {"count_elements_read", read_}};
+  }
+  void SetState(const State& state) override {
+    const int64_t n = StateInt(state, "count_elements_read", kName);
+    if (n < 0) throw std::invalid_argument(std::string(kName) + ": negative count_elements_read");
+    parent_->SetState(StateField(state, "parent", kName));
+    read_ = n;
+  }
+
+ private:
+  std::unique_ptr<DatasetIterator> parent_;
+  int64_t count_;
+  int64_t read_ = 0;
+};
+
+}  // namespace
+
+IterNodePtr MakeLimitNode(IterNodePtr parent, int64_t count) {
+  return std::make_shared<IterOpNode>(std::move(parent), kName, [count](auto p) {
+    return std::make_unique<LimitIterator>(std::move(p), count);
+  });
+}
+
+}  // namespace spelt::internal

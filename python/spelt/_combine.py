@@ -1,0 +1,114 @@
+"""Grain's stream transformations that the engine runs per element (``grain.experimental``):
+LimitIterDataset, RepeatIterDataset, ZipMapDataset, ZipIterDataset and MixedIterDataset
+(``IterDataset.mix``). Each is a thin face over one engine op (cpp/src/ops/limit.cc,
+iter_repeat.cc, zip.cc, iter_mix.cc); arguments, outputs, messages and iterator states follow
+Grain 0.2.18 (grain/_src/python/dataset/transformations/{limit,repeat,zip,mix}.py)."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+from spelt import _core
+from spelt import dataset
+
+
+def _count(value: Any, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
+    return value
+
+
+class LimitIterDataset(dataset.IterDataset):
+    """The first ``count`` elements of ``parent``. State: ``{"parent", "count_elements_read"}``.
+    ValueError if count <= 0 (Grain's message)."""
+
+    def __init__(self, parent: dataset.IterDataset, count: int):
+        super().__init__(parent)
+        self._count = _count(count, "count")
+        self._node  # pylint: disable=pointless-statement
+
+    def _make_node(self):
+        return self._parents[0]._node.limit(self._count)
+
+    def __str__(self) -> str:
+        return f"LimitIterDataset(count={self._count})"
+
+
+class RepeatIterDataset(dataset.IterDataset):
+    """``parent`` num_epochs times (None: forever); every epoch restarts the parent from its
+    initial state, so epochs are identical (no reseeding, as in Grain). State:
+    ``{"parent", "epoch"}``. ValueError if num_epochs <= 0."""
+
+    def __init__(self, parent: dataset.IterDataset, num_epochs: int | None = None):
+        super().__init__(parent)
+        self._num_epochs = None if num_epochs is None else _count(num_epochs, "num_epochs")
+        self._node  # pylint: disable=pointless-statement
+
+    def _make_node(self):
+        return self._parents[0]._node.repeat(self._num_epochs)
+
+    def __str__(self) -> str:
+        return f"RepeatIterDataset(num_epochs={self._num_epochs})"
+
+
+class ZipMapDataset(dataset.MapDataset):
+    """Element i is the tuple of the parents' elements i (None for a filtered one).
+    ValueError if there are no parents or their lengths differ (Grain's messages)."""
+
+    def __init__(self, parents: Sequence[dataset.MapDataset]):
+        super().__init__(tuple(parents))
+        self._node  # pylint: disable=pointless-statement
+
+    def _make_node(self):
+        return _core.zip([p._node for p in self._parents])
+
+    def __str__(self) -> str:
+        return f"ZipMapDataset(parents={list(self._parents)}"
+
+
+class ZipIterDataset(dataset.IterDataset):
+    """Tuples of the parents' next elements. With ``strict`` (default), parents of different
+    lengths raise ValueError at the end (Grain's message). State: ``{"parents": [...]}``."""
+
+    def __init__(self, parents: Sequence[dataset.IterDataset], *, strict: bool = True):
+        super().__init__(tuple(parents))
+        self._strict = bool(strict)
+        self._node  # pylint: disable=pointless-statement
+
+    def _make_node(self):
+        return _core.zip_iter([p._node for p in self._parents], self._strict)
+
+    def __str__(self) -> str:
+        return f"ZipIterDataset(parents={list(self._parents)}, strict={self._strict})"
+
+
+class MixedIterDataset(dataset.IterDataset):
+    """Grain's ``IterDataset.mix``: element k from the parent that ``MapDataset.mix`` would
+    pick for k, until the picked parent is exhausted. ``parents`` may be a mapping (then
+    ``proportions`` too), whose state is keyed, so a checkpoint restores by key. State:
+    ``{"parents", "index", "stop"}``."""
+
+    def __init__(
+        self,
+        parents: Sequence[dataset.IterDataset] | Mapping[str, dataset.IterDataset],
+        proportions: Sequence[float] | Mapping[str, float] | None = None,
+    ):
+        if isinstance(parents, Mapping):
+            self._keys = list(parents)  # insertion order, as Grain's tree_lib flattens
+            flat = [parents[k] for k in self._keys]
+            if isinstance(proportions, Mapping):
+                proportions = [proportions[k] for k in self._keys]
+        else:
+            self._keys = []
+            flat = list(parents)
+        super().__init__(flat)
+        self._weights = None if proportions is None else [float(w) for w in proportions]
+        self._node  # pylint: disable=pointless-statement
+
+    def _make_node(self):
+        return _core.mix_iter([p._node for p in self._parents], self._weights, self._keys)
+
+    def __str__(self) -> str:
+        weights = self._weights or [1] * len(self._parents)  # Grain scales these too
+        proportions = [int(w * (100 / min(weights))) for w in weights]
+        return f"MixedIterDataset([{len(self._parents)} parents], proportions={proportions})"

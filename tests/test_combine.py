@@ -1,0 +1,219 @@
+"""grain.experimental's stream combinators and helpers against Grain 0.2.18: LimitIterDataset,
+RepeatIterDataset, ZipMapDataset, ZipIterDataset, IterDataset.mix, select_from_datasets,
+generic classes, apply_transformations, get_element_spec, get/set_next_index, RngPool,
+DatasetOptions. The named pipelines in pipelines.py (limit, repeat_iter, zip_*, mix_iter*)
+are also restored from every position in a new process by test_checkpoint.py."""
+
+from __future__ import annotations
+
+import pickle
+
+import grain
+import numpy as np
+import pytest
+
+import pipelines
+import spelt
+from pipelines import assert_same, both, timeout  # noqa: F401
+
+
+def _same_run(build, limit=None):
+    """Equal outputs and equal states after every element; restore from every position."""
+    g_ds, s_ds = both(build)
+    g_out, g_states = pipelines.run_with_states(iter(g_ds), limit)
+    s_out, s_states = pipelines.run_with_states(iter(s_ds), limit)
+    assert_same(s_out, g_out)
+    assert s_states == g_states
+    if limit is None:
+        spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
+    for k, state in enumerate(s_states):  # a Spelt state restores in Grain too, and back
+        expected = s_out[k : k + 3]
+        if limit is not None and len(expected) < 3:
+            break  # the stream goes on past what was read
+        it = iter(s_ds)
+        it.set_state(g_states[k])
+        assert_same(pipelines.take(it, len(expected) or 3), expected)
+        it = iter(g_ds)
+        it.set_state(state)
+        assert_same(pipelines.take(it, len(expected) or 3), expected)
+    return s_ds
+
+
+@pytest.mark.parametrize("count", [1, 4, 30])
+def test_limit(count):
+    s_ds = _same_run(
+        lambda g: g.experimental.LimitIterDataset(
+            g.MapDataset.range(12).seed(2).shuffle().to_iter_dataset().batch(2), count
+        )
+    )
+    assert str(s_ds) == f"LimitIterDataset(count={count})"
+    with pytest.raises(ValueError, match="Count must be"):
+        spelt.experimental.LimitIterDataset(spelt.MapDataset.range(3).to_iter_dataset(), 0)
+
+
+@pytest.mark.parametrize("num_epochs", [1, 2, 3])
+def test_repeat_iter(num_epochs):
+    _same_run(
+        lambda g: g.experimental.RepeatIterDataset(
+            g.MapDataset.range(5).seed(1).shuffle().to_iter_dataset().filter(lambda x: x != 2),
+            num_epochs,
+        )
+    )
+    _same_run(
+        lambda g: g.experimental.RepeatIterDataset(g.MapDataset.range(3).to_iter_dataset()),
+        limit=10,
+    )
+    with pytest.raises(ValueError, match="num_epochs must be positive"):
+        spelt.experimental.RepeatIterDataset(spelt.MapDataset.range(3).to_iter_dataset(), 0)
+
+
+def test_zip_map():
+    def build(g):
+        return g.experimental.ZipMapDataset(
+            [g.MapDataset.range(6), g.MapDataset.range(10, 16).seed(4).shuffle()]
+        )
+
+    g_ds, s_ds = both(build)
+    assert len(s_ds) == len(g_ds) == 6
+    assert_same([s_ds[i] for i in range(14)], [g_ds[i] for i in range(14)])
+    assert_same(s_ds._getitems([3, 9, 0]), g_ds._getitems([3, 9, 0]))
+    _same_run(lambda g: build(g).to_iter_dataset())
+    assert pickle.loads(pickle.dumps(s_ds))[2] == s_ds[2]
+    for parents in ([], [spelt.MapDataset.range(2), spelt.MapDataset.range(3)]):
+        with pytest.raises(ValueError):
+            spelt.experimental.ZipMapDataset(parents)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_zip_iter(strict):
+    _same_run(
+        lambda g: g.experimental.ZipIterDataset(
+            [g.MapDataset.range(7).to_iter_dataset(), g.MapDataset.range(7).to_iter_dataset()],
+            strict=strict,
+        )
+    )
+
+    def uneven(g, lengths):
+        return list(
+            g.experimental.ZipIterDataset(
+                [g.MapDataset.range(n).to_iter_dataset() for n in lengths], strict=strict
+            )
+        )
+
+    for lengths in ([3, 2], [2, 3, 3], [3, 3, 2]):
+        if strict:
+            messages = []
+            for g in (grain, spelt):
+                with pytest.raises(ValueError) as e:
+                    uneven(g, lengths)
+                messages.append(str(e.value))
+            assert messages[0] == messages[1]
+        else:
+            assert uneven(spelt, lengths) == uneven(grain, lengths)
+
+
+@pytest.mark.parametrize("weights", [None, [1, 2], [0.25, 0.5, 0.25]])
+def test_iter_mix(weights):
+    n = 2 if weights is None else len(weights)
+
+    def build(g):
+        return g.IterDataset.mix(
+            [g.MapDataset.range(10 * i, 10 * i + 6 + i).to_iter_dataset() for i in range(n)],
+            weights,
+        )
+
+    s_ds = _same_run(build)
+    assert str(s_ds) == str(build(grain))
+
+
+def test_iter_mix_mapping_restores_by_key():
+    def build(g, keys):
+        return g.IterDataset.mix(
+            {k: g.MapDataset.range(i * 100, i * 100 + 20).to_iter_dataset() for i, k in keys},
+            {k: i + 1 for i, k in keys},
+        )
+
+    _same_run(lambda g: build(g, [(0, "x"), (1, "y")]))
+    it = iter(build(spelt, [(0, "x"), (1, "y")]))
+    for _ in range(5):
+        next(it)
+    state = it.get_state()
+    # A new component starts from its beginning; the others resume.
+    it2 = iter(build(spelt, [(0, "x"), (1, "y"), (2, "z")]))
+    it2.set_state(state)
+    g_it2 = iter(build(grain, [(0, "x"), (1, "y"), (2, "z")]))
+    g_it2.set_state(state)
+    assert pipelines.take(it2, 8) == pipelines.take(g_it2, 8)
+
+
+class _Alternate(spelt.transforms.DatasetSelectionMap):
+    def __len__(self):
+        return 7
+
+    def __getitem__(self, index):
+        return index % 2, index // 2
+
+    def __repr__(self):
+        return "_Alternate()"
+
+
+def test_select_from_datasets():
+    ds = spelt.MapDataset.select_from_datasets(
+        [spelt.MapDataset.range(4), spelt.MapDataset.range(100, 104)], _Alternate()
+    )
+    assert len(ds) == 7
+    assert list(ds) == [0, 100, 1, 101, 2, 102, 3]
+    assert ds._getitems([6, 1, 2]) == [3, 100, 1]
+    assert str(ds) == "MixedMapDataset[2 parents]"
+    assert repr(ds) == "MixedMapDataset(parent_lengths=[4, 4], selection_map=_Alternate())"
+    assert list(ds.to_iter_dataset().batch(3))[0].tolist() == [0, 100, 1]
+
+
+def test_generic_classes_and_helpers_match_grain():
+    for g in (grain, spelt):
+        assert g.MapDataset[int] is not None
+        assert g.IterDataset[int] is not None
+        assert g.DatasetIterator[int] is not None
+
+    def build(g):
+        ds = g.MapDataset.source([{"x": np.zeros((2, 3), np.float32), "y": 1}] * 4)
+        return g.experimental.apply_transformations(ds, [g.transforms.Batch(2)])
+
+    g_ds, s_ds = both(build)
+    assert_same(list(s_ds), list(g_ds))
+    spec = spelt.experimental.get_element_spec(s_ds)
+    assert spec["x"] == spelt.experimental.ShapeDtypeStruct(shape=(2, 2, 3), dtype=np.float32)
+    assert spec["y"].shape == (2,)
+
+    for g in (grain, spelt):
+        it = iter(g.MapDataset.range(10).to_iter_dataset())
+        next(it)
+        assert g.experimental.get_next_index(it) == 1
+        g.experimental.set_next_index(it, 7)
+        assert next(it) == 7
+
+
+def test_rng_pool_matches_grain():
+    draws = []
+    for g in (grain, spelt):
+        pool = g.experimental.RngPool(42)
+        rng = pool.acquire_rng(5, op_seed=3)
+        draws.append(rng.integers(0, 2**32, size=4).tolist())
+        pool.release_rng(rng)
+        draws.append(pool.acquire_rng(6).random())
+    assert draws[:2] == draws[2:]
+
+
+def test_dataset_options_merge_like_grain():
+    for g in (grain, spelt):
+        o = g.experimental.DatasetOptions
+        merged = o(min_shm_size=1024).merge(o(min_shm_size=512, filter_warn_threshold_ratio=None))
+        assert merged.min_shm_size == 1024
+        assert merged.filter_warn_threshold_ratio is None
+        assert o().filter_warn_threshold_ratio == 0.9
+    ds = spelt.experimental.WithOptionsIterDataset(
+        spelt.MapDataset.range(5).to_iter_dataset(),
+        spelt.experimental.DatasetOptions(filter_raise_threshold_ratio=0.5),
+    )
+    assert list(ds) == list(range(5))
+    assert ds.merged_options.filter_raise_threshold_ratio == 0.5
