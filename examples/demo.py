@@ -30,6 +30,7 @@ import numpy as np
 
 import demo_data
 import demo_train
+from checkpoint import load_checkpoint
 
 RUNS_DIR = demo_data.DATA_DIR.parent / "runs"
 TRAIN_JOB = Path(__file__).resolve().parent / "demo_train.py"
@@ -100,7 +101,7 @@ def run_and_kill_after_checkpoint(run_dir: Path, checkpoint_at: int) -> None:
 
 
 def show_checkpoint(run_dir: Path) -> None:
-    _, _, loader_state = demo_train.load_checkpoint(run_dir / "checkpoint.npz")
+    _, _, loader_state = load_checkpoint(run_dir / "checkpoint.npz")
     state = json.loads(loader_state)
     print(
         f"  checkpointed loader state: {len(loader_state)} bytes of JSON,"
