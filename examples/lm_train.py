@@ -28,14 +28,14 @@ from checkpoint import load_checkpoint, save_checkpoint
 
 SEED = 0
 EMBED_DIM = 32
-LEARNING_RATE = 2.0
+LEARNING_RATE = 20.0
 
 
 def init_weights(vocab_size: int) -> dict[str, np.ndarray]:
     rng = np.random.default_rng(SEED)
     return {
         "embed": rng.normal(0, 1, (vocab_size, EMBED_DIM)).astype(np.float32),
-        "unembed": rng.normal(0, EMBED_DIM**-0.5, (EMBED_DIM, vocab_size)).astype(np.float32),
+        "unembed": np.zeros((EMBED_DIM, vocab_size), np.float32),  # loss starts at ln(vocab)
     }
 
 
