@@ -1,4 +1,4 @@
-"""The demos' training checkpoints: one .npz with the step, the weights and the loader state.
+"""The demos' training checkpoints (one .npz: step, weights, loader state) and run logs.
 
 ``save_checkpoint`` writes atomically (temporary file, fsync, rename), so a process killed
 with SIGKILL at any moment leaves either the previous checkpoint or the new one, whole.
@@ -29,3 +29,17 @@ def load_checkpoint(path: Path) -> tuple[int, dict[str, np.ndarray], bytes]:
     with np.load(path) as ckpt:
         weights = {k: ckpt[k] for k in ckpt.files if k not in _RESERVED}
         return int(ckpt["step"]), weights, ckpt["loader_state"].tobytes()
+
+
+def read_batch_log(run_dir: Path, first_step: int) -> list[tuple[int, str]]:
+    """(step, batch sha256) lines that the process which started at first_step logged."""
+    lines = (run_dir / f"batches_from_step_{first_step}.log").read_text().splitlines()
+    return [(int(step), digest) for step, digest in (line.split() for line in lines)]
+
+
+def same_weights(run_a: Path, run_b: Path) -> bool:
+    """Whether two runs' final_weights.npz hold the same arrays, bit for bit."""
+    with np.load(run_a / "final_weights.npz") as a, np.load(run_b / "final_weights.npz") as b:
+        return a.files == b.files and all(
+            a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes() for k in a.files
+        )

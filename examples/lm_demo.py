@@ -30,12 +30,10 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
-
 import spelt
 
 import lm_data
-from checkpoint import load_checkpoint
+from checkpoint import load_checkpoint, read_batch_log, same_weights
 
 TRAIN_JOB = Path(__file__).resolve().parent / "lm_train.py"
 
@@ -91,16 +89,6 @@ def run_and_kill(args, run_dir: Path) -> int:
     step = checkpointed_step(checkpoint)
     print(f"  killed with SIGKILL; last checkpoint at step {step}")
     return step
-
-
-def read_batch_log(run_dir: Path, first_step: int) -> list[tuple[int, str]]:
-    lines = (run_dir / f"batches_from_step_{first_step}.log").read_text().splitlines()
-    return [(int(step), digest) for step, digest in (line.split() for line in lines)]
-
-
-def same_weights(run_a: Path, run_b: Path) -> bool:
-    with np.load(run_a / "final_weights.npz") as a, np.load(run_b / "final_weights.npz") as b:
-        return a.files == b.files and all(a[k].tobytes() == b[k].tobytes() for k in a.files)
 
 
 def check_resume(reference: Path, interrupted: Path, resumed_at: int, steps: int) -> list[str]:
