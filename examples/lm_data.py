@@ -58,7 +58,12 @@ def read_texts(files: Iterable[str]) -> list[str]:
 
 def train_tokenizer(texts: list[str], vocab_size: int) -> Any:
     """A byte-level BPE ``tokenizers.Tokenizer`` trained on texts, END_OF_TEXT its id 0."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    try:
+        from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    except ImportError as e:
+        raise ImportError(
+            "the LM demo tokenizes with Hugging Face tokenizers: pip install 'spelt[lm]'"
+        ) from e
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
