@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo test bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
+.PHONY: demo demo-lm test bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
   fuzz-tfrecord clean format
 
 $(VENV)/.deps: requirements-dev.txt
@@ -58,6 +58,11 @@ test: test-cpp test-python test-install
 
 demo: python
 	$(PY) examples/demo.py
+
+# The LM input job: stdlib source -> BPE tokens -> ArrayRecord -> shuffle -> pack -> batch,
+# a tiny numpy LM trained on it, killed with SIGKILL and resumed exactly (examples/lm_demo.py).
+demo-lm: python
+	$(PY) examples/lm_demo.py
 
 bench: python
 	$(PY) bench/bench.py

@@ -30,6 +30,7 @@ import numpy as np
 
 import demo_data
 import demo_train
+from checkpoint import load_checkpoint, read_batch_log, same_weights
 
 RUNS_DIR = demo_data.DATA_DIR.parent / "runs"
 TRAIN_JOB = Path(__file__).resolve().parent / "demo_train.py"
@@ -100,25 +101,12 @@ def run_and_kill_after_checkpoint(run_dir: Path, checkpoint_at: int) -> None:
 
 
 def show_checkpoint(run_dir: Path) -> None:
-    _, _, loader_state = demo_train.load_checkpoint(run_dir / "checkpoint.npz")
+    _, _, loader_state = load_checkpoint(run_dir / "checkpoint.npz")
     state = json.loads(loader_state)
     print(
         f"  checkpointed loader state: {len(loader_state)} bytes of JSON,"
         f" last_seen_indices={state['last_seen_indices']}"
     )
-
-
-def read_batch_log(run_dir: Path, first_step: int) -> list[tuple[int, str]]:
-    """(step, batch sha256) lines of the process that started at first_step."""
-    lines = (run_dir / f"batches_from_step_{first_step}.log").read_text().splitlines()
-    return [(int(step), digest) for step, digest in (line.split() for line in lines)]
-
-
-def same_weights(run_a: Path, run_b: Path) -> bool:
-    with np.load(run_a / "final_weights.npz") as a, np.load(run_b / "final_weights.npz") as b:
-        return a.files == b.files and all(
-            a[k].dtype == b[k].dtype and a[k].tobytes() == b[k].tobytes() for k in a.files
-        )
 
 
 def check_resume(reference: Path, interrupted: Path, checkpoint_at: int) -> list[str]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import os
 import time
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import numpy as np
 import spelt as grain
 
 import demo_data
+from checkpoint import load_checkpoint, save_checkpoint
 
 SEED = 42
 NUM_EPOCHS = 20
@@ -135,24 +135,6 @@ def accuracy(weights, source) -> float:
     labels = np.array([r["label"] for r in records])
     probs, _ = predict(weights, images)
     return float((probs.argmax(axis=1) == labels).mean())
-
-
-# Checkpoints.
-def save_checkpoint(path: Path, step: int, weights, loader_state: bytes) -> None:
-    """Writes to a temporary file, syncs it, then renames: a reader never sees half of it."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez(f, step=step, loader_state=np.frombuffer(loader_state, np.uint8), **weights)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def load_checkpoint(path: Path):
-    """(step, weights, loader_state bytes)."""
-    with np.load(path) as ckpt:
-        weights = {k: ckpt[k] for k in ("w1", "b1", "w2", "b2")}
-        return int(ckpt["step"]), weights, ckpt["loader_state"].tobytes()
 
 
 def train(run_dir: Path, checkpoint_at: int | None) -> None:
