@@ -7,6 +7,7 @@ from __future__ import annotations
 import sys
 
 import grain
+import grain.python  # noqa: F401  (the tests use grain.python)
 import numpy as np
 import pytest
 

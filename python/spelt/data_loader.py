@@ -148,11 +148,15 @@ def _unwrap_none(element: Any) -> Any:
 
 def _entered(source: Any) -> Any:
     """The data source entered if it is a context manager (grain#936: the DataLoader uses it as
-    one), else None; the caller exits it."""
-    if hasattr(source, "__enter__") and hasattr(source, "__exit__"):
-        source.__enter__()
-        return source
-    return None
+    one), else None; the caller exits it. A Hugging Face ``datasets.Dataset`` is not entered:
+    its ``__exit__`` deletes its data, so a second iterator (the next epoch) would fail."""
+    exit_fn = getattr(type(source), "__exit__", None)
+    if exit_fn is None or not hasattr(source, "__enter__"):
+        return None
+    if getattr(exit_fn, "__module__", "").split(".")[0] == "datasets":
+        return None
+    source.__enter__()
+    return source
 
 
 class _SamplerMapDataset(dataset.MapDataset):
