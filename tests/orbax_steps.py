@@ -22,6 +22,7 @@ import orbax.checkpoint as ocp
 
 STEPS_BEFORE = 3  # elements read before saving
 STEPS_AFTER = 6  # elements read after saving (and after restoring)
+_open_iterators = []
 
 
 def iterators(g):
@@ -33,7 +34,9 @@ def iterators(g):
         operations=[g.python.Batch(4)],
     )
     ds = g.MapDataset.range(40).shuffle(seed=11).map(lambda x: x + 1000).to_iter_dataset().batch(3)
-    return iter(loader), iter(ds)
+    its = (iter(loader), iter(ds))
+    _open_iterators.extend(its)
+    return its
 
 
 def _read(it, n):
@@ -124,7 +127,14 @@ def main(action, lib, directory):
         "save-v1": lambda: save_v1(grain, directory),
         "restore-v1": lambda: restore_v1(grain, directory),
     }
-    print(json.dumps(steps[action]()))
+    print(json.dumps(steps[action]()), flush=True)
+    # Closed before the interpreter exits: an engine thread still reading ahead through a Python
+    # map while the interpreter finalizes aborts the process (std::terminate when
+    # PyGILState_Ensure ends the thread), an engine bug outside this test's subject.
+    for it in _open_iterators:
+        close = getattr(it, "close", None)
+        if close is not None:
+            close()
 
 
 if __name__ == "__main__":
