@@ -36,8 +36,9 @@ def test_update_takes_effect_in_a_plain_script():
         "grain.config.update('py_dataset_visualization_output_dir', '/tmp/vis')\n"
         "grain.config.update('py_traceback_filtering', 'off')\n"
         "grain.config.update('tf_lookup_batch_size', 7)\n"
-        "print(grain.config.py_debug_mode, grain.config.get_or_default('py_dataset_visualization_output_dir'),"
-        " grain.config.py_traceback_filtering, grain.config.tf_lookup_batch_size)\n"
+        "c = grain.config\n"
+        "print(c.py_debug_mode, c.get_or_default('py_dataset_visualization_output_dir'),"
+        " c.py_traceback_filtering, c.tf_lookup_batch_size)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "/tmp/vis", "off", "7"]

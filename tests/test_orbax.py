@@ -128,7 +128,7 @@ def test_handler_files_match_grain_byte_for_byte(tmp_path):
                 next(it)
             directory = tmp_path / f"{name}-{lib.__name__}"
             directory.mkdir()
-            handler.save(directory, args=lib.checkpoint.CheckpointSave(it))
+            handler.save(directory, it)  # Orbax's older call, as without orbax in this process
         spelt_text = (tmp_path / f"{name}-spelt" / "process_0-of-1.json").read_text()
         grain_text = (tmp_path / f"{name}-grain" / "process_0-of-1.json").read_text()
         assert spelt_text == grain_text, name
@@ -145,9 +145,7 @@ def test_multi_host_layout_one_file_per_process(tmp_path, monkeypatch):
         monkeypatch.setattr(spelt.sharding, "get_process_index_and_count", lambda i=index: (i, 2))
         it = _loader_iterator(spelt, spelt.python.ShardOptions(index, 2))
         next(it)
-        spelt.checkpoint.CheckpointHandler().save(
-            tmp_path, args=spelt.checkpoint.CheckpointSave(it)
-        )
+        spelt.checkpoint.CheckpointHandler().save(tmp_path, it)
         expected[index] = [int(next(it)) for _ in range(4)]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "process_0-of-2.json",
@@ -159,9 +157,7 @@ def test_multi_host_layout_one_file_per_process(tmp_path, monkeypatch):
         monkeypatch.setattr(grain_sharding, "get_process_index_and_count", lambda i=index: (i, 2))
         for lib in (spelt, grain):
             it = _loader_iterator(lib, lib.python.ShardOptions(index, 2))
-            restored = lib.checkpoint.CheckpointHandler().restore(
-                tmp_path, args=lib.checkpoint.CheckpointRestore(it)
-            )
+            restored = lib.checkpoint.CheckpointHandler().restore(tmp_path, it)
             assert restored is it
             assert [int(next(it)) for _ in range(4)] == expected[index], (lib.__name__, index)
     monkeypatch.setattr(spelt.sharding, "get_process_index_and_count", lambda: (2, 3))
@@ -180,12 +176,29 @@ def test_handler_checks_its_input(tmp_path):
     assert handler.structure(tmp_path) is None and handler.metadata(tmp_path) is None
 
 
-def test_legacy_names():
+def test_legacy_names_and_orbax_args():
+    code = (
+        "import spelt, spelt.python, orbax.checkpoint as ocp\n"
+        "p, c = spelt.python, spelt.checkpoint\n"
+        "assert p.PyGrainCheckpointHandler is c.CheckpointHandler\n"
+        "assert p.PyGrainCheckpointSave is c.CheckpointSave\n"
+        "assert p.PyGrainCheckpointRestore is c.CheckpointRestore\n"
+        "assert issubclass(c.CheckpointSave, ocp.args.CheckpointArgs)\n"
+        "assert c.CheckpointSave(item=1).item == 1\n"
+        "assert not hasattr(c, 'CheckpointSomething')\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def test_orbax_args_missing_without_orbax():
+    """As in Grain, the Orbax args exist only where orbax-checkpoint can be imported (it cannot
+    in this process, see conftest.py)."""
+    with pytest.raises(AttributeError, match="orbax-checkpoint"):
+        spelt.checkpoint.CheckpointSave  # noqa: B018  pylint: disable=pointless-statement
+    assert not hasattr(spelt.python, "PyGrainCheckpointRestore")
     assert spelt.python.PyGrainCheckpointHandler is spelt.checkpoint.CheckpointHandler
-    assert spelt.python.PyGrainCheckpointSave is spelt.checkpoint.CheckpointSave
-    assert spelt.python.PyGrainCheckpointRestore is spelt.checkpoint.CheckpointRestore
-    with pytest.raises(AttributeError):
-        spelt.checkpoint.CheckpointSomething  # noqa: B018  pylint: disable=pointless-statement
 
 
 def test_orbax_is_not_imported_by_spelt():

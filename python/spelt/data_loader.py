@@ -369,8 +369,9 @@ class DataLoaderIterator:
         return _checkpoint_io.start_save(self.get_state().decode(), directory)
 
     def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the coroutine that reads
-        this process's state file and calls ``set_state`` with it; ValueError if missing."""
+        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the
+        coroutine that reads this process's state file and calls ``set_state`` with it;
+        ValueError if the file is missing."""
         return _checkpoint_io.start_load(directory, lambda text: self.set_state(text.encode()))
 
     def close(self) -> None:

@@ -354,9 +354,10 @@ class DatasetIterator(abc.ABC, Iterator[Any]):
         return _checkpoint_io.start_save(json.dumps(self.get_state(), indent=4), directory)
 
     def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the coroutine that reads
-        ``directory/process_<i>-of-<n>.json`` and calls ``set_state`` with it; ValueError if
-        the file is missing. Do not use the iterator until that coroutine is done."""
+        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the
+        coroutine that reads ``directory/process_<i>-of-<n>.json`` and calls ``set_state`` with
+        it; ValueError if the file is missing. Do not use the iterator until that coroutine is
+        done."""
         return _checkpoint_io.start_load(directory, lambda text: self.set_state(json.loads(text)))
 
     def start_prefetch(self) -> None:
