@@ -111,7 +111,10 @@ def leaves(path, library):
 def _grain_leaves(path):
     if path not in GRAIN_IN_SUBPROCESS:
         return leaves(path, "grain")
+    # A fresh interpreter finds jax (installed for orbax-checkpoint); Grain's mp_prefetch then
+    # reads absl flags, which a program run by absl's app.run has parsed.
     code = (
+        "from absl import flags; flags.FLAGS.mark_as_parsed()\n"
         "import json, sys, test_dtypes; print(json.dumps(test_dtypes.leaves(sys.argv[1], 'grain')))"
     )
     proc = subprocess.run(

@@ -4,6 +4,7 @@
 thin Python face over it. See README.md and docs/compatibility.md.
 """
 
+from spelt import checkpoint
 from spelt import constants
 from spelt import experimental
 from spelt import multiprocessing
@@ -11,6 +12,7 @@ from spelt import samplers
 from spelt import sharding
 from spelt import sources
 from spelt import transforms
+from spelt._config import config
 from spelt.data_loader import DataLoader, DataLoaderIterator, load
 from spelt.dataset import DatasetIterator, IterDataset, MapDataset
 from spelt.options import MultiprocessingOptions, ReadOptions
@@ -28,6 +30,8 @@ __all__ = [
     "ReadOptions",
     "Record",
     "RecordMetadata",
+    "checkpoint",
+    "config",
     "constants",
     "experimental",
     "load",

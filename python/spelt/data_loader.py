@@ -25,11 +25,12 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Awaitable, Sequence
 
 import numpy as np
 
 from spelt import _callables
+from spelt import _checkpoint_io
 from spelt import _core
 from spelt import dataset
 from spelt import options as options_lib
@@ -406,6 +407,19 @@ class DataLoaderIterator:
     def start_prefetch(self) -> None:
         """Starts read-ahead early; idempotent."""
         self._iterator.start_prefetch()
+
+    def save(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``save`` (Grain's): the state is taken now, as
+        ``get_state()``, so later ``next()`` calls do not change what is saved. Returns a
+        coroutine that, awaited, returns the coroutine writing it to
+        ``directory/process_<i>-of-<n>.json`` (see ``DatasetIterator.save``)."""
+        return _checkpoint_io.start_save(self.get_state().decode(), directory)
+
+    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the
+        coroutine that reads this process's state file and calls ``set_state`` with it;
+        ValueError if the file is missing."""
+        return _checkpoint_io.start_load(directory, lambda text: self.set_state(text.encode()))
 
     def close(self) -> None:
         self._iterator.close()

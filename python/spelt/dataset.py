@@ -17,11 +17,13 @@ import abc
 import builtins
 import copy
 import functools
+import json
 import operator
 import warnings
-from typing import Any, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
 from spelt import _callables
+from spelt import _checkpoint_io
 from spelt import _core
 from spelt import options as options_lib
 from spelt import transforms
@@ -397,6 +399,28 @@ class DatasetIterator(Iterator[T], abc.ABC):
 
     def _set_next_index(self, index: int) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot move to an index")
+
+    def save(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``save`` (Grain's): the state is taken now, as ``get_state()``,
+        so later ``next()`` calls do not change what is saved.
+
+        Args:
+            directory: the checkpoint item's directory; Orbax's ``PathAwaitingCreation``
+                (awaited before writing), a path object or a str.
+
+        Returns:
+            A coroutine that, awaited, returns the not yet awaited coroutine writing the
+            state to ``directory/process_<i>-of-<n>.json`` (JSON, indent 4; Grain's layout),
+            which Orbax runs in the background.
+        """
+        return _checkpoint_io.start_save(json.dumps(self.get_state(), indent=4), directory)
+
+    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the
+        coroutine that reads ``directory/process_<i>-of-<n>.json`` and calls ``set_state`` with
+        it; ValueError if the file is missing. Do not use the iterator until that coroutine is
+        done."""
+        return _checkpoint_io.start_load(directory, lambda text: self.set_state(json.loads(text)))
 
     def start_prefetch(self) -> None:
         """Starts read-ahead before the first ``next``; idempotent."""

@@ -1,6 +1,10 @@
 """Grain's legacy ``grain.python`` module: the same objects under their old names."""
 
+from typing import Any
+
+from spelt import checkpoint as _checkpoint
 from spelt import experimental
+from spelt.checkpoint import CheckpointHandler as PyGrainCheckpointHandler
 from spelt.constants import DATASET_INDEX, EPOCH, INDEX, META_FEATURES, RECORD, RECORD_KEY, SEED
 from spelt.data_loader import DataLoader, DataLoaderIterator as PyGrainDatasetIterator, load
 from spelt.dataset import DatasetIterator, IterDataset, MapDataset
@@ -35,6 +39,7 @@ __all__ = [
     "MapWithIndexTransform",
     "MultiprocessingOptions",
     "NoSharding",
+    "PyGrainCheckpointHandler",
     "PyGrainDatasetIterator",
     "RandomAccessDataSource",
     "RandomMapTransform",
@@ -51,3 +56,11 @@ __all__ = [
     "experimental",
     "load",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``PyGrainCheckpointSave``/``PyGrainCheckpointRestore``: ``spelt.checkpoint``'s Orbax args,
+    defined where orbax-checkpoint is installed (as in Grain)."""
+    if name in ("PyGrainCheckpointSave", "PyGrainCheckpointRestore"):
+        return _checkpoint.orbax_arg(name.removeprefix("PyGrain"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
