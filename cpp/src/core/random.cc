@@ -123,9 +123,18 @@ uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_
   }
   if (max_index == 0) return 0;
 
-  uint32_t keys[kMaxRounds];
-  SeedSeqGenerate(seed, keys, rounds);
-  const BlockCipher cipher(keys, rounds, BlockBits(max_index) / 2);
+  // The key schedule depends only on (seed, rounds): kept per thread for the next call, which
+  // is usually the next index of the same permutation (a shuffle reads a chunk of one epoch).
+  thread_local struct {
+    uint32_t seed = 0, rounds = 0;  // rounds 0: nothing kept yet
+    uint32_t keys[kMaxRounds];
+  } schedule;
+  if (schedule.rounds != rounds || schedule.seed != seed) {
+    SeedSeqGenerate(seed, schedule.keys, rounds);
+    schedule.seed = seed;
+    schedule.rounds = rounds;
+  }
+  const BlockCipher cipher(schedule.keys, rounds, BlockBits(max_index) / 2);
   // Cycle walking: the cipher permutes [0, 2^bits); following a cycle from `index` until it
   // re-enters [0, max_index] gives a permutation of [0, max_index].
   uint64_t value = index;
