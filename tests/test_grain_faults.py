@@ -212,17 +212,22 @@ class _IsNone(sp.FilterTransform):
         return x is None
 
 
+def _load_1_2_3(ops, worker_count=0):
+    """Everything a DataLoader over [1, 2, 3] (sequential) yields with these operations."""
+    return list(
+        sp.DataLoader(
+            data_source=[1, 2, 3],
+            sampler=sp.SequentialSampler(3, sp.NoSharding()),
+            operations=ops,
+            worker_count=worker_count,
+        )
+    )
+
+
 @pytest.mark.parametrize("worker_count", [0, 2])
 def test_data_loader_map_returning_none_yields_none(worker_count):  # 11
     def run(ops):
-        return list(
-            sp.DataLoader(
-                data_source=[1, 2, 3],
-                sampler=sp.SequentialSampler(3, sp.NoSharding()),
-                operations=ops,
-                worker_count=worker_count,
-            )
-        )
+        return _load_1_2_3(ops, worker_count)
 
     assert run([_ToNone()]) == [None, None, None]
     assert run([_ToNone(), _IsNone()]) == [None, None, None]
@@ -231,14 +236,7 @@ def test_data_loader_map_returning_none_yields_none(worker_count):  # 11
 
 
 def test_operations_as_generator():  # 12
-    def run(ops):
-        return list(
-            sp.DataLoader(
-                data_source=[1, 2, 3],
-                sampler=sp.SequentialSampler(3, sp.NoSharding()),
-                operations=ops,
-            )
-        )
+    run = _load_1_2_3
 
     assert run(op for op in [_Double(), _Double()]) == [4, 8, 12]
     assert run(iter([_Double()])) == [2, 4, 6]

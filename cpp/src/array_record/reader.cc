@@ -92,15 +92,14 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
 
   std::string ReadRecord(uint64_t index) const override {
     CheckIndex(index);
-    const uint64_t c = index / group_size_;
-    if (cache_.Find(c) == nullptr) {
-      if (const RecordLocations::Chunk* located = InPlace(c, 1)) {
-        std::string record;
-        ReadLocated(c, *located, index % group_size_, record);
-        return record;
-      }
+    const uint64_t c = index / group_size_, r = index % group_size_;
+    if (const ChunkPtr cached = cache_.Find(c)) return std::string(cached->record(r));
+    if (const RecordLocations::Chunk* located = InPlace(c, 1)) {
+      std::string record;
+      ReadLocated(c, *located, r, record);
+      return record;
     }
-    return std::string(GetChunk(c)->record(index % group_size_));
+    return std::string(GetChunk(c)->record(r));
   }
 
   std::vector<std::string> ReadRecords(std::span<const uint64_t> indices,
