@@ -36,6 +36,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_arena.h"
 #include "py_value.h"
 #include "spelt/executor.h"
@@ -174,7 +175,7 @@ class ProcessChunk final : public PendingChunk {
     if (ticket_ != nullptr) session_->Abandon();
   }
   ChunkResult Take() override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     PyRef ticket = std::move(ticket_);
     return session_->Take(ticket, begin_, count_);
   }
@@ -189,13 +190,13 @@ class ProcessExecutor final : public ChunkExecutor {
  public:
   ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight)
       : max_in_flight_(max_in_flight) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     session_ = std::make_shared<Session>(keeper, length);
   }
   int64_t MaxInFlight() const override { return max_in_flight_; }
   int64_t NextChunkSize() override { return session_->NextChunkSize(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return std::make_unique<ProcessChunk>(session_, session_->Submit(begin, count), begin,
                                           count);
   }
@@ -255,7 +256,7 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
   if (dataset.node()->Serial()) {  // calls Python per element: keep the GIL (bind_iterator.cc)
     chunk = ComputeChunk(*dataset.node(), begin, count);
   } else {
-    nb::gil_scoped_release unlocked;
+    GilRelease unlocked;
     chunk = ComputeChunk(*dataset.node(), begin, count);
   }
   nb::list values;
