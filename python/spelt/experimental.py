@@ -10,6 +10,7 @@ from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, 
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
 from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
+from spelt.elastic import ElasticIterator
 from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
 from spelt.huggingface import HuggingFaceIterDataset
 from spelt.packing import (
@@ -86,6 +87,7 @@ __all__ = [
     "BestFitPackIterDataset",
     "ConcatThenSplitIterDataset",
     "DatasetOptions",
+    "ElasticIterator",
     "ExecutionTrackingMode",
     "FirstFitPackIterDataset",
     "FlatMapIterDataset",
