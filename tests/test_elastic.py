@@ -67,6 +67,8 @@ def test_one_iterator_as_in_grain():
     ds.set_state({"global_next_index": 0})
     assert_same(next(iter(ds)), first)
     ds.close()
+    # Grain's helper restores on iter(ds), the same iterator: every step is checked.
+    spelt.experimental.assert_equal_output_after_checkpoint(_elastic(spelt, 5, n=23))
     assert str(ds) == (
         "ElasticIterator(global_batch_size=4, shard_options=ShardOptions(shard_index=0,"
         " shard_count=2, drop_remainder=False))"
