@@ -392,7 +392,7 @@ class DataLoaderIterator:
             raise
 
     def _exit_source(self) -> None:
-        entered, self._entered = self._entered, None
+        entered, self._entered = getattr(self, "_entered", None), None  # None if __init__ failed
         if entered is not None:
             entered.__exit__(None, None, None)
 
