@@ -56,39 +56,20 @@ class _ElasticDatasetIterator(dataset.DatasetIterator):
     pipeline is built at the first ``next`` after construction or ``set_state``. Not
     thread-safe (one consumer, as Grain's)."""
 
-    def __init__(
-        self,
-        ds: dataset.MapDataset,
-        global_batch_size: int,
-        host_batch_size: int,
-        shard_options: sharding.ShardOptions,
-        read_options: options_lib.ReadOptions,
-        multiprocessing_options: options_lib.MultiprocessingOptions | None,
-    ):
+    def __init__(self, config: ElasticIterator):
         super().__init__()
-        self._ds = ds
-        self._global_batch_size = global_batch_size
-        self._host_batch_size = host_batch_size
-        self._shard_options = shard_options
-        self._read_options = read_options
-        self._multiprocessing_options = multiprocessing_options
+        self._config = config
         self._global_next_index = 0
         self._iterator: dataset.DatasetIterator | None = None
 
     def _host_iterator(self) -> dataset.DatasetIterator:
         if self._iterator is None:
-            shard = self._shard_options
-            host = self._ds[self._global_next_index + shard.shard_index :: shard.shard_count]
-            host = host.batch(self._host_batch_size, drop_remainder=True)
-            stream = host.to_iter_dataset(self._read_options)
-            if self._multiprocessing_options is not None:
-                stream = stream.mp_prefetch(self._multiprocessing_options)
-            self._iterator = iter(stream)
+            self._iterator = iter(self._config.host_stream(self._global_next_index))
         return self._iterator
 
     def __next__(self) -> Any:
         batch = next(self._host_iterator())
-        self._global_next_index += self._global_batch_size
+        self._global_next_index += self._config.global_batch_size
         return batch
 
     def get_state(self) -> dict[str, Any]:
@@ -153,21 +134,27 @@ class ElasticIterator(dataset.IterDataset):
         _check_no_filter(ds)
         self._host_batch_size = _host_batch_size(global_batch_size, shard_options)
         self._ds = ds
-        self._global_batch_size = global_batch_size
+        self.global_batch_size = global_batch_size
         self._shard_options = shard_options
         self._read_options = read_options
         self._multiprocessing_options = multiprocessing_options
 
+    def host_stream(self, global_next_index: int) -> dataset.IterDataset:
+        """This host's batches from global position ``global_next_index`` on: the engine
+        pipeline ``ds[g + shard_index :: shard_count].batch(host batch, drop_remainder=True)
+        .to_iter_dataset()``, then ``mp_prefetch`` if multiprocessing options were given."""
+        shard = self._shard_options
+        host = self._ds[global_next_index + shard.shard_index :: shard.shard_count]
+        stream = host.batch(self._host_batch_size, drop_remainder=True).to_iter_dataset(
+            self._read_options
+        )
+        if self._multiprocessing_options is not None:
+            stream = stream.mp_prefetch(self._multiprocessing_options)
+        return stream
+
     @functools.cached_property
     def _default_iterator(self) -> _ElasticDatasetIterator:
-        return _ElasticDatasetIterator(
-            self._ds,
-            self._global_batch_size,
-            self._host_batch_size,
-            self._shard_options,
-            self._read_options,
-            self._multiprocessing_options,
-        )
+        return _ElasticDatasetIterator(self)
 
     def __iter__(self) -> dataset.DatasetIterator:
         return self._default_iterator
@@ -187,6 +174,6 @@ class ElasticIterator(dataset.IterDataset):
 
     def __str__(self) -> str:
         return (
-            f"ElasticIterator(global_batch_size={self._global_batch_size},"
+            f"ElasticIterator(global_batch_size={self.global_batch_size},"
             f" shard_options={self._shard_options})"
         )
