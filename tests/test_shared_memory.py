@@ -97,6 +97,21 @@ def test_array_shared_with_another_process():
     a.unlink_on_del()
 
 
+def test_segment_handed_over_is_released_by_its_creator():
+    """Once another process opened a segment and the creator dropped its array, the creator
+    keeps nothing: the memory belongs to the process that opened it."""
+    a = SharedMemoryArray((3,), np.int64)
+    a[:] = [4, 5, 6]
+    m = a.metadata
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        del a  # not opened elsewhere yet: the name still opens
+        assert SharedMemoryArray.from_metadata(m).tolist() == [4, 5, 6]
+        assert pool.apply(_read_in_child, (m,)) == [4, 5, 6]
+    SharedMemoryArray((1,), np.int8)  # the creator applies the marks at its next segment
+    with pytest.raises(FileNotFoundError):
+        SharedMemoryArray.from_metadata(m)
+
+
 def _fill(i):
     out = SharedMemoryArray((3,), np.int64)
     out[:] = i

@@ -13,12 +13,15 @@ Names. A segment is still found by its name from any process of the same user, a
 the name ``spelt-<pid>-<serial>-<fd>`` says which process keeps it and under which descriptor,
 and another process opens it through ``/proc/<pid>/fd/<fd>`` (checked to be that very segment,
 else FileNotFoundError). The creating process keeps that descriptor until the segment is
-unlinked, by any process: ``unlink`` marks the memfd with a seal (``F_SEAL_GROW``, which does
-not affect mappings), and each process closes its descriptors of marked segments the next time
-it creates or opens one. So a segment lives until it is unlinked and unmapped everywhere, or
-until every process that holds it has ended; the memory of a segment nobody unlinks comes back
-when its creator ends (in Grain, at reboot). Unlike Grain, a name cannot be opened once its
-creator has ended, and ``multiprocessing.shared_memory.SharedMemory(name)`` does not open it.
+unlinked by any process (``unlink`` marks the memfd with the seal ``F_SEAL_GROW``, which does
+not affect mappings), or until it no longer maps the segment itself and another process has
+opened it (marked with ``F_SEAL_SHRINK``): a segment handed over, as a worker hands its output
+to the consumer, then belongs to the processes that opened it and goes when they are done with
+it. Each process applies these marks when it next creates, opens or closes a segment. So a
+segment lives until it is unlinked or handed over and unmapped everywhere, or until every
+process that holds it has ended (in Grain, a segment nobody unlinks stays until reboot). Unlike
+Grain, a name cannot be opened once its creator has ended or has dropped a segment another
+process opened, and ``multiprocessing.shared_memory.SharedMemory(name)`` does not open it.
 
 Thread-safety: creating, opening and unlinking are safe from several threads (one lock).
 """
@@ -43,21 +46,30 @@ import numpy.typing as npt
 from spelt import _tree
 
 _UNLINKED_SEAL = fcntl.F_SEAL_GROW
-_lock = threading.Lock()
+_HANDED_OVER_SEAL = fcntl.F_SEAL_SHRINK  # another process opened it by name
+_lock = threading.RLock()  # re-entrant: an array's __del__ may run inside a locked section
 _serial = itertools.count()
 # name -> descriptor this process keeps so that the segment can be opened by name until it is
 # unlinked (the segments this process created).
 _kept: dict[str, int] = {}
+# name -> how many Segments of it are open in this process.
+_mapped: dict[str, int] = {}
 
 
-def _is_unlinked(fd: int) -> bool:
-    return bool(fcntl.fcntl(fd, fcntl.F_GET_SEALS) & _UNLINKED_SEAL)
+def _seals(fd: int) -> int:
+    return fcntl.fcntl(fd, fcntl.F_GET_SEALS)
 
 
 def _sweep() -> None:
-    """Closes the kept descriptors of segments unlinked elsewhere (caller holds _lock)."""
-    for name, fd in list(_kept.items()):
-        if _is_unlinked(fd):
+    """Closes the kept descriptors of segments unlinked elsewhere, and of segments that this
+    process no longer maps and another process has opened (it now holds them: a segment
+    handed to a consumer goes when the consumer is done). Caller holds _lock."""
+    for name in list(_kept):
+        fd = _kept.get(name)
+        if fd is None:
+            continue
+        seals = _seals(fd)
+        if seals & _UNLINKED_SEAL or (seals & _HANDED_OVER_SEAL and not _mapped.get(name)):
             os.close(_kept.pop(name))
 
 
@@ -99,6 +111,7 @@ class Segment:
                 kept = os.dup(fd)  # O_CLOEXEC too
                 name = f"{base}-{kept}"
                 _kept[name] = kept
+                _mapped[name] = 1
             except BaseException:
                 os.close(fd)
                 raise
@@ -114,18 +127,20 @@ class Segment:
             kept = _kept.get(name)
             if kept is not None:
                 fd = os.dup(kept)
+                _mapped[name] = _mapped.get(name, 0) + 1
             else:
                 path = f"/proc/{pid}/fd/{remote_fd}"
                 try:
                     if not os.readlink(path).startswith(f"/memfd:{base} "):
                         raise FileNotFoundError(path)
                     fd = os.open(path, os.O_RDWR | os.O_CLOEXEC)
+                    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _HANDED_OVER_SEAL)
                 except (FileNotFoundError, ProcessLookupError, PermissionError) as e:
                     raise FileNotFoundError(
                         f"no shared memory segment named {name!r} (its creator, process {pid},"
                         " ended or unlinked it)"
                     ) from e
-            if _is_unlinked(fd):
+            if _seals(fd) & _UNLINKED_SEAL:
                 os.close(fd)
                 raise FileNotFoundError(f"shared memory segment {name!r} was unlinked")
         return cls(fd, name, os.fstat(fd).st_size)
@@ -137,6 +152,12 @@ class Segment:
             return
         os.close(self._fd)
         self._fd = -1
+        with _lock:
+            if self.name in _mapped:
+                _mapped[self.name] -= 1
+                if not _mapped[self.name]:
+                    del _mapped[self.name]
+            _sweep()
         try:
             self.buf.release()
             self._view.release()
