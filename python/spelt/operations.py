@@ -226,8 +226,9 @@ class OperationIterDataset(dataset.IterDataset):
 
     Each element of the parent becomes ``Record(sampler[g], element)``, g being the global
     sampler index of the element (for a batch, of its last record), without ``record_key`` if
-    ``keyless`` (see ``drops_record_key``). g comes from the parent's ``{"next_index": n}`` state (the element is local
-    index n - 1 of this shard); below a stage without such a state, the count of elements seen.
+    ``keyless`` (see ``drops_record_key``). g comes from the parent's ``{"next_index": n}``
+    state (the element is local index n - 1 of this shard); below a stage without such a
+    state, from the count of elements read.
     Outputs are the ``data`` of the records the operation yields; the state is the parent's.
     """
 
@@ -253,33 +254,28 @@ class OperationIterDataset(dataset.IterDataset):
     def __iter__(self) -> dataset.DatasetIterator:
         return _OperationDatasetIterator(self, iter(self._parents[0]))
 
+    def metadata(self, local_index: int) -> record.RecordMetadata:
+        """The sampler's metadata of this shard's element ``local_index``."""
+        g = sharding.engine_options(self._shard_options).global_index(local_index)
+        metadata = self._sampler[g]
+        return metadata.remove_record_key() if self._keyless else metadata
+
+    def run(self, records: Iterator[record.Record]) -> Iterator[record.Record]:
+        return iter(self._operation(records))
+
 
 class _OperationDatasetIterator(dataset.DatasetIterator):
     def __init__(self, ds: OperationIterDataset, parent: dataset.DatasetIterator):
         super().__init__(parent)
         self._ds = ds
-        self._engine_shard = sharding.engine_options(ds._shard_options)  # pylint: disable=protected-access
-        self._seen = 0
-        self._outputs = self._start()
-
-    def _start(self) -> Iterator[record.Record]:
-        return iter(self._ds._operation(self._records()))  # pylint: disable=protected-access
+        self._seen = 0  # elements read from the parent (its position if its state has none)
+        self._outputs = ds.run(self._records())
 
     def _records(self) -> Iterator[record.Record]:
         for element in self._parent:
             self._seen += 1
-            state = self._parent.get_state()
-            local = state.get("next_index", self._seen) - 1 if isinstance(state, dict) else -1
-            metadata = self._metadata(local)
-            yield record.Record(metadata, element)
-
-    def _metadata(self, local: int) -> record.RecordMetadata:
-        ds = self._ds
-        if local < 0:
-            return record.RecordMetadata(index=local)
-        g = self._engine_shard.global_index(local)
-        metadata = ds._sampler[g]  # pylint: disable=protected-access
-        return metadata.remove_record_key() if ds._keyless else metadata  # pylint: disable=protected-access
+            local = self._parent.get_state().get("next_index", self._seen) - 1
+            yield record.Record(self._ds.metadata(local), element)
 
     def __next__(self) -> Any:
         return next(self._outputs).data
@@ -289,7 +285,8 @@ class _OperationDatasetIterator(dataset.DatasetIterator):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._parent.set_state(state)
-        self._outputs = self._start()  # a partly built group of the old position is dropped
+        self._seen = state.get("next_index", 0)
+        self._outputs = self._ds.run(self._records())  # drops a group of the old position
 
     def close(self) -> None:
         self._parent.close()
