@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import faulthandler
 import functools
+import importlib
 import itertools
 import json
 import os
@@ -549,7 +550,30 @@ LOADER_PIPELINES: dict[str, dict[str, Any]] = {
         grain_equal=False,
         grain_state_equal=False,
     ),
+    "legacy_operations": _l(lambda g: _legacy_loader(g)),
 }
+
+
+def _is_odd(x):
+    return x % 2 == 1
+
+
+def _legacy_loader(g):
+    """A DataLoader of Grain's legacy *Operation classes, mixed with a transformation."""
+    legacy = importlib.import_module(g.__name__ + ".python")
+    operations = [
+        user_classes(g).Triple(),
+        legacy.MapOperation(map_function=abs),
+        legacy.FilterOperation(condition_function=_is_odd),
+        legacy.RandomMapOperation(random_map_function=_noise),
+        legacy.BatchOperation(batch_size=2),
+    ]
+    return g.DataLoader(
+        data_source=list(range(16)),
+        sampler=g.samplers.IndexSampler(16, shuffle=True, num_epochs=1, seed=6),
+        operations=operations,
+        shard_options=g.sharding.NoSharding(),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
