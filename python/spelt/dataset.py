@@ -475,6 +475,11 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         self._get_next_index()  # NotImplementedError where the state is not a position
         self.set_state({"next_index": index})
 
+    def start_prefetch(self) -> None:
+        if self._closed:
+            raise ValueError("start_prefetch() on a closed iterator")
+        self._it.start_prefetch()
+
     def close(self) -> None:
         if not self._closed:
             self._closed_state = _slices_as_tuples(self._it.get_state())

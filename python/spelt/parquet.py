@@ -21,7 +21,7 @@ import numpy as np
 
 from spelt import _parquet
 from spelt import dataset
-from spelt._interleave import InterleaveIterator
+from spelt._interleave import InterleaveIterDataset
 
 # Grain interleaves at most this many files at a time (parquet_dataset._CYCLE_LENGTH).
 _CYCLE_LENGTH = 16
@@ -93,15 +93,12 @@ class _ParquetDatasetIterator(dataset.DatasetIterator):
         self._rows_group: _parquet.RowGroup | None = None
         self._rows: list[dict[str, Any]] = []
         self._rows_start = 0
-        self._state_at_last_element = self._cursor.state()
 
     def __next__(self) -> dict[str, Any]:
         cursor = self._cursor
         k = cursor.i - self._rows_start
         if cursor.group is not self._rows_group or not 0 <= k < len(self._rows):
-            last = cursor.state()
             if cursor.available() == 0:
-                self._state_at_last_element = last
                 raise StopIteration
             self._rows_group, self._rows_start, k = cursor.group, cursor.i, 0
             self._rows = cursor.group.rows(cursor.i, cursor.i + _ROWS_PER_BLOCK)
@@ -110,11 +107,6 @@ class _ParquetDatasetIterator(dataset.DatasetIterator):
 
     def get_state(self) -> dict[str, int]:
         return self._cursor.state()
-
-    def state_at_last_element(self) -> dict[str, int]:
-        """After StopIteration: the state right after the last row (before the end was looked
-        for), which Grain's interleave records for an exhausted file (see spelt/_interleave.py)."""
-        return self._state_at_last_element
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._cursor.seek(*_check_state(state))
@@ -173,15 +165,11 @@ class ParquetIterDataset(dataset.IterDataset):
         self._paths = [os.fspath(path)] if single else [os.fspath(p) for p in path]
         self._read_kwargs = read_kwargs
 
-    def _iterator(self, make: Callable[[Any], dataset.DatasetIterator]) -> Any:
-        if len(self._paths) == 1:
-            return make(self._paths[0])
-        return InterleaveIterator(
-            [lambda p=p: make(p) for p in self._paths], min(_CYCLE_LENGTH, len(self._paths))
-        )
-
     def __iter__(self) -> dataset.DatasetIterator:
-        return self._iterator(lambda p: _ParquetDatasetIterator(p, self._read_kwargs))
+        if len(self._paths) == 1:
+            return _ParquetDatasetIterator(self._paths[0], self._read_kwargs)
+        files = [ParquetIterDataset(p, **self._read_kwargs) for p in self._paths]
+        return InterleaveIterDataset(files, cycle_length=_CYCLE_LENGTH).__iter__()
 
     def batch(
         self,
