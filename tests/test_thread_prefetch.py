@@ -213,3 +213,21 @@ def test_cache_under_mp_prefetch(workers):
 def test_cache_str():
     ds = spelt.experimental.CacheIterDataset(spelt.MapDataset.range(2).to_iter_dataset())
     assert str(ds).startswith("CacheIterDataset(parent=")
+
+
+@pytest.mark.parametrize("sequential_slice", [False, True])
+def test_multithread_prefetch_random_map_and_sequential_slice(sequential_slice):
+    # Each shard's random_map draws its own numbers, as Grain's does under its
+    # MultiprocessingContext; contiguous shards with sequential_slice.
+    s_ds = _same_run(
+        lambda g: g.experimental.multithread_prefetch(
+            g.MapDataset.range(2, 40, 3)
+            .to_iter_dataset()
+            .random_map(lambda x, rng: (x, int(rng.integers(1 << 40))), seed=7),
+            4,
+            1,
+            sequential_slice=sequential_slice,
+        )
+    )
+    draws = [d for _, d in s_ds]
+    assert len(set(draws)) == len(draws)

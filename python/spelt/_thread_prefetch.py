@@ -8,6 +8,7 @@ import copy
 import operator
 from typing import Any
 
+from spelt import _callables
 from spelt import _core
 from spelt import dataset
 from spelt import dataset_options
@@ -64,24 +65,52 @@ class ThreadPrefetchDatasetIterator(dataset._NativeDatasetIterator):  # pylint: 
         return f"ThreadPrefetchDatasetIterator(prefetch_buffer_size={self._prefetch_buffer_size})"
 
 
-def _sliced(ds: Any, sl: slice) -> Any:
-    """A copy of the pipeline ``ds`` reading only ``sl`` of its sources (Grain's
-    _set_slice_iter_dataset, without mutating ``ds``): to_iter_dataset stages read their
-    MapDataset sliced, datasets with ``set_slice`` slice themselves. ValueError for a source
-    that cannot be sliced."""
+class _ShardRandomMap:
+    """A random_map function of shard ``index`` of ``count``: the k-th element of the shard
+    gets the rng at counter index + k * count (Grain's random_map under a
+    MultiprocessingContext), so shards draw different numbers and, over strided shards of one
+    stream, each element the numbers of the unsharded pipeline."""
+
+    def __init__(self, fn: Any, index: int, count: int):
+        self._fn, self._index, self._count = fn, index, count
+
+    def __call__(self, element: Any, rng: Any) -> Any:
+        state = rng.bit_generator.state["state"]
+        key = int(state["key"][0]) | int(state["key"][1]) << 64
+        k = int(state["counter"][3])
+        return self._fn(element, _callables.philox_generator(key, self._index + k * self._count))
+
+
+def _block(length: int, index: int, count: int) -> slice:
+    """Shard ``index`` of ``count`` contiguous near-equal blocks of ``length`` elements (the
+    first ``length % count`` one longer)."""
+    size, rest = divmod(length, count)
+    start = index * size + min(index, rest)
+    return slice(start, start + size + (index < rest))
+
+
+def _sliced(ds: Any, index: int, count: int, sequential: bool) -> Any:
+    """A copy of the pipeline ``ds`` for shard ``index`` of ``count`` (Grain's
+    _set_slice_iter_dataset with slice(index, None, count), without mutating ``ds``):
+    to_iter_dataset stages read their MapDataset sliced (strided, or in contiguous blocks if
+    ``sequential``), datasets with ``set_slice`` slice themselves, random_map draws the
+    shard's numbers. ValueError for a source that cannot be sliced."""
     if isinstance(ds, dataset._PrefetchIterDataset):  # pylint: disable=protected-access
+        parent = ds.parents[0]
+        sl = _block(len(parent), index, count) if sequential else slice(index, None, count)
         read_options, allow_nones = ds._read_options, ds._allow_nones  # pylint: disable=protected-access
-        return dataset._PrefetchIterDataset(ds.parents[0].slice(sl), read_options, allow_nones)  # pylint: disable=protected-access
+        return dataset._PrefetchIterDataset(parent.slice(sl), read_options, allow_nones)  # pylint: disable=protected-access
     if hasattr(ds, "set_slice"):
         sliced = copy.copy(ds)
-        sliced.set_slice(sl)
+        sliced.set_slice(slice(index, None, count), sequential)
         return sliced
     if not ds.parents:
         raise ValueError(f"Cannot slice `IterDataset` source. {type(ds)}")
     sliced = copy.copy(ds)  # copy.copy drops the engine node (dataset._Node)
-    sliced._parents = tuple(  # pylint: disable=protected-access
-        _sliced(p, sl) if isinstance(p, dataset.IterDataset) else p.slice(sl) for p in ds.parents
-    )
+    sliced._parents = tuple(_sliced(p, index, count, sequential) for p in ds.parents)  # pylint: disable=protected-access
+    if isinstance(ds, dataset._RandomMapIterDataset):  # pylint: disable=protected-access
+        fn, seed = ds._args  # pylint: disable=protected-access
+        sliced._args = (_ShardRandomMap(fn, index, count), seed)  # pylint: disable=protected-access
     return sliced
 
 
@@ -94,9 +123,10 @@ def multithread_prefetch(
     """Grain's ``multithread_prefetch``: ``ds`` split into ``num_threads`` shards (shard i
     reads elements i, i + num_threads, ... of each source), each read by a thread with a
     buffer of ``buffer_size`` elements, interleaved in turn; ``num_threads`` 0 returns ``ds``.
-    The state is the InterleaveIterDataset's (one state per shard). ``sequential_slice`` is
-    ignored (shards are strided). ValueError if a source of ``ds`` cannot be sliced."""
-    del sequential_slice
+    With ``sequential_slice``, shard i reads the i-th of num_threads contiguous blocks
+    instead. The state is the InterleaveIterDataset's (one state per shard). random_map in a
+    shard draws as Grain's does under a MultiprocessingContext (different numbers per shard).
+    ValueError if a source of ``ds`` cannot be sliced."""
     num_threads = operator.index(num_threads)
     if num_threads == 0:
         return ds
@@ -104,7 +134,7 @@ def multithread_prefetch(
         ds, dataset_options.DatasetOptions()
     ).merged_options
     shards = [
-        ds if num_threads == 1 else _sliced(ds, slice(i, None, num_threads))
+        ds if num_threads == 1 else _sliced(ds, i, num_threads, sequential_slice)
         for i in range(num_threads)
     ]
     out = InterleaveIterDataset(shards, cycle_length=num_threads, iter_buffer_size=buffer_size)

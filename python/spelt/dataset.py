@@ -112,6 +112,11 @@ class _Transformations(_Node):
     def parents(self) -> Sequence[Any]:
         return getattr(self, "_parents", ())
 
+    @property
+    def _parent(self) -> Any:
+        """The first parent (Grain's ``_parent``, which user subclasses read)."""
+        return self._parents[0]
+
     def seed(self, seed: int) -> Any:
         """Sets the seed from which later random transformations derive default seeds (Grain's
         ``seed()``): any non-negative int. TypeError if not an int, ValueError if negative."""
