@@ -366,6 +366,10 @@ def main() -> None:
 
     bench_packing.main(["-k", args.k])
 
+    import bench_interleave  # interleave, thread prefetch, cache (I1-I3); same -k filter
+
+    bench_interleave.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

@@ -390,6 +390,43 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
             {"b": 1, "a": 2},
         )
     ),
+    # grain.experimental interleave, thread prefetch and cache (engine ops: interleave,
+    # thread_prefetch, cache).
+    "interleave": _d(
+        lambda g: g.experimental.InterleaveIterDataset(
+            [
+                g.MapDataset.range(i * 10, i * 10 + 2 + 2 * i).to_iter_dataset().map(lambda x: -x)
+                for i in range(5)
+            ],
+            cycle_length=3,
+        )
+    ),
+    "interleave_lazy": _d(
+        lambda g: g.experimental.InterleaveIterDataset(
+            g.MapDataset.range(4).map(lambda i: g.MapDataset.range(i * 7, i * 7 + 3 + i)),
+            cycle_length=2,
+            iter_buffer_size=0,
+        ).batch(2)
+    ),
+    "thread_prefetch": _d(
+        lambda g: g.experimental.ThreadPrefetchIterDataset(
+            g.MapDataset.range(13).seed(2).shuffle().to_iter_dataset().filter(lambda x: x % 3),
+            prefetch_buffer_size=3,
+        ).map(lambda x: x * 2)
+    ),
+    "multithread_prefetch": _d(
+        lambda g: g.experimental.multithread_prefetch(
+            g.MapDataset.range(11).map(lambda x: x + 1).to_iter_dataset().batch(2), 3, 2
+        )
+    ),
+    "cache_repeat": _d(
+        lambda g: g.experimental.RepeatIterDataset(
+            g.experimental.CacheIterDataset(
+                g.experimental.LimitIterDataset(g.MapDataset.range(20).to_iter_dataset(), 6)
+            ),
+            num_epochs=3,
+        )
+    ),
 }
 
 

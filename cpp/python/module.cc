@@ -28,6 +28,8 @@ NB_MODULE(_core, m) {
   RegisterArena(m);
   RegisterProcessExecutor(m);
   RegisterPacking(m);
+  RegisterThreadPrefetch(m);
+  RegisterInterleave(m);
 }
 
 }  // namespace spelt::python

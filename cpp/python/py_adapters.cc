@@ -329,6 +329,10 @@ std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_
   return std::make_shared<PySamplerImpl>(sampler, shard_options);
 }
 
+std::unique_ptr<DatasetIterator> PyDatasetIterator(nb::handle it) {
+  return std::make_unique<PyIterator>(it);
+}
+
 MapDataset PyMapDataset(nb::handle dataset) {
   return MapDataset(std::make_shared<PyMapNode>(dataset));
 }

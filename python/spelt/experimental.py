@@ -6,12 +6,19 @@ import copy
 from typing import Any
 
 from spelt import _core
+from spelt._cache import CacheIterDataset
 from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
 from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
 from spelt.elastic import ElasticIterator
 from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
+from spelt._interleave import InterleaveIterDataset
+from spelt._thread_prefetch import (
+    ThreadPrefetchDatasetIterator,
+    ThreadPrefetchIterDataset,
+    multithread_prefetch,
+)
 from spelt.huggingface import HuggingFaceIterDataset
 from spelt.packing import (
     BestFitPackIterDataset,
@@ -81,6 +88,7 @@ __all__ = [
     "ArrayRecordWriter",
     "BOSHandling",
     "BestFitPackIterDataset",
+    "CacheIterDataset",
     "ConcatThenSplitIterDataset",
     "DatasetOptions",
     "ElasticIterator",
@@ -89,6 +97,7 @@ __all__ = [
     "FlatMapIterDataset",
     "FlatMapTransform",
     "HuggingFaceIterDataset",
+    "InterleaveIterDataset",
     "LimitIterDataset",
     "MapWithIndexTransform",
     "PackAndBatchOperation",
@@ -101,6 +110,8 @@ __all__ = [
     "TFRecordDataSource",
     "TFRecordIterDataset",
     "TFRecordWriter",
+    "ThreadPrefetchDatasetIterator",
+    "ThreadPrefetchIterDataset",
     "WithOptionsIterDataset",
     "ZipIterDataset",
     "ZipMapDataset",
@@ -109,5 +120,6 @@ __all__ = [
     "get_element_spec",
     "get_next_index",
     "index_shuffle",
+    "multithread_prefetch",
     "set_next_index",
 ]

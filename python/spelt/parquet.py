@@ -22,7 +22,7 @@ import numpy as np
 
 from spelt import _parquet
 from spelt import dataset
-from spelt._interleave import InterleaveIterator
+from spelt._interleave import InterleaveIterDataset
 
 # Grain interleaves at most this many files at a time (parquet_dataset._CYCLE_LENGTH).
 _CYCLE_LENGTH = 16
@@ -95,7 +95,6 @@ class _ParquetDatasetIterator(dataset.DatasetIterator):
         # from them only when needed, so that next() does no bookkeeping per row.
         self._block: Iterator[dict[str, Any]] = iter(())
         self._block_end: int | None = None
-        self._state_at_last_element = self._cursor.state()
 
     def __next__(self) -> dict[str, Any]:
         row = next(self._block, None)  # rows are dicts, never None
@@ -110,9 +109,7 @@ class _ParquetDatasetIterator(dataset.DatasetIterator):
     def _next_block(self) -> dict[str, Any]:
         cursor = self._sync()
         self._block, self._block_end = iter(()), None
-        last = cursor.state()
         if cursor.available() == 0:
-            self._state_at_last_element = last
             raise StopIteration
         rows = cursor.group.rows(cursor.i, cursor.i + _ROWS_PER_BLOCK)
         self._block, self._block_end = iter(rows), cursor.i + len(rows)
@@ -120,11 +117,6 @@ class _ParquetDatasetIterator(dataset.DatasetIterator):
 
     def get_state(self) -> dict[str, int]:
         return self._sync().state()
-
-    def state_at_last_element(self) -> dict[str, int]:
-        """After StopIteration: the state right after the last row (before the end was looked
-        for), which Grain's interleave records for an exhausted file (see spelt/_interleave.py)."""
-        return self._state_at_last_element
 
     def set_state(self, state: dict[str, Any]) -> None:
         g, i = _check_state(state)
@@ -185,15 +177,11 @@ class ParquetIterDataset(dataset.IterDataset):
         self._paths = [os.fspath(path)] if single else [os.fspath(p) for p in path]
         self._read_kwargs = read_kwargs
 
-    def _iterator(self, make: Callable[[Any], dataset.DatasetIterator]) -> Any:
-        if len(self._paths) == 1:
-            return make(self._paths[0])
-        return InterleaveIterator(
-            [lambda p=p: make(p) for p in self._paths], min(_CYCLE_LENGTH, len(self._paths))
-        )
-
     def __iter__(self) -> dataset.DatasetIterator:
-        return self._iterator(lambda p: _ParquetDatasetIterator(p, self._read_kwargs))
+        if len(self._paths) == 1:
+            return _ParquetDatasetIterator(self._paths[0], self._read_kwargs)
+        files = [ParquetIterDataset(p, **self._read_kwargs) for p in self._paths]
+        return InterleaveIterDataset(files, cycle_length=_CYCLE_LENGTH).__iter__()
 
     def batch(
         self,
