@@ -72,8 +72,9 @@ class ChunkActor:
     def __init__(self):
         self._pipelines: collections.OrderedDict[bytes, Any] = collections.OrderedDict()
 
-    def pid(self) -> int:
-        return os.getpid()
+    def location(self) -> tuple[str, int]:
+        """(Ray node id, process id) of the actor."""
+        return ray.get_runtime_context().get_node_id(), os.getpid()
 
     def compute(self, pipeline: list[Any], digest: bytes, begin: int, count: int) -> tuple:
         """(values, packed error, seconds, nbytes) of elements [begin, begin + count) of the
@@ -82,7 +83,14 @@ class ChunkActor:
         start = time.perf_counter()
         node = self._pipelines.get(digest)
         if node is None:
-            node = protocol.decode(ray.get(pipeline[0]))._node  # pylint: disable=protected-access
+            try:
+                node = protocol.decode(ray.get(pipeline[0]))._node  # pylint: disable=protected-access
+            except Exception as e:
+                e.add_note(
+                    "spelt: raised while loading the pipeline in a Ray actor (are the modules"
+                    " it uses importable there? See RayOptions.runtime_env)"
+                )
+                raise
             self._pipelines[digest] = node
             while len(self._pipelines) > _PIPELINES_PER_ACTOR:
                 self._pipelines.popitem(last=False)
@@ -122,13 +130,13 @@ class _Ticket:
 
 
 class _Actor:
-    """One actor of a pool: its handle, whether it has started (its first call, ``pid()``, has
-    returned) and its chunks submitted, neither taken nor abandoned."""
+    """One actor of a pool: its handle, whether it has started (its first call, ``location()``,
+    has returned) and its chunks submitted, neither taken nor abandoned."""
 
     def __init__(self, index: int, handle: Any):
         self.index = index
         self.handle = handle
-        self.started = handle.pid.remote()  # an ObjectRef until it is ready, then True
+        self.started = handle.location.remote()  # an ObjectRef until it is ready, then True
         self.in_flight = 0
 
 
