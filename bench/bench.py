@@ -370,6 +370,10 @@ def main() -> None:
 
     bench_interleave.main(["-k", args.k])
 
+    import bench_ray  # Spelt on Ray actors (D1, D2, per-chunk overhead); same -k filter
+
+    bench_ray.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

@@ -3,6 +3,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_value.h"
 
 using namespace nanobind::literals;
@@ -27,7 +28,7 @@ void RegisterInterleave(nb::module_& m) {
                                      int64_t cycle_length, int64_t num_make_iter_threads,
                                      int64_t make_iter_buffer_size, int64_t iter_buffer_size) {
     auto at = [fn = MakePyRef(dataset_at)](int64_t i) {
-      nb::gil_scoped_acquire gil;
+      GilAcquire gil;
       return nb::cast<IterDataset>(nb::handle(fn.get())(i));
     };
     return IterDataset::Interleave(count, std::move(at),

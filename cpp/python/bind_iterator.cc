@@ -119,7 +119,7 @@ void RegisterIterator(nb::module_& m) {
       }, "Restores a state of get_state(); ValueError if malformed or closed.")
       .def("start_prefetch", [](Iterator& self) {
         Lock lock(self);
-        nb::gil_scoped_release release;
+        GilRelease release;
         self.get().StartPrefetch();
       }, "Starts the pipeline's background read-ahead now (Grain's start_prefetch).")
       .def("close", [](Iterator& self) {

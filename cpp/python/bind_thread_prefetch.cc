@@ -5,6 +5,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_adapters.h"
 #include "spelt/blocking_wait.h"
 #include "spelt/thread_prefetch.h"
@@ -17,7 +18,7 @@ namespace {
 // Gives up the GIL for the wait if this thread holds it.
 void ReleaseGilWhileWaiting(const std::function<void()>& wait) {
   if (PyGILState_Check()) {
-    nb::gil_scoped_release release;
+    GilRelease release;
     wait();
   } else {
     wait();

@@ -308,6 +308,8 @@ class ArenaView:
 class UnpackedChunk:
     """The elements of a chunk reply, for the process executor."""
 
+    def __init__(self, values: list) -> None: ...
+
     def __len__(self) -> int: ...
 
     @property
@@ -340,7 +342,7 @@ class Arena:
 
     def take_released(self) -> list[int]: ...
 
-def process_prefetch(parent: MapDataset, keeper: object, allow_nones: bool, num_workers: int, per_worker_buffer_size: int) -> IterDataset: ...
+def process_prefetch(parent: MapDataset, keeper: object, allow_nones: bool, num_workers: int, per_worker_buffer_size: int, target_chunk_seconds: float = 0.01) -> IterDataset: ...
 
 def pack(parent: IterDataset, length_struct: object, num_packing_bins: int, seed: int, shuffle_bins: bool, shuffle_bins_group_by_feature: str | None, meta_features: Sequence[str], pack_alignment_struct: object | None, padding_struct: object | None, max_sequences_per_bin: int | None, best_fit: bool, whole_batches: bool) -> IterDataset:
     """

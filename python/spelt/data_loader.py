@@ -205,13 +205,24 @@ class DataLoader:
         shard_options: sharding.ShardOptions | None = None,
         read_options: options_lib.ReadOptions | None = None,
         enable_profiling: bool = False,
+        worker_backend: Any = None,
     ):
+        """Grain's arguments, and ``worker_backend`` (Spelt's): a
+        ``spelt.experimental.RayOptions`` to compute the operations before the first Batch on
+        Ray actors instead of worker processes (then worker_count must be 0; the output and the
+        state are those of worker_count=0; docs/distributed.md)."""
         if worker_buffer_size < 0:
             raise ValueError(
                 "Worker buffer size must be greater than or equal zero."
                 f"Current worker_buffer_size is {worker_buffer_size}."
             )
         worker_count = _determine_worker_count(worker_count)
+        if worker_backend is not None and worker_count:
+            raise ValueError(
+                f"DataLoader: worker_backend={worker_backend!r} computes the records; pass"
+                f" worker_count=0 with it, not {worker_count}"
+            )
+        self._worker_backend = worker_backend
         # an iterator or generator is read once; Grain's *Operation classes become transforms
         operations = [operations_lib.as_transformation(op) for op in operations]
         if shard_options is None:
@@ -297,7 +308,7 @@ class DataLoader:
                 ds = operations_lib.OperationIterDataset(
                     ds, op, self._sampler, self._shard_options, keyless
                 )
-        return ds.mp_prefetch(self._multiprocessing_options)
+        return ds.mp_prefetch(self._worker_backend or self._multiprocessing_options)
 
     def __iter__(self) -> DataLoaderIterator:
         return DataLoaderIterator(self)

@@ -340,8 +340,15 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         the number of workers, and a state restores with any number of them; hence
         ``sequential_slice`` has no effect. A pipeline with no ``to_iter_dataset`` stage (a custom
         IterDataset source) is returned unchanged and runs in this process. See docs/workers.md.
+
+        ``options`` may instead be a ``spelt.experimental.RayOptions``: the MapDataset part is
+        then computed by Ray actors, with the same output and state (docs/distributed.md).
         """
         del sequential_slice  # chunks are always consecutive indices
+        from spelt import ray as ray_lib  # pylint: disable=import-outside-toplevel
+
+        if isinstance(options, ray_lib.RayOptions):
+            return ray_lib.prefetch(self, options)
         if options is None:
             options = options_lib.MultiprocessingOptions(num_workers=10)
         if options.num_workers < 0:

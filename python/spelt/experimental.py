@@ -29,6 +29,7 @@ from spelt.packing import (
 )
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
+from spelt.ray import RayOptions
 from spelt.rng_pool import RngPool
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
 from spelt.transforms import FlatMap as FlatMapTransform
@@ -103,6 +104,7 @@ __all__ = [
     "PackAndBatchOperation",
     "ParquetDataSource",
     "ParquetIterDataset",
+    "RayOptions",
     "RepeatIterDataset",
     "RngPool",
     "ShapeDtypeStruct",
