@@ -389,6 +389,37 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
             {"b": 1, "a": 2},
         )
     ),
+    "window_shuffle_iter": _d(
+        lambda g: g.experimental.WindowShuffleIterDataset(
+            g.MapDataset.range(23).to_iter_dataset().map(lambda x: x * 3), window_size=5, seed=9
+        )
+    ),
+    "window_shuffle_map": _d(
+        lambda g: g.experimental.WindowShuffleMapDataset(
+            g.MapDataset.range(24), window_size=6, seed=4
+        ).to_iter_dataset()
+    ),
+    "rebatch": _d(
+        lambda g: g.experimental.RebatchIterDataset(
+            g.MapDataset.range(17)
+            .map(lambda x: {"x": x, "y": float(x)})
+            .to_iter_dataset()
+            .batch(3),
+            batch_size=4,
+        )
+    ),
+    "flat_map_map": _d(
+        lambda g: g.experimental.FlatMapMapDataset(
+            g.MapDataset.range(9), user_classes(g).Split()
+        ).to_iter_dataset()
+    ),
+    "batch_and_pad": _d(
+        lambda g: (
+            g.MapDataset.range(10)
+            .to_iter_dataset()
+            .batch(4, batch_fn=functools.partial(g.experimental.batch_and_pad, batch_size=4))
+        )
+    ),
 }
 
 

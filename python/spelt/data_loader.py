@@ -33,6 +33,7 @@ from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
 from spelt import dataset
+from spelt import dataset_options
 from spelt import options as options_lib
 from spelt import packing
 from spelt import samplers as samplers_lib
@@ -291,7 +292,12 @@ class DataLoader:
                 ds = op.apply_to(ds)  # the engine packs; the state is the packing iterator's
             else:
                 raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
-        return ds.mp_prefetch(self._multiprocessing_options)
+        # Grain's DataLoader checks no filter thresholds: its Filter operations are not dataset
+        # filters.
+        return dataset_options.WithOptionsIterDataset(
+            ds.mp_prefetch(self._multiprocessing_options),
+            dataset_options.DatasetOptions(filter_warn_threshold_ratio=None),
+        )
 
     def __iter__(self) -> DataLoaderIterator:
         return DataLoaderIterator(self)

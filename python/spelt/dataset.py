@@ -305,7 +305,18 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         return _core.python_iter_dataset(self)
 
     def __iter__(self) -> DatasetIterator:
-        return _NativeDatasetIterator(self._node.make_iterator())
+        """An iterator whose filters check the filter thresholds of the pipeline's
+        ``DatasetOptions`` (``WithOptionsIterDataset``; Grain's defaults otherwise)."""
+        from spelt import dataset_options  # pylint: disable=import-outside-toplevel
+
+        options = dataset_options.pipeline_options(self)
+        return _NativeDatasetIterator(
+            self._node.make_iterator(
+                options.filter_warn_threshold_ratio,
+                options.filter_raise_threshold_ratio,
+                dataset_options.warn,
+            )
+        )
 
     @classmethod
     def mix(
@@ -687,8 +698,18 @@ _RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset", _core.IterD
 _MapWithIndexIterDataset = _op(
     _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index
 )
-_FilterIterDataset = _op(_OpIterDataset, "_FilterIterDataset", _core.IterDataset.filter)
 _BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch)
+
+
+class _FilterIterDataset(_OpIterDataset):
+    """Grain's FilterIterDataset; the filter is named in the filter-threshold messages as
+    Grain names it."""
+
+    _build = staticmethod(_core.IterDataset.filter)
+
+    def __init__(self, parent: IterDataset, fn: Callable[[Any], bool]):
+        super().__init__(parent, fn, _callables.filter_name(fn))
+
 
 MapDataset._Seed = _SeedMapDataset
 MapDataset._Map = _MapMapDataset
@@ -827,9 +848,12 @@ def _apply(ds: Any, transformations: Any) -> Any:
         elif isinstance(t, transforms.Filter):
             ds = ds.filter(t)
         elif isinstance(t, transforms.FlatMap):
-            if not isinstance(ds, IterDataset):
-                ds = ds.to_iter_dataset()
-            ds = FlatMapIterDataset(ds, t)
+            if isinstance(ds, IterDataset):
+                ds = FlatMapIterDataset(ds, t)
+            else:
+                from spelt import _flat_map  # pylint: disable=import-outside-toplevel
+
+                ds = _flat_map.FlatMapMapDataset(ds, t)
         else:
             raise TypeError(f"unsupported transformation: {type(t).__name__}")
     return ds

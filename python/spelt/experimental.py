@@ -6,10 +6,14 @@ import copy
 from typing import Any
 
 from spelt import _core
+from spelt._batch_and_pad import batch_and_pad
 from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
 from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
+from spelt._flat_map import FlatMapMapDataset
+from spelt._rebatch import RebatchIterDataset
+from spelt._window_shuffle import WindowShuffleIterDataset, WindowShuffleMapDataset
 from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
 from spelt.huggingface import HuggingFaceIterDataset
 from spelt.packing import (
@@ -89,6 +93,7 @@ __all__ = [
     "ExecutionTrackingMode",
     "FirstFitPackIterDataset",
     "FlatMapIterDataset",
+    "FlatMapMapDataset",
     "FlatMapTransform",
     "HuggingFaceIterDataset",
     "LimitIterDataset",
@@ -96,6 +101,7 @@ __all__ = [
     "PackAndBatchOperation",
     "ParquetDataSource",
     "ParquetIterDataset",
+    "RebatchIterDataset",
     "RepeatIterDataset",
     "RngPool",
     "ShapeDtypeStruct",
@@ -103,11 +109,14 @@ __all__ = [
     "TFRecordDataSource",
     "TFRecordIterDataset",
     "TFRecordWriter",
+    "WindowShuffleIterDataset",
+    "WindowShuffleMapDataset",
     "WithOptionsIterDataset",
     "ZipIterDataset",
     "ZipMapDataset",
     "apply_transformations",
     "assert_equal_output_after_checkpoint",
+    "batch_and_pad",
     "get_element_spec",
     "get_next_index",
     "index_shuffle",
