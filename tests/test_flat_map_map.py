@@ -55,14 +55,7 @@ def test_under_workers_equals_grain_without(num_workers):
             ds = ds.mp_prefetch(g.multiprocessing.MultiprocessingOptions(num_workers=workers))
         return ds.batch(3)
 
-    want = list(build(grain, 0))
-    s_ds = build(spelt, num_workers)
-    out, states = pipelines.run_with_states(iter(s_ds), None)
-    assert_same(out, want)
-    for k in (0, 5, len(out)):
-        it = iter(s_ds)
-        it.set_state(states[k])
-        assert_same(list(it), want[k:])
+    pipelines.assert_same_with_workers(build, num_workers, (0, 5, -1))
 
 
 def test_errors_match_grain():

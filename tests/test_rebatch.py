@@ -14,34 +14,20 @@ import spelt
 from pipelines import assert_same, both, timeout  # noqa: F401
 
 
-def _same_run(build):
-    g_ds, s_ds = both(build)
-    g_out, g_states = pipelines.run_with_states(iter(g_ds), None)
-    s_out, s_states = pipelines.run_with_states(iter(s_ds), None)
-    assert_same(s_out, g_out)
-    assert s_states == g_states
-    for k, state in enumerate(s_states):
-        # At the end, Grain's restored iterator may return an extra empty batch (see below).
-        for ds in (s_ds, g_ds) if k < len(s_out) else (s_ds,):
-            it = iter(ds)
-            it.set_state(state)
-            assert_same(list(it), s_out[k:])
-    spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
-    return s_ds
-
-
 @pytest.mark.parametrize("parent_batch", [1, 3, 4, 7])
 @pytest.mark.parametrize("batch_size", [1, 2, 4, 5])
 @pytest.mark.parametrize("drop_remainder", [False, True])
 def test_matches_grain(parent_batch, batch_size, drop_remainder):
-    s_ds = _same_run(
-        lambda g: g.experimental.RebatchIterDataset(
+    def build(g):
+        return g.experimental.RebatchIterDataset(
             g.MapDataset.range(13).to_iter_dataset().batch(parent_batch),
             batch_size,
             drop_remainder=drop_remainder,
         )
-    )
-    assert str(s_ds) == (
+
+    # At the end, Grain's restored iterator may return an extra empty batch (see below).
+    pipelines.assert_same_run(build, grain_restores_at_end=False)
+    assert str(build(spelt)) == (
         f"RebatchIterDataset(batch_size={batch_size}, drop_remainder={drop_remainder})"
     )
 
@@ -85,7 +71,7 @@ def test_trees_dtypes_and_uneven_parent_batches():
         )
         return g.experimental.RebatchIterDataset(ds, 4)
 
-    _same_run(build)
+    pipelines.assert_same_run(build, grain_restores_at_end=False)
 
 
 def test_above_workers_equals_grain_without():
@@ -95,15 +81,8 @@ def test_above_workers_equals_grain_without():
             ds = ds.mp_prefetch(g.multiprocessing.MultiprocessingOptions(num_workers=workers))
         return g.experimental.RebatchIterDataset(ds.batch(4), 3)
 
-    want = list(build(grain, 0))
     for workers in (0, 2):
-        s_ds = build(spelt, workers)
-        out, states = pipelines.run_with_states(iter(s_ds), None)
-        assert_same(out, want)
-        for k in (0, 4, len(out)):
-            it = iter(s_ds)
-            it.set_state(states[k])
-            assert_same(list(it), want[k:])
+        pipelines.assert_same_with_workers(build, workers, (0, 4, -1))
 
 
 def test_a_batch_inside_one_parent_batch_is_a_view():

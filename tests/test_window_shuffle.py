@@ -10,29 +10,12 @@ import pytest
 
 import pipelines
 import spelt
-from pipelines import assert_same, both, timeout  # noqa: F401
-
-
-def _same_run(build):
-    """Equal outputs and states after every element; every state restores in a fresh
-    iterator of the other library too; restore from every position."""
-    g_ds, s_ds = both(build)
-    g_out, g_states = pipelines.run_with_states(iter(g_ds), None)
-    s_out, s_states = pipelines.run_with_states(iter(s_ds), None)
-    assert_same(s_out, g_out)
-    assert s_states == g_states
-    for k, state in enumerate(s_states):
-        for ds in (s_ds, g_ds):
-            it = iter(ds)
-            it.set_state(state)
-            assert_same(list(it), s_out[k:])
-    spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
-    return s_out
+from pipelines import both, timeout  # noqa: F401
 
 
 @pytest.mark.parametrize("n, window_size", [(10, 4), (12, 3), (7, 7), (5, 9), (30, 1)])
 def test_iter_matches_grain(n, window_size):
-    out = _same_run(
+    out = pipelines.assert_same_run(
         lambda g: g.experimental.WindowShuffleIterDataset(
             g.MapDataset.range(n).to_iter_dataset(), window_size=window_size, seed=11
         )
@@ -41,7 +24,7 @@ def test_iter_matches_grain(n, window_size):
 
 
 def test_iter_over_filter_and_batch_matches_grain():
-    _same_run(
+    pipelines.assert_same_run(
         lambda g: g.experimental.WindowShuffleIterDataset(
             g.MapDataset.range(40).to_iter_dataset().filter(lambda x: x % 3 != 1).batch(2),
             window_size=4,
@@ -82,7 +65,7 @@ def test_map_matches_grain_when_windows_divide_the_length(n, window_size):
     assert [s_ds[i] for i in range(3 * n)] == [g_ds[i] for i in range(3 * n)]
     assert s_ds._getitems([1, n + 2, 0]) == g_ds._getitems([1, n + 2, 0])
     assert str(s_ds) == str(g_ds) == "WindowShuffleMapDataset"
-    _same_run(
+    pipelines.assert_same_run(
         lambda g: g.experimental.WindowShuffleMapDataset(
             g.MapDataset.range(n), window_size=window_size, seed=5
         ).to_iter_dataset()
@@ -142,14 +125,7 @@ def test_under_workers_equals_grain_without(num_workers):
             ds = ds.mp_prefetch(g.multiprocessing.MultiprocessingOptions(num_workers=workers))
         return g.experimental.WindowShuffleIterDataset(ds, window_size=4, seed=1)
 
-    want = list(build(grain, 0))
-    s_ds = build(spelt, num_workers)
-    out, states = pipelines.run_with_states(iter(s_ds), None)
-    assert out == want
-    for k in (0, 7, 15, 30):
-        it = iter(s_ds)
-        it.set_state(states[k])
-        assert list(it) == want[k:]
+    pipelines.assert_same_with_workers(build, num_workers, (0, 7, 15, 30))
 
 
 def test_bad_arguments():

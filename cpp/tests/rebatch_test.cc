@@ -30,8 +30,8 @@ TEST(RebatchTest, CutsAndJoinsBatchesWithGrainStates) {
 TEST(RebatchTest, DropRemainderAndSplittingBigBatches) {
   EXPECT_EQ(Rows(Drain(*RangeIter(10).Batch(3).Rebatch(4, true).MakeIterator())),
             (Ints{4, 4}));
-  EXPECT_EQ(Rows(Drain(*RangeIter(10).Batch(7).Rebatch(2).MakeIterator())),
-            (Ints{2, 2, 2, 1, 2, 1}));
+  EXPECT_EQ(Rows(Drain(*RangeIter(11).Batch(7).Rebatch(2).MakeIterator())),
+            (Ints{2, 2, 2, 2, 2, 1}));
 }
 
 TEST(RebatchTest, ConcatenatesDictLeavesWithNumpyPromotion) {

@@ -143,7 +143,9 @@ class _Transformations(_Node):
 
     def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> Any:
         """Keeps the elements for which ``transform`` is true. On a MapDataset the others become
-        None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change."""
+        None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change.
+        Iterating warns (by default) or raises when a window of 1000 elements is mostly skipped:
+        ``DatasetOptions.filter_warn_threshold_ratio`` / ``filter_raise_threshold_ratio``."""
         return self._Filter(self, _callables.filter_fn(transform))
 
     def batch(
@@ -305,17 +307,18 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         return _core.python_iter_dataset(self)
 
     def __iter__(self) -> DatasetIterator:
-        """An iterator whose filters check the filter thresholds of the pipeline's
-        ``DatasetOptions`` (``WithOptionsIterDataset``; Grain's defaults otherwise)."""
+        return _NativeDatasetIterator(self._engine_iterator())
+
+    def _engine_iterator(self) -> _core.DatasetIterator:
+        """The engine's iterator of this pipeline, whose filters check the filter thresholds of
+        its ``DatasetOptions`` (``WithOptionsIterDataset``; Grain's defaults otherwise)."""
         from spelt import dataset_options  # pylint: disable=import-outside-toplevel
 
         options = dataset_options.pipeline_options(self)
-        return _NativeDatasetIterator(
-            self._node.make_iterator(
-                options.filter_warn_threshold_ratio,
-                options.filter_raise_threshold_ratio,
-                dataset_options.warn,
-            )
+        return self._node.make_iterator(
+            options.filter_warn_threshold_ratio,
+            options.filter_raise_threshold_ratio,
+            dataset_options.warn,
         )
 
     @classmethod
