@@ -24,17 +24,38 @@ _MESSAGE = (
 )
 
 
+class _GrainLog:
+    """Records the warnings of Grain's filter check (absl's log_every_n_seconds, whose output
+    depends on how absl logging is set up in the process), every one of them."""
+
+    WARNING = logging.WARNING
+
+    def __init__(self):
+        self.messages: list[str] = []
+
+    def log_every_n_seconds(self, level, msg, n_seconds, *args):
+        del level, n_seconds
+        self.messages.append(msg % args)
+
+
 @pytest.fixture(autouse=True)
-def every_warning(monkeypatch):
-    """Lets every warning through: both libraries log at most one per minute in a process."""
-    monkeypatch.setattr(grain_filter, "_WARN_FILTERED_INTERVAL_SEC", 0)
+def grain_log(monkeypatch):
+    """Grain's warnings recorded; Spelt's let through every time (both libraries log at most
+    one per minute in a process)."""
+    log = _GrainLog()
+    monkeypatch.setattr(grain_filter, "logging", log)
     monkeypatch.setattr(spelt.dataset_options, "WARN_INTERVAL_S", 0)
+    return log
 
 
-def _warnings(caplog, ds) -> list[str]:
+def _warnings(caplog, grain_log, g, ds) -> tuple[list, list[str]]:
+    """The outputs of ds (of library g) and the filter warnings logged while reading it."""
     caplog.clear()
-    with caplog.at_level(logging.WARNING):
+    grain_log.messages.clear()
+    with caplog.at_level(logging.WARNING, logger="spelt"):
         out = list(ds)
+    if g is grain:
+        return out, list(grain_log.messages)
     return out, [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
 
 
@@ -66,10 +87,11 @@ def test_iter_filter_raises_with_grains_message():
     ).replace("\\", "")
 
 
-def test_map_filter_warns_by_default_as_grain_does(caplog):
+def test_map_filter_warns_by_default_as_grain_does(caplog, grain_log):
     outs, warnings = [], []
     for g in (grain, spelt):
-        out, w = _warnings(caplog, g.MapDataset.range(2500).filter(lambda x: x % 50 == 0))
+        ds = g.MapDataset.range(2500).filter(lambda x: x % 50 == 0)
+        out, w = _warnings(caplog, grain_log, g, ds)
         outs.append(out)
         warnings.append(w)
     assert outs[0] == outs[1]
@@ -83,18 +105,18 @@ def test_map_filter_warns_by_default_as_grain_does(caplog):
     ).replace("\\", "")
 
 
-def test_thresholds_below_ratio_and_disabled(caplog):
+def test_thresholds_below_ratio_and_disabled(caplog, grain_log):
     for g in (grain, spelt):
         keep_half = g.MapDataset.range(3000).to_iter_dataset().filter(lambda x: x % 2 == 0)
-        assert len(_warnings(caplog, keep_half)[1]) == 0
+        assert len(_warnings(caplog, grain_log, g, keep_half)[1]) == 0
         quiet = g.experimental.WithOptionsIterDataset(
             g.MapDataset.range(3000).to_iter_dataset().filter(lambda x: False),
             g.experimental.DatasetOptions(filter_warn_threshold_ratio=None),
         )
-        assert _warnings(caplog, quiet) == ([], [])
+        assert _warnings(caplog, grain_log, g, quiet) == ([], [])
 
 
-def test_options_apply_to_filters_after_them_and_merge(caplog):
+def test_options_apply_to_filters_after_them_and_merge(caplog, grain_log):
     """Options set below a filter apply to it; the latest (outermost) set value wins."""
 
     def build(g):
@@ -117,8 +139,8 @@ def test_options_apply_to_filters_after_them_and_merge(caplog):
         )
         return ds
 
-    g_out, g_warn = _warnings(caplog, outer_wins(grain))
-    s_out, s_warn = _warnings(caplog, outer_wins(spelt))
+    g_out, g_warn = _warnings(caplog, grain_log, grain, outer_wins(grain))
+    s_out, s_warn = _warnings(caplog, grain_log, spelt, outer_wins(spelt))
     assert s_out == g_out and len(s_out) == 500
     assert s_warn == g_warn and len(s_warn) == 2
 
@@ -131,3 +153,22 @@ def test_state_is_unaffected():
     next(it)
     assert it.get_state() == {"next_index": 1}
     spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
+
+
+@pytest.mark.parametrize("num_workers", [0, 2])
+def test_map_filter_below_mp_prefetch_raises_in_the_consumer(num_workers):
+    """The merged stream is checked, so the result does not depend on the worker count."""
+    ds = (
+        spelt.MapDataset.range(2000)
+        .filter(lambda x: x % 10 == 0)
+        .to_iter_dataset()
+        .mp_prefetch(spelt.MultiprocessingOptions(num_workers=num_workers))
+    )
+    ds = spelt.experimental.WithOptionsIterDataset(
+        ds, spelt.experimental.DatasetOptions(filter_raise_threshold_ratio=0.85)
+    )
+    it = iter(ds)
+    out = [next(it) for _ in range(100)]  # what passed in the first window of 1000
+    assert out == list(range(0, 1000, 10))
+    with pytest.raises(ValueError, match=r"skipped 90.00 % of the last seen 1000 elements"):
+        next(it)
