@@ -374,6 +374,10 @@ def main() -> None:
 
     bench_ray.main(["-k", args.k])
 
+    import bench_regroup  # window shuffles, rebatch, flat map, batch_and_pad; same -k filter
+
+    bench_regroup.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

@@ -90,6 +90,43 @@ def take(iterable, n: int | None) -> list[Any]:
     return list(iterable) if n is None else list(itertools.islice(iterable, n))
 
 
+def assert_same_run(build: Callable[[Any], Any], *, grain_restores_at_end: bool = True) -> list:
+    """build(grain) and build(spelt) give the same outputs and the same state after every
+    element; each state restores in a fresh iterator of both libraries (at the end of the
+    stream only Spelt's unless grain_restores_at_end) and Spelt's passes
+    assert_equal_output_after_checkpoint. Returns the outputs."""
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    g_ds, s_ds = both(build)
+    g_out, g_states = run_with_states(iter(g_ds), None)
+    s_out, s_states = run_with_states(iter(s_ds), None)
+    assert_same(s_out, g_out)
+    assert s_states == g_states
+    for k, state in enumerate(s_states):
+        for ds in (s_ds, g_ds) if k < len(s_out) or grain_restores_at_end else (s_ds,):
+            it = iter(ds)
+            it.set_state(state)
+            assert_same(list(it), s_out[k:])
+    spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
+    return s_out
+
+
+def assert_same_with_workers(build: Callable[[Any, int], Any], num_workers: int, positions) -> None:
+    """build(spelt, num_workers) gives build(grain, 0)'s outputs, and its states after k elements
+    (k in positions; -1: the end) restore to the rest."""
+    import grain  # pylint: disable=import-outside-toplevel
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    want = list(build(grain, 0))
+    s_ds = build(spelt, num_workers)
+    out, states = run_with_states(iter(s_ds), None)
+    assert_same(out, want)
+    for k in positions:
+        it = iter(s_ds)
+        it.set_state(states[k])
+        assert_same(list(it), want[k:] if k >= 0 else [])
+
+
 # ---------------------------------------------------------------------------------------------
 # User classes, one set per library (each subclasses that library's base classes).
 
@@ -425,6 +462,35 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
                 g.experimental.LimitIterDataset(g.MapDataset.range(20).to_iter_dataset(), 6)
             ),
             num_epochs=3,
+    "window_shuffle_iter": _d(
+        lambda g: g.experimental.WindowShuffleIterDataset(
+            g.MapDataset.range(23).to_iter_dataset().map(lambda x: x * 3), window_size=5, seed=9
+        )
+    ),
+    "window_shuffle_map": _d(
+        lambda g: g.experimental.WindowShuffleMapDataset(
+            g.MapDataset.range(24), window_size=6, seed=4
+        ).to_iter_dataset()
+    ),
+    "rebatch": _d(
+        lambda g: g.experimental.RebatchIterDataset(
+            g.MapDataset.range(17)
+            .map(lambda x: {"x": x, "y": float(x)})
+            .to_iter_dataset()
+            .batch(3),
+            batch_size=4,
+        )
+    ),
+    "flat_map_map": _d(
+        lambda g: g.experimental.FlatMapMapDataset(
+            g.MapDataset.range(9), user_classes(g).Split()
+        ).to_iter_dataset()
+    ),
+    "batch_and_pad": _d(
+        lambda g: (
+            g.MapDataset.range(10)
+            .to_iter_dataset()
+            .batch(4, batch_fn=functools.partial(g.experimental.batch_and_pad, batch_size=4))
         )
     ),
 }

@@ -10,6 +10,7 @@
 #include "gil.h"
 #include "py_adapters.h"
 #include "py_value.h"
+#include "spelt/dataset_options.h"
 
 using namespace nanobind::literals;
 
@@ -50,9 +51,6 @@ void BindTransformations(nb::class_<D>& cls) {
         return with_serial(
             [&](auto... serial) { return d.MapWithIndex(PyMapWithIndexFn(fn), serial...); });
       }, "fn"_a)
-      .def("filter", [=](const D& d, nb::callable fn) {
-        return with_serial([&](auto... serial) { return d.Filter(PyFilterFn(fn), serial...); });
-      }, "fn"_a)
       .def("batch", [](const D& d, int64_t batch_size, bool drop_remainder,
                        std::optional<nb::callable> fn) {
         return d.Batch(batch_size, drop_remainder, fn ? PyBatchFn(*fn) : BatchFn{});
@@ -88,8 +86,16 @@ void RegisterDatasets(nb::module_& m) {
         for (const std::optional<Value>& v : values) out.append(OptionalToPython(v));
         return out;
       }, "indices"_a, "Elements at global indices (each >= 0), read together (MapNode::GetMany).")
+      .def("filter", [](const MapDataset& d, nb::callable fn) {
+        return d.Filter(PyFilterFn(fn), /*serial=*/true);
+      }, "fn"_a)
       .def("shuffle", [](const MapDataset& d, int64_t seed) { return d.Shuffle(seed); },
            "seed"_a)
+      .def("window_shuffle", &MapDataset::WindowShuffle, "window_size"_a, "seed"_a,
+           "Grain's WindowShuffleMapDataset.")
+      .def("flat_map", [](const MapDataset& d, nb::callable fn, int64_t max_fan_out) {
+        return d.FlatMap(PyFlatMapFn(fn), max_fan_out, /*serial=*/true);
+      }, "fn"_a, "max_fan_out"_a, "Grain's FlatMapMapDataset.")
       .def("slice", [](const MapDataset& d, std::optional<int64_t> start,
                        std::optional<int64_t> stop, std::optional<int64_t> step) {
         return d.Slice(start, stop, step);
@@ -140,19 +146,34 @@ void RegisterDatasets(nb::module_& m) {
                                        "Engine handle of an IterDataset (spelt/dataset.h).");
   BindTransformations(iter_dataset);
   iter_dataset
+      .def("filter", [](const IterDataset& d, nb::callable fn, std::string transform_name) {
+        return d.Filter(PyFilterFn(fn), std::move(transform_name));
+      }, "fn"_a, "transform_name"_a)
       .def("flat_map", [](const IterDataset& d, nb::callable fn) {
         return d.FlatMap(PyFlatMapFn(fn));
       }, "fn"_a)
+      .def("window_shuffle", &IterDataset::WindowShuffle, "window_size"_a, "seed"_a,
+           "Grain's WindowShuffleIterDataset.")
+      .def("rebatch", &IterDataset::Rebatch, "batch_size"_a, "drop_remainder"_a,
+           "Grain's RebatchIterDataset.")
       .def("limit", &IterDataset::Limit, "count"_a, "Grain's LimitIterDataset.")
       .def("repeat", &IterDataset::Repeat, "num_epochs"_a.none(), "Grain's RepeatIterDataset.")
-      .def("make_iterator", [](const IterDataset& d) {
+      .def("make_iterator", [](const IterDataset& d, std::optional<double> warn_ratio,
+                               std::optional<double> raise_ratio, std::optional<nb::callable> warn) {
+        DatasetOptions options{warn_ratio, raise_ratio, warn ? PyWarnFn(*warn) : nullptr};
         std::unique_ptr<DatasetIterator> it;
         {
           GilRelease release;
-          it = d.MakeIterator();
+          it = MakeIterator(d, std::move(options));
         }
         return WrapIterator(std::move(it), d.node()->Serial());
-      }, nb::sig("def make_iterator(self) -> DatasetIterator"));
+      }, "filter_warn_threshold_ratio"_a.none() = 0.9,
+         "filter_raise_threshold_ratio"_a.none() = nb::none(), "warn"_a.none() = nb::none(),
+         nb::sig("def make_iterator(self, filter_warn_threshold_ratio: float | None = 0.9, "
+                 "filter_raise_threshold_ratio: float | None = None, warn: "
+                 "collections.abc.Callable[[str], None] | None = None) -> DatasetIterator"),
+         "An iterator whose filters check these thresholds (spelt/dataset_options.h); `warn` "
+         "receives the warnings (None: stderr).");
 }
 
 }  // namespace spelt::python

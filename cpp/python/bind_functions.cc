@@ -1,4 +1,4 @@
-// index_shuffle and stack in spelt._core.
+// index_shuffle, stack and batch_and_pad in spelt._core.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -41,6 +41,19 @@ void RegisterFunctions(nb::module_& m) {
     }
     return ToPython(out);
   }, "elements"_a, "Grain's default batch function: stacks leaves along a new axis 0.");
+
+  m.def("batch_and_pad", [](nb::list elements, int64_t batch_size, nb::handle pad_value) {
+    std::vector<Value> values;
+    for (nb::handle e : elements) values.push_back(ToValue(e));
+    const Value pad = ToValue(pad_value);
+    Value out;
+    {
+      GilRelease release;
+      out = BatchAndPad(values, batch_size, pad);
+    }
+    return ToPython(out);
+  }, "elements"_a, "batch_size"_a, "pad_value"_a,
+  "Grain's batch_and_pad: stacks, then pads axis 0 to batch_size rows (spelt/stack.h).");
 }
 
 }  // namespace spelt::python

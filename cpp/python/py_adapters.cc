@@ -320,6 +320,13 @@ BatchFn PyBatchFn(nb::handle fn) {
   };
 }
 
+std::function<void(const std::string&)> PyWarnFn(nb::handle fn) {
+  return [f = Hold(fn)](const std::string& message) {
+    GilAcquire gil;
+    f.get()(message);
+  };
+}
+
 std::shared_ptr<const RandomAccessSource> PySource(nb::handle source) {
   if (auto native = NumpyArraySource(source)) return native;
   return std::make_shared<PySourceImpl>(source);

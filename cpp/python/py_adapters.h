@@ -28,6 +28,8 @@ FilterFn PyFilterFn(nb::handle fn);
 FlatMapFn PyFlatMapFn(nb::handle fn);
 // fn(list_of_elements) -> batch.
 BatchFn PyBatchFn(nb::handle fn);
+// fn(message: str), called with the GIL taken (DatasetOptions::warn).
+std::function<void(const std::string&)> PyWarnFn(nb::handle fn);
 
 // Any object with __len__ and __getitem__(int). An exception from __getitem__ gets a note
 // naming the record index and the source. Repr() follows Grain's _source_repr. GetMany holds

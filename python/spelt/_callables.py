@@ -5,6 +5,7 @@ Each adapter is a small picklable class, so pipelines can be sent to worker proc
 
 from __future__ import annotations
 
+import inspect
 import threading
 from typing import Any, Callable
 
@@ -21,6 +22,15 @@ def _method_or_callable(transform: Any, base: type, method: str, what: str) -> C
     raise TypeError(
         f"{what} expects a {base.__name__} transform or a callable, got {type(transform).__name__}"
     )
+
+
+def filter_name(fn: Callable) -> str:
+    """Grain's name of a filter in messages, for the function the engine calls: the class name
+    of a ``grain.transforms.Filter`` (whose ``filter`` method ``fn`` is), else
+    ``get_pretty_transform_name(fn)`` (Grain's FilterIterDataset)."""
+    if inspect.ismethod(fn) and isinstance(fn.__self__, transforms.Filter):
+        return type(fn.__self__).__name__
+    return transforms.get_pretty_transform_name(fn)
 
 
 def map_fn(transform: Any) -> Callable:

@@ -21,6 +21,11 @@ def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int
 def stack(elements: list) -> object:
     """Grain's default batch function: stacks leaves along a new axis 0."""
 
+def batch_and_pad(elements: list, batch_size: int, pad_value: object) -> object:
+    """
+    Grain's batch_and_pad: stacks, then pads axis 0 to batch_size rows (spelt/stack.h).
+    """
+
 class MapDataset:
     """Engine handle of a MapDataset (spelt/dataset.h)."""
 
@@ -47,8 +52,6 @@ class MapDataset:
 
     def map_with_index(self, fn: Callable) -> MapDataset: ...
 
-    def filter(self, fn: Callable) -> MapDataset: ...
-
     def batch(self, batch_size: int, drop_remainder: bool, batch_fn: Callable | None) -> MapDataset: ...
 
     def __len__(self) -> int: ...
@@ -66,7 +69,15 @@ class MapDataset:
         Elements at global indices (each >= 0), read together (MapNode::GetMany).
         """
 
+    def filter(self, fn: Callable) -> MapDataset: ...
+
     def shuffle(self, seed: int) -> MapDataset: ...
+
+    def window_shuffle(self, window_size: int, seed: int) -> MapDataset:
+        """Grain's WindowShuffleMapDataset."""
+
+    def flat_map(self, fn: Callable, max_fan_out: int) -> MapDataset:
+        """Grain's FlatMapMapDataset."""
 
     def slice(self, start: int | None, stop: int | None, step: int | None) -> MapDataset: ...
 
@@ -135,11 +146,17 @@ class IterDataset:
 
     def map_with_index(self, fn: Callable) -> IterDataset: ...
 
-    def filter(self, fn: Callable) -> IterDataset: ...
-
     def batch(self, batch_size: int, drop_remainder: bool, batch_fn: Callable | None) -> IterDataset: ...
 
+    def filter(self, fn: Callable, transform_name: str) -> IterDataset: ...
+
     def flat_map(self, fn: Callable) -> IterDataset: ...
+
+    def window_shuffle(self, window_size: int, seed: int) -> IterDataset:
+        """Grain's WindowShuffleIterDataset."""
+
+    def rebatch(self, batch_size: int, drop_remainder: bool) -> IterDataset:
+        """Grain's RebatchIterDataset."""
 
     def limit(self, count: int) -> IterDataset:
         """Grain's LimitIterDataset."""
@@ -147,7 +164,10 @@ class IterDataset:
     def repeat(self, num_epochs: int | None) -> IterDataset:
         """Grain's RepeatIterDataset."""
 
-    def make_iterator(self) -> DatasetIterator: ...
+    def make_iterator(self, filter_warn_threshold_ratio: float | None = 0.9, filter_raise_threshold_ratio: float | None = None, warn: Callable[[str], None] | None = None) -> DatasetIterator:
+        """
+        An iterator whose filters check these thresholds (spelt/dataset_options.h); `warn` receives the warnings (None: stderr).
+        """
 
 class DatasetIterator:
     """

@@ -33,6 +33,7 @@ from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
 from spelt import dataset
+from spelt import dataset_options
 from spelt import operations as operations_lib
 from spelt import options as options_lib
 from spelt import packing
@@ -308,7 +309,12 @@ class DataLoader:
                 ds = operations_lib.OperationIterDataset(
                     ds, op, self._sampler, self._shard_options, keyless
                 )
-        return ds.mp_prefetch(self._worker_backend or self._multiprocessing_options)
+        # Grain's DataLoader checks no filter thresholds: its Filter operations are not dataset
+        # filters.
+        return dataset_options.WithOptionsIterDataset(
+            ds.mp_prefetch(self._worker_backend or self._multiprocessing_options),
+            dataset_options.DatasetOptions(filter_warn_threshold_ratio=None),
+        )
 
     def __iter__(self) -> DataLoaderIterator:
         return DataLoaderIterator(self)

@@ -148,7 +148,9 @@ class _Transformations(_Node):
 
     def filter(self, transform: transforms.Filter | Callable[[Any], bool]) -> Any:
         """Keeps the elements for which ``transform`` is true. On a MapDataset the others become
-        None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change."""
+        None at their index (skipped by ``to_iter_dataset``), so ``len()`` does not change.
+        Iterating warns (by default) or raises when a window of 1000 elements is mostly skipped:
+        ``DatasetOptions.filter_warn_threshold_ratio`` / ``filter_raise_threshold_ratio``."""
         return self._Filter(self, _callables.filter_fn(transform))
 
     def batch(
@@ -310,7 +312,19 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         return _core.python_iter_dataset(self)
 
     def __iter__(self) -> DatasetIterator:
-        return _NativeDatasetIterator(self._node.make_iterator())
+        return _NativeDatasetIterator(self._engine_iterator())
+
+    def _engine_iterator(self) -> _core.DatasetIterator:
+        """The engine's iterator of this pipeline, whose filters check the filter thresholds of
+        its ``DatasetOptions`` (``WithOptionsIterDataset``; Grain's defaults otherwise)."""
+        from spelt import dataset_options  # pylint: disable=import-outside-toplevel
+
+        options = dataset_options.pipeline_options(self)
+        return self._node.make_iterator(
+            options.filter_warn_threshold_ratio,
+            options.filter_raise_threshold_ratio,
+            dataset_options.warn,
+        )
 
     @classmethod
     def mix(
@@ -704,8 +718,18 @@ _RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset", _core.IterD
 _MapWithIndexIterDataset = _op(
     _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index
 )
-_FilterIterDataset = _op(_OpIterDataset, "_FilterIterDataset", _core.IterDataset.filter)
 _BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch)
+
+
+class _FilterIterDataset(_OpIterDataset):
+    """Grain's FilterIterDataset; the filter is named in the filter-threshold messages as
+    Grain names it."""
+
+    _build = staticmethod(_core.IterDataset.filter)
+
+    def __init__(self, parent: IterDataset, fn: Callable[[Any], bool]):
+        super().__init__(parent, fn, _callables.filter_name(fn))
+
 
 MapDataset._Seed = _SeedMapDataset
 MapDataset._Map = _MapMapDataset
@@ -844,9 +868,12 @@ def _apply(ds: Any, transformations: Any) -> Any:
         elif isinstance(t, transforms.Filter):
             ds = ds.filter(t)
         elif isinstance(t, transforms.FlatMap):
-            if not isinstance(ds, IterDataset):
-                ds = ds.to_iter_dataset()
-            ds = FlatMapIterDataset(ds, t)
+            if isinstance(ds, IterDataset):
+                ds = FlatMapIterDataset(ds, t)
+            else:
+                from spelt import _flat_map  # pylint: disable=import-outside-toplevel
+
+                ds = _flat_map.FlatMapMapDataset(ds, t)
         else:
             raise TypeError(f"unsupported transformation: {type(t).__name__}")
     return ds

@@ -1,16 +1,43 @@
 """Grain's dataset options (``grain.experimental.DatasetOptions``, ``ExecutionTrackingMode``,
 ``WithOptionsIterDataset``; grain/_src/python/dataset/base.py and dataset.py): the same
-fields, defaults and merge rules (explicitly set values win, the latest first)."""
+fields, defaults and merge rules (explicitly set values win, the latest first).
+
+The engine enforces the filter thresholds (spelt/dataset_options.h): every filtering iterator
+(an IterDataset ``filter``, and ``to_iter_dataset`` skipping what a MapDataset ``filter``
+removed) counts skipped elements per window of 1000 and, at the end of a window, raises
+ValueError or logs a warning (logger ``spelt.dataset_options``, at most once a minute) with
+Grain's message when the skipped ratio reaches a threshold."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
+import logging
+import math
+import time
 from typing import Any, Generic, TypeVar
 
 from spelt import dataset
 
 T = TypeVar("T")
+
+_log = logging.getLogger(__name__)
+
+
+# Seconds between two filter-threshold warnings in the process (Grain's
+# _WARN_FILTERED_INTERVAL_SEC: absl's log_every_n_seconds).
+WARN_INTERVAL_S = 60.0
+_last_warning_s = -math.inf
+
+
+def warn(message: str) -> None:
+    """Logs a warning of the engine's filter-threshold check, at most one per WARN_INTERVAL_S
+    (Grain logs it with absl at the same rate)."""
+    global _last_warning_s  # pylint: disable=global-statement
+    now = time.monotonic()
+    if now - _last_warning_s >= WARN_INTERVAL_S:
+        _last_warning_s = now
+        _log.warning(message)
 
 
 class ExecutionTrackingMode(enum.Enum):
@@ -78,14 +105,20 @@ class WithOptionsIterDataset(dataset.IterDataset):
     @property
     def merged_options(self) -> DatasetOptions:
         """These options merged with those of the WithOptionsIterDatasets below."""
-        result = self.options
-        to_visit: list[Any] = list(self.parents)
-        while to_visit:
-            ds = to_visit.pop(0)
-            if isinstance(ds, WithOptionsIterDataset):
-                result = result.merge(ds.options)
-            to_visit.extend(getattr(ds, "parents", ()))
-        return result
+        return pipeline_options(self)
 
     def __str__(self) -> str:
         return f"WithOptionsIterDataset(options={self.options})"
+
+
+def pipeline_options(ds: Any) -> DatasetOptions:
+    """The options of the pipeline that ends at ``ds``: those of every WithOptionsIterDataset
+    in it, merged so that the outermost (the latest set) win; the defaults if there is none."""
+    result = DatasetOptions()
+    to_visit: list[Any] = [ds]
+    while to_visit:
+        node = to_visit.pop(0)
+        if isinstance(node, WithOptionsIterDataset):
+            result = result.merge(node.options)
+        to_visit.extend(getattr(node, "parents", ()))
+    return result

@@ -7,11 +7,15 @@ from typing import Any
 
 from spelt import _core
 from spelt._cache import CacheIterDataset
+from spelt._batch_and_pad import batch_and_pad
 from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
 from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
 from spelt.elastic import ElasticIterator
+from spelt._flat_map import FlatMapMapDataset
+from spelt._rebatch import RebatchIterDataset
+from spelt._window_shuffle import WindowShuffleIterDataset, WindowShuffleMapDataset
 from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
 from spelt._interleave import InterleaveIterDataset
 from spelt._thread_prefetch import (
@@ -96,6 +100,7 @@ __all__ = [
     "ExecutionTrackingMode",
     "FirstFitPackIterDataset",
     "FlatMapIterDataset",
+    "FlatMapMapDataset",
     "FlatMapTransform",
     "HuggingFaceIterDataset",
     "InterleaveIterDataset",
@@ -105,6 +110,7 @@ __all__ = [
     "ParquetDataSource",
     "ParquetIterDataset",
     "RayOptions",
+    "RebatchIterDataset",
     "RepeatIterDataset",
     "RngPool",
     "ShapeDtypeStruct",
@@ -114,11 +120,14 @@ __all__ = [
     "TFRecordWriter",
     "ThreadPrefetchDatasetIterator",
     "ThreadPrefetchIterDataset",
+    "WindowShuffleIterDataset",
+    "WindowShuffleMapDataset",
     "WithOptionsIterDataset",
     "ZipIterDataset",
     "ZipMapDataset",
     "apply_transformations",
     "assert_equal_output_after_checkpoint",
+    "batch_and_pad",
     "get_element_spec",
     "get_next_index",
     "index_shuffle",

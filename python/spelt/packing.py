@@ -91,7 +91,7 @@ class PackIterDataset(dataset.IterDataset):
         self._node  # argument errors surface here  # pylint: disable=pointless-statement
 
     def __iter__(self) -> PackingDatasetIterator:
-        return PackingDatasetIterator(self._node.make_iterator(), self._num_packing_bins)
+        return PackingDatasetIterator(self._engine_iterator(), self._num_packing_bins)
 
     def _make_node(self):
         return _core.pack(

@@ -208,6 +208,16 @@ class MapDataset {
   // Batches never span epochs. Throws std::invalid_argument if batch_size <= 0 or if an
   // ancestor is a filter (as Grain: batch an IterDataset instead).
   MapDataset Batch(int64_t batch_size, bool drop_remainder = false, BatchFn batch_fn = {}) const;
+  // Grain's WindowShuffleMapDataset: shuffles within consecutive windows of window_size
+  // indices of each epoch (window w by index_shuffle with seed + w mod 2^32; the last window
+  // of an epoch holds the remainder). Throws std::invalid_argument if window_size <= 0 or
+  // seed is outside [0, 2^32).
+  MapDataset WindowShuffle(int64_t window_size, int64_t seed) const;
+  // Grain's FlatMapMapDataset: element i is output i % max_fan_out of fn(parent element
+  // i / max_fan_out), filtered (nullopt) past fn's outputs; Length() is max_fan_out times the
+  // parent's. Get() throws std::invalid_argument if fn returns more than max_fan_out values.
+  // Throws std::invalid_argument if max_fan_out <= 0.
+  MapDataset FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial = false) const;
   // Ordered read-ahead (Grain's to_iter_dataset). Nones (filtered) are skipped unless
   // allow_nones, in which case they come out as Value() (None).
   IterDataset ToIter(ReadOptions options = {}, bool allow_nones = false) const;
@@ -242,10 +252,21 @@ class IterDataset {
   IterDataset RandomMap(RandomMapFn fn, std::optional<int64_t> seed = std::nullopt) const;
   // fn gets the running count of elements seen by the iterator.
   IterDataset MapWithIndex(MapWithIndexFn fn) const;
-  IterDataset Filter(FilterFn fn) const;
+  // `transform_name` names fn in the filter-threshold messages (spelt/dataset_options.h).
+  IterDataset Filter(FilterFn fn, std::string transform_name = "filter") const;
   IterDataset Batch(int64_t batch_size, bool drop_remainder = false, BatchFn batch_fn = {}) const;
   // Each element becomes zero or more elements.
   IterDataset FlatMap(FlatMapFn fn) const;
+  // Grain's WindowShuffleIterDataset: reads window_size elements at a time and hands them out
+  // shuffled (window w by index_shuffle with seed + w mod 2^32). Throws std::invalid_argument
+  // if window_size <= 0 or seed is outside [0, 2^32).
+  IterDataset WindowShuffle(int64_t window_size, int64_t seed) const;
+  // Grain's RebatchIterDataset: the parent's batches (trees of arrays sharing a leading
+  // dimension) re-cut into batches of batch_size rows, the last partial unless
+  // drop_remainder. Next() throws std::invalid_argument on a leaf that is not an array with a
+  // leading dimension, or on arrays that np.concatenate rejects. Throws std::invalid_argument
+  // if batch_size <= 0.
+  IterDataset Rebatch(int64_t batch_size, bool drop_remainder = false) const;
   // The first `count` elements (Grain's LimitIterDataset). Throws std::invalid_argument if
   // count <= 0.
   IterDataset Limit(int64_t count) const;

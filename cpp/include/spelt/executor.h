@@ -88,9 +88,11 @@ std::unique_ptr<ChunkExecutor> MakeThreadPoolExecutor(std::shared_ptr<const MapN
 // The ordered iterator over indices [0, length) computed by `executor` (see the file comment).
 // Elements that a filter removed are skipped, or returned as None (Value()) if allow_nones.
 // An error in element i is raised when the consumer reaches i, after every element before it;
-// the next Next() continues with element i + 1.
-std::unique_ptr<DatasetIterator> MakeOrderedIterator(int64_t length, bool allow_nones,
-                                                     std::unique_ptr<ChunkExecutor> executor);
+// the next Next() continues with element i + 1. The ratio of removed elements is checked
+// against the filter thresholds (spelt/dataset_options.h); `name` names the iterator there.
+std::unique_ptr<DatasetIterator> MakeOrderedIterator(
+    int64_t length, bool allow_nones, std::unique_ptr<ChunkExecutor> executor,
+    std::string name = "PrefetchDatasetIterator");
 
 }  // namespace spelt
 

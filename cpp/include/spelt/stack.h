@@ -38,6 +38,13 @@ namespace spelt {
 // are rethrown as std::invalid_argument naming the leaf path.
 Value Stack(const std::vector<Value>& elements);
 
+// Grain's grain.experimental.batch_and_pad (dataset/transformations/batch.py): Stack(values),
+// each array leaf padded along axis 0 to batch_size rows with pad_value (np.full's value in
+// the dtype of values[0]'s leaf, then numpy's casting into the batch's dtype). With
+// batch_size values it is Stack(values). Throws std::invalid_argument if values is empty
+// ("Cannot batch 0 values."), has more than batch_size values, cannot be stacked (see Stack()),
+// if a padded leaf is not numeric, or if pad_value is not a number.
+Value BatchAndPad(const std::vector<Value>& values, int64_t batch_size, const Value& pad_value);
 // What Stack() calls for a batch with None leaves (see above): stacks the elements as np.stack
 // does, leaf by leaf, into a value whose object-array leaves are Opaque. Set once by a face
 // (the Python module sets it at import); null by default. Thread-safe to read after set.

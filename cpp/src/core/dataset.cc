@@ -12,6 +12,7 @@
 #include "ops/concatenate.h"
 #include "ops/filter.h"
 #include "ops/flat_map.h"
+#include "ops/flat_map_map.h"
 #include "ops/iter_filter.h"
 #include "ops/iter_map.h"
 #include "ops/iter_mix.h"
@@ -19,12 +20,14 @@
 #include "ops/limit.h"
 #include "ops/map.h"
 #include "ops/mix.h"
+#include "ops/rebatch.h"
 #include "ops/repeat.h"
 #include "ops/seed.h"
 #include "ops/shuffle.h"
 #include "ops/slice.h"
 #include "ops/source_dataset.h"
 #include "ops/to_iter_dataset.h"
+#include "ops/window_shuffle.h"
 #include "ops/zip.h"
 
 namespace spelt {
@@ -59,6 +62,33 @@ std::vector<uint32_t> SeedWordsOf(int64_t seed) {
 
 void CheckSeedWords(const std::vector<uint32_t>& words) {
   if (words.empty()) throw std::invalid_argument("seed: no seed words");
+}
+
+// Grain's message for MapDataset.batch over a node that may discard elements, naming the first
+// discarding ancestor found as Grain searches (depth first, last parent first).
+std::string BatchAfterDiscardMessage(const DatasetNode& node) {
+  std::vector<const DatasetNode*> to_check{&node};
+  std::string what = "`MapDataset.filter` because `filter`";
+  while (!to_check.empty()) {
+    const DatasetNode* next = to_check.back();
+    to_check.pop_back();
+    if (next->Name() == "FilterMapDataset") break;
+    if (next->Name() == "FlatMapMapDataset") {
+      what = "`FlatMapMapDataset` because `FlatMapMapDataset`";
+      break;
+    }
+    for (const auto& p : next->parents()) to_check.push_back(p.get());
+  }
+  return "`MapDataset.batch` can not follow " + what +
+         " can discard elements. Convert `MapDataset` to `IterDataset` with "
+         "`to_iter_dataset()` before calling `batch`.";
+}
+
+void CheckPositive(int64_t value, const char* what) {
+  if (value <= 0) {
+    throw std::invalid_argument(std::string(what) + " must be positive, got " +
+                                std::to_string(value));
+  }
 }
 
 }  // namespace
@@ -215,14 +245,21 @@ MapDataset MapDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn ba
     throw std::invalid_argument("batch: batch_size must be positive, got " +
                                 std::to_string(batch_size));
   }
-  if (node_->Filters()) {  // Grain's message
-    throw std::invalid_argument(
-        "`MapDataset.batch` can not follow `MapDataset.filter` because `filter` can discard "
-        "elements. Convert `MapDataset` to `IterDataset` with `to_iter_dataset()` before "
-        "calling `batch`.");
-  }
+  if (node_->Filters()) throw std::invalid_argument(BatchAfterDiscardMessage(*node_));
   return MapDataset(
       internal::MakeBatchMapNode(node_, batch_size, drop_remainder, std::move(batch_fn)));
+}
+
+MapDataset MapDataset::WindowShuffle(int64_t window_size, int64_t seed) const {
+  CheckPositive(window_size, "window_size");
+  return MapDataset(internal::MakeWindowShuffleMapNode(node_, window_size,
+                                                       CheckSeed(seed, "window shuffle")));
+}
+
+MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial) const {
+  if (!fn) throw std::invalid_argument("flat_map: empty function");
+  CheckPositive(max_fan_out, "max_fan_out");
+  return MapDataset(internal::MakeFlatMapMapNode(node_, std::move(fn), max_fan_out, serial));
 }
 
 IterDataset MapDataset::ToIter(ReadOptions options, bool allow_nones) const {
@@ -257,9 +294,10 @@ IterDataset IterDataset::MapWithIndex(MapWithIndexFn fn) const {
   return IterDataset(internal::MakeIterMapWithIndexNode(node_, std::move(fn)));
 }
 
-IterDataset IterDataset::Filter(FilterFn fn) const {
+IterDataset IterDataset::Filter(FilterFn fn, std::string transform_name) const {
   if (!fn) throw std::invalid_argument("filter: empty function");
-  return IterDataset(internal::MakeIterFilterNode(node_, std::move(fn)));
+  return IterDataset(
+      internal::MakeIterFilterNode(node_, std::move(fn), std::move(transform_name)));
 }
 
 IterDataset IterDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn batch_fn) const {
@@ -304,6 +342,17 @@ IterDataset IterDataset::Repeat(std::optional<int64_t> num_epochs) const {
 IterDataset IterDataset::FlatMap(FlatMapFn fn) const {
   if (!fn) throw std::invalid_argument("flat_map: empty function");
   return IterDataset(internal::MakeFlatMapNode(node_, std::move(fn)));
+}
+
+IterDataset IterDataset::WindowShuffle(int64_t window_size, int64_t seed) const {
+  CheckPositive(window_size, "window_size");
+  return IterDataset(internal::MakeWindowShuffleIterNode(node_, window_size,
+                                                         CheckSeed(seed, "window shuffle")));
+}
+
+IterDataset IterDataset::Rebatch(int64_t batch_size, bool drop_remainder) const {
+  if (batch_size <= 0) throw std::invalid_argument("batch_size must be positive.");  // Grain's
+  return IterDataset(internal::MakeRebatchNode(node_, batch_size, drop_remainder));
 }
 
 }  // namespace spelt

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/filter_threshold.h"
 #include "core/nodes.h"
 #include "spelt/executor.h"
 
@@ -16,8 +17,10 @@ constexpr const char* kName = "PrefetchIterDataset";
 
 class OrderedIterator final : public DatasetIterator {
  public:
-  OrderedIterator(int64_t length, bool allow_nones, std::unique_ptr<ChunkExecutor> executor)
-      : length_(length), allow_nones_(allow_nones), executor_(std::move(executor)) {
+  OrderedIterator(int64_t length, bool allow_nones, std::unique_ptr<ChunkExecutor> executor,
+                  std::string name)
+      : length_(length), allow_nones_(allow_nones), executor_(std::move(executor)),
+        checker_(std::move(name)) {
     if (!executor_) throw std::invalid_argument("MakeOrderedIterator: null executor");
   }
 
@@ -26,6 +29,7 @@ class OrderedIterator final : public DatasetIterator {
       if (position_ < static_cast<int64_t>(current_.values.size())) {
         std::optional<Value>& v = current_.values[static_cast<size_t>(position_++)];
         next_index_ = current_.begin + position_;
+        checker_.Check(v || allow_nones_);
         if (v) return std::move(v);
         if (allow_nones_) return Value();
         continue;
@@ -99,13 +103,16 @@ class OrderedIterator final : public DatasetIterator {
   ChunkResult current_;       // the chunk being consumed
   int64_t position_ = 0;      // in current_.values
   std::deque<std::unique_ptr<PendingChunk>> in_flight_;  // index order, after current_
+  internal::FilterThresholdChecker checker_;  // of the elements a filter removed
 };
 
 }  // namespace
 
 std::unique_ptr<DatasetIterator> MakeOrderedIterator(int64_t length, bool allow_nones,
-                                                     std::unique_ptr<ChunkExecutor> executor) {
-  return std::make_unique<OrderedIterator>(length, allow_nones, std::move(executor));
+                                                     std::unique_ptr<ChunkExecutor> executor,
+                                                     std::string name) {
+  return std::make_unique<OrderedIterator>(length, allow_nones, std::move(executor),
+                                           std::move(name));
 }
 
 }  // namespace spelt

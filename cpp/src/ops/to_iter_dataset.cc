@@ -19,7 +19,8 @@ class PrefetchNode final : public IterNode {
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     return MakeOrderedIterator(parent_->Length(), allow_nones_,
                                Threads() ? MakeThreadPoolExecutor(parent_, options_)
-                                         : MakeInlineExecutor(parent_));
+                                         : MakeInlineExecutor(parent_),
+                               IteratorName());
   }
   // With threads, and elements never None (no filter, no Python), the threads stack batches.
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
@@ -31,6 +32,14 @@ class PrefetchNode final : public IterNode {
   }
 
  private:
+  // Grain's str() of the iterator, for the filter-threshold messages.
+  std::string IteratorName() const {
+    return "PrefetchDatasetIterator(read_options=ReadOptions(num_threads=" +
+           std::to_string(options_.num_threads) +
+           ", prefetch_buffer_size=" + std::to_string(options_.prefetch_buffer_size) +
+           "), allow_nones=" + (allow_nones_ ? "True" : "False") + ")";
+  }
+
   bool Threads() const {
     return !parent_->Serial() && options_.num_threads > 0 && options_.prefetch_buffer_size > 0;
   }

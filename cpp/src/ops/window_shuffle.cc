@@ -1,0 +1,149 @@
+// WindowShuffleMapDataset and WindowShuffleIterDataset: shuffles within consecutive windows of
+// `window_size` elements, window w with index_shuffle seeded by seed + w (mod 2^32) (Grain
+// 0.2.18's shuffle.py).
+//
+// Map: element i of epoch e is the parent's element at the same epoch, shuffled within its
+// window. Windows never cross an epoch boundary: the last window of an epoch holds the
+// remainder and is shuffled among itself; windows are numbered across epochs
+// (ceil(length / window_size) per epoch). Where length is a multiple of window_size this is
+// Grain's mapping exactly; otherwise Grain's last window reads indices past the epoch (the next
+// epoch's elements) and loses some of its own, which Spelt does not (docs/compatibility.md).
+//
+// Iter: reads a window of elements from the parent, shuffles it with the window's seed and
+// hands it out from its end (Grain's order). State: {"parent_window_start_state": parent state
+// before the window, "window_index": w, "pos_in_window": k}; restoring re-reads the window from
+// that parent state, reshuffles it with seed + w and drops its first k outputs, in any fresh
+// iterator (the window index is part of the state: grain#1179).
+#include "ops/window_shuffle.h"
+
+#include <algorithm>
+
+#include "core/iter_op_node.h"
+#include "ops/get_many.h"
+
+namespace spelt::internal {
+namespace {
+
+uint32_t WindowSeed(uint32_t seed, int64_t window) {
+  return static_cast<uint32_t>(seed + static_cast<uint64_t>(window));
+}
+
+class WindowShuffleMapNode final : public IndexMapNode {
+ public:
+  WindowShuffleMapNode(MapNodePtr parent, int64_t window_size, uint32_t seed)
+      : IndexMapNode(std::move(parent)), window_size_(window_size), seed_(seed),
+        length_(this->parent()->Length()),
+        windows_per_epoch_(length_ / window_size + (length_ % window_size != 0)) {}
+  std::string Name() const override { return "WindowShuffleMapDataset"; }
+  int64_t Length() const override { return length_; }
+
+ private:
+  int64_t ParentIndex(int64_t index) const override {
+    if (length_ == 0) throw std::out_of_range("window shuffle: index into an empty dataset");
+    const int64_t epoch = index / length_;
+    const int64_t window = (index % length_) / window_size_;
+    const int64_t window_start = epoch * length_ + window * window_size_;
+    const int64_t size = std::min(window_size_, length_ - window * window_size_);
+    const uint64_t shuffled = IndexShuffle(static_cast<uint64_t>(index - window_start),
+                                           static_cast<uint64_t>(size - 1),
+                                           WindowSeed(seed_, epoch * windows_per_epoch_ + window));
+    return window_start + static_cast<int64_t>(shuffled);
+  }
+
+  int64_t window_size_;
+  uint32_t seed_;
+  int64_t length_;
+  int64_t windows_per_epoch_;
+};
+
+constexpr const char* kIterName = "WindowShuffleIterDataset";
+
+class WindowShuffleIterator final : public DatasetIterator {
+ public:
+  WindowShuffleIterator(std::unique_ptr<DatasetIterator> parent, int64_t window_size,
+                        uint32_t seed)
+      : parent_(std::move(parent)), window_size_(window_size), seed_(seed),
+        window_start_state_(parent_->GetState()) {}
+
+  std::optional<Value> Next() override {
+    if (window_.empty()) {
+      if (parent_exhausted_) return std::nullopt;
+      window_start_state_ = parent_->GetState();
+      FillAndShuffle();
+      pos_in_window_ = 0;
+      if (window_.empty()) return std::nullopt;
+    }
+    ++pos_in_window_;
+    Value v = std::move(window_.back());
+    window_.pop_back();
+    if (window_.empty()) ++window_index_;
+    return v;
+  }
+
+  State GetState() const override {
+    return State{{"parent_window_start_state", window_start_state_},
+                 {"window_index", window_index_},
+                 {"pos_in_window", pos_in_window_}};
+  }
+
+  void SetState(const State& state) override {
+    const int64_t window_index = StateInt(state, "window_index", kIterName);
+    const int64_t pos = StateInt(state, "pos_in_window", kIterName);
+    if (window_index < 0 || pos < 0) {
+      throw std::invalid_argument(std::string(kIterName) +
+                                  ": window_index and pos_in_window must be non-negative");
+    }
+    const State& start = StateField(state, "parent_window_start_state", kIterName);
+    parent_->SetState(start);
+    window_start_state_ = start;
+    window_index_ = window_index;
+    pos_in_window_ = pos;
+    parent_exhausted_ = false;
+    FillAndShuffle();
+    window_.resize(window_.size() - std::min(window_.size(), static_cast<size_t>(pos)));
+  }
+
+ private:
+  // Reads up to window_size elements and orders them as Grain hands them out: position p of
+  // the shuffled window is element IndexShuffle(p) of the read ones, and Next() takes the last.
+  void FillAndShuffle() {
+    std::vector<Value> read;
+    while (static_cast<int64_t>(read.size()) < window_size_) {
+      std::optional<Value> v = parent_->Next();
+      if (!v) {
+        parent_exhausted_ = true;
+        break;
+      }
+      read.push_back(std::move(*v));
+    }
+    window_.clear();
+    window_.reserve(read.size());
+    const uint32_t seed = WindowSeed(seed_, window_index_);
+    for (uint64_t p = 0; p < read.size(); ++p) {
+      window_.push_back(read[IndexShuffle(p, read.size() - 1, seed)]);
+    }
+  }
+
+  std::unique_ptr<DatasetIterator> parent_;
+  int64_t window_size_;
+  uint32_t seed_;
+  State window_start_state_;
+  std::vector<Value> window_;  // shuffled; handed out from the back
+  int64_t window_index_ = 0;
+  int64_t pos_in_window_ = 0;
+  bool parent_exhausted_ = false;
+};
+
+}  // namespace
+
+MapNodePtr MakeWindowShuffleMapNode(MapNodePtr parent, int64_t window_size, uint32_t seed) {
+  return std::make_shared<WindowShuffleMapNode>(std::move(parent), window_size, seed);
+}
+
+IterNodePtr MakeWindowShuffleIterNode(IterNodePtr parent, int64_t window_size, uint32_t seed) {
+  return std::make_shared<IterOpNode>(std::move(parent), kIterName, [=](auto p) {
+    return std::make_unique<WindowShuffleIterator>(std::move(p), window_size, seed);
+  });
+}
+
+}  // namespace spelt::internal

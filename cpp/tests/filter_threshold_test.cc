@@ -1,0 +1,66 @@
+// Tests for the filter thresholds of spelt/dataset_options.h (core/filter_threshold.cc).
+#include <gtest/gtest.h>
+
+#include "spelt/dataset_options.h"
+#include "test_util.h"
+
+namespace spelt {
+namespace {
+
+using namespace spelt::testing;  // NOLINT
+
+bool KeepNone(const Value&) { return false; }
+bool KeepOneInTen(const Value& v) { return v.AsInt() % 10 == 0; }
+
+TEST(FilterThresholdTest, RaisesAtTheEndOfAWindowWithGrainsMessage) {
+  DatasetOptions options;
+  options.filter_raise_threshold_ratio = 0.999;
+  auto it = MakeIterator(RangeIter(1000).Filter(KeepNone, "KeepNone"), options);
+  try {
+    it->Next();
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(),
+                 "Transformation FilterDatasetIterator(transform=KeepNone) skipped 100.00 % of "
+                 "the last seen 1000 elements. Please check the filtering logic. If this is "
+                 "intended, consider pre-filtering the input dataset before training. To disable "
+                 "this check, set `grain.experimental.DatasetOptions.filter_raise_threshold_ratio`"
+                 " used in `WithOptionsIterDataset` to `None`.");
+  }
+  // 999 elements are not a full window: no check.
+  EXPECT_FALSE(MakeIterator(RangeIter(999).Filter(KeepNone), options)->Next().has_value());
+}
+
+TEST(FilterThresholdTest, WarnsForMapDatasetFiltersSkippedByToIter) {
+  std::vector<std::string> warnings;
+  DatasetOptions options;
+  options.warn = [&](const std::string& m) { warnings.push_back(m); };
+  auto it = MakeIterator(MapDataset::Range(2000).Filter(KeepOneInTen).ToIter(Serial()), options);
+  EXPECT_EQ(Drain(*it).size(), 200u);
+  ASSERT_EQ(warnings.size(), 2u);  // a given sink gets every window's warning
+  EXPECT_EQ(warnings[0].substr(0, 141),
+            "Transformation PrefetchDatasetIterator(read_options=ReadOptions(num_threads=0, "
+            "prefetch_buffer_size=0), allow_nones=False) skipped 90.00 % of");
+  options.filter_raise_threshold_ratio = 0.9;
+  auto raising = MakeIterator(MapDataset::Range(2000).Filter(KeepOneInTen).ToIter(), options);
+  EXPECT_THROW(Drain(*raising), std::invalid_argument);
+}
+
+TEST(FilterThresholdTest, DisabledThresholdsAndPassingFilters) {
+  DatasetOptions off;
+  off.filter_warn_threshold_ratio = std::nullopt;
+  off.filter_raise_threshold_ratio = 0.0;  // Grain's `or inf`: 0 disables too
+  EXPECT_FALSE(MakeIterator(RangeIter(3000).Filter(KeepNone), off)->Next().has_value());
+  DatasetOptions strict;
+  strict.filter_raise_threshold_ratio = 0.5;
+  auto keep_two_in_three = [](const Value& v) { return v.AsInt() % 3 != 0; };
+  EXPECT_EQ(Drain(*MakeIterator(RangeIter(3000).Filter(keep_two_in_three), strict)).size(),
+            2000u);
+  // The ratio is compared with >=, as in Grain: half skipped reaches 0.5.
+  auto keep_half = [](const Value& v) { return v.AsInt() % 2 == 0; };
+  EXPECT_THROW(Drain(*MakeIterator(RangeIter(3000).Filter(keep_half), strict)),
+               std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace spelt
