@@ -462,6 +462,8 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
                 g.experimental.LimitIterDataset(g.MapDataset.range(20).to_iter_dataset(), 6)
             ),
             num_epochs=3,
+        )
+    ),
     "window_shuffle_iter": _d(
         lambda g: g.experimental.WindowShuffleIterDataset(
             g.MapDataset.range(23).to_iter_dataset().map(lambda x: x * 3), window_size=5, seed=9
