@@ -221,6 +221,21 @@ def _read_source(source, indices):
     return [source[i] for i in indices]
 
 
+def _close_and_unlink(source):
+    source.close()
+    source.unlink()  # after close, in a process that did not make it (as Grain allows)
+
+
+def test_data_source_unlinked_by_another_process():
+    source = spelt.sources.SharedMemoryDataSource([1, 2, 3])
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(_close_and_unlink, (source,))
+    with pytest.raises(FileNotFoundError):
+        spelt.sources.SharedMemoryDataSource(name=source.name)
+    assert list(source) == [1, 2, 3]  # a mapping stays readable until it is closed
+    source.close()
+
+
 def test_data_source_matches_grain():
     values = [0, -3, 2.5, "text", b"bytes", None, True]
     g_src = grain.sources.SharedMemoryDataSource(values, name="legacy8_g")

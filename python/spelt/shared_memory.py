@@ -176,6 +176,13 @@ class Segment:
                 fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _UNLINKED_SEAL)
             if kept is not None:
                 os.close(kept)
+        if fd is None:  # closed here, and made elsewhere: reach it by name
+            try:
+                again = Segment.open(self.name)
+            except FileNotFoundError:
+                return  # already gone
+            again.unlink()
+            again.close()
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
