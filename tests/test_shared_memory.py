@@ -151,32 +151,50 @@ _HOLDER = textwrap.dedent(
 )
 
 
+def _shared_files(pid):
+    """What process `pid` has open or mapped that is shared memory: (paths under /dev/shm,
+    memfd names)."""
+    targets = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    with open(f"/proc/{pid}/maps") as f:
+        targets += [line.split(None, 5)[-1].strip() for line in f if len(line.split()) == 6]
+    dev_shm = {t for t in targets if t.startswith("/dev/shm/")}
+    memfds = {t.split()[0].removeprefix("/memfd:") for t in targets if t.startswith("/memfd:")}
+    return dev_shm, memfds
+
+
 @pytest.mark.parametrize("ending", ["sigkill", "exit"])
 def test_memory_never_outlives_the_process(ending):
-    before = _dev_shm()
     child = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, "sleep" if ending == "sigkill" else "exit"],
         stdout=subprocess.PIPE,
         text=True,
+        start_new_session=True,
     )
     names = child.stdout.readline().split()
     assert len(names) == 2
     if ending == "sigkill":
-        # While the holder lives, its segments open from here (and show nothing in /dev/shm).
+        # While the holder lives, its segments are anonymous memfds (nothing under /dev/shm)
+        # and open from here by name.
+        dev_shm, memfds = _shared_files(child.pid)
+        assert dev_shm == set()
+        assert {n.rsplit("-", 1)[0] for n in names} <= memfds
         held = SharedMemoryArray.from_metadata(SharedMemoryArrayMetadata(names[0], (4,), np.uint8))
         assert held.tolist() == [7] * 4
         del held
-        child.send_signal(signal.SIGKILL)
+        os.killpg(child.pid, signal.SIGKILL)  # the whole job, as a scheduler kills it
     child.wait(timeout=60)
     child.stdout.close()
-    assert _dev_shm() == before
+    shm_files = " ".join(os.listdir("/dev/shm"))
     for name in names:
+        assert name not in shm_files
         with pytest.raises(FileNotFoundError):
             shm.Segment.open(name)
 
 
 def test_grain_leaks_where_spelt_does_not():
-    """The difference, shown: Grain's segment of a SIGKILLed process stays in /dev/shm."""
+    """The difference, shown: Grain's segment of a job killed with SIGKILL (its whole process
+    group, as a job scheduler does, so multiprocessing's resource tracker dies too) stays in
+    /dev/shm."""
     code = textwrap.dedent(
         """
         import time, numpy as np
@@ -186,9 +204,11 @@ def test_grain_leaks_where_spelt_does_not():
         time.sleep(600)
         """
     )
-    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     name = child.stdout.readline().strip().lstrip("/")
-    child.send_signal(signal.SIGKILL)
+    os.killpg(child.pid, signal.SIGKILL)
     child.wait(timeout=60)
     child.stdout.close()
     try:
@@ -199,6 +219,21 @@ def test_grain_leaks_where_spelt_does_not():
 
 def _read_source(source, indices):
     return [source[i] for i in indices]
+
+
+def _close_and_unlink(source):
+    source.close()
+    source.unlink()  # after close, in a process that did not make it (as Grain allows)
+
+
+def test_data_source_unlinked_by_another_process():
+    source = spelt.sources.SharedMemoryDataSource([1, 2, 3])
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        pool.apply(_close_and_unlink, (source,))
+    with pytest.raises(FileNotFoundError):
+        spelt.sources.SharedMemoryDataSource(name=source.name)
+    assert list(source) == [1, 2, 3]  # a mapping stays readable until it is closed
+    source.close()
 
 
 def test_data_source_matches_grain():

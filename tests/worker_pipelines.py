@@ -221,7 +221,12 @@ def write_init_marker(directory):
 
 
 def children(pid: int) -> list[int]:
-    """Live (non-zombie) child processes of `pid`, from /proc."""
+    """Live (non-zombie) child processes of `pid`, from /proc, other than multiprocessing's
+    resource tracker (which Grain's shared memory and workers start, and which lives as long
+    as the process that started it)."""
+    from multiprocessing import resource_tracker  # pylint: disable=import-outside-toplevel
+
+    tracker = getattr(resource_tracker._resource_tracker, "_pid", None)  # pylint: disable=protected-access
     out = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -231,7 +236,7 @@ def children(pid: int) -> list[int]:
                 fields = f.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        if fields[0] != "Z" and int(fields[1]) == pid:
+        if fields[0] != "Z" and int(fields[1]) == pid and int(entry) != tracker:
             out.append(int(entry))
     return out
 

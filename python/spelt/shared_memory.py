@@ -5,7 +5,8 @@ grain/_src/python/ipc/shared_memory_array.py) and ``SharedMemoryDataSource``
 (``grain.sources``; ``InMemoryDataSource`` in ``grain.python``, Grain's data_sources.py).
 
 Grain puts them in named POSIX shared memory (/dev/shm), which stays until someone unlinks it,
-so a process killed before its ``unlink`` leaks it until reboot. Here a segment is an anonymous
+so a job killed before its ``unlink`` (with multiprocessing's resource tracker, as when a
+scheduler SIGKILLs the process group) leaks it until reboot. Here a segment is an anonymous
 ``memfd`` (Linux): it is never in /dev/shm, and the kernel frees it when the last process
 holding a descriptor or mapping of it ends, however it ends (SIGKILL included).
 
@@ -175,6 +176,13 @@ class Segment:
                 fcntl.fcntl(fd, fcntl.F_ADD_SEALS, _UNLINKED_SEAL)
             if kept is not None:
                 os.close(kept)
+        if fd is None:  # closed here, and made elsewhere: reach it by name
+            try:
+                again = Segment.open(self.name)
+            except FileNotFoundError:
+                return  # already gone
+            again.unlink()
+            again.close()
 
 
 @dataclasses.dataclass(slots=True, frozen=True)
