@@ -7,6 +7,8 @@ restored from every position in a new process (test_checkpoint.py)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 
@@ -231,3 +233,24 @@ def test_multithread_prefetch_random_map_and_sequential_slice(sequential_slice):
     )
     draws = [d for _, d in s_ds]
     assert len(set(draws)) == len(draws)
+
+
+def test_process_exits_cleanly_with_prefetch_threads_running(tmp_path):
+    # Threads that run Python are stopped at exit, before the interpreter ends them.
+    script = tmp_path / "exit.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {pipelines.TESTS_DIR!r})\n"
+        "import pipelines, spelt\n"
+        "counts = pipelines.user_classes(spelt).Counts\n"
+        "it = iter(spelt.experimental.ThreadPrefetchIterDataset(\n"
+        "    counts(10**9).map(lambda x: x + 1), prefetch_buffer_size=4))\n"
+        "inter = iter(spelt.experimental.InterleaveIterDataset(\n"
+        "    [counts(10**9) for _ in range(3)], cycle_length=2, iter_buffer_size=3))\n"
+        "print(next(it), next(inter), next(inter))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["8", "7", "7"]

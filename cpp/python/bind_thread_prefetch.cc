@@ -29,6 +29,10 @@ void ReleaseGilWhileWaiting(const std::function<void()>& wait) {
 
 void RegisterThreadPrefetch(nb::module_& m) {
   SetBlockingWaitHook(&ReleaseGilWhileWaiting);
+  // At exit, before the interpreter ends the threads that would take the GIL (a thread ended
+  // inside nanobind's GIL acquisition would terminate the process).
+  nb::module_::import_("atexit").attr("register")(
+      nb::cpp_function([] { StopThreadPrefetching(); }));
   m.def("thread_prefetch", &IterDataset::ThreadPrefetch, "dataset"_a, "buffer_size"_a,
         "Grain's ThreadPrefetchIterDataset (spelt/thread_prefetch.h).");
   m.def("thread_prefetch_iterator", [](nb::object parent, int64_t buffer_size) {

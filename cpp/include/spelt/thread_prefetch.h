@@ -19,6 +19,13 @@ namespace spelt {
 std::unique_ptr<DatasetIterator> MakeThreadPrefetchIterator(
     std::unique_ptr<DatasetIterator> parent, int64_t buffer_size);
 
+// Stops the threads of every thread prefetch (and interleave) of the process once their
+// current element is read, keeping what they read; from then on such iterators read in the
+// calling thread and start no thread. For embedders shutting down: the Python module calls it
+// at exit, before the interpreter ends threads that would take the GIL. Thread-safe; waits
+// through BlockingWait.
+void StopThreadPrefetching();
+
 }  // namespace spelt
 
 #endif  // SPELT_THREAD_PREFETCH_H_

@@ -12,7 +12,7 @@
 // elastic restores)}. GetState() opens the slots not yet opened, as Grain does, so that their
 // states are known. With num_make_iter_threads > 0, the next make_iter_buffer_size datasets'
 // iterators are made (and start prefetching) ahead on threads of their own once the iterator
-// has started; restoring drops them.
+// has started; restoring drops them (and none are made after StopThreadPrefetching()).
 #include "ops/interleave.h"
 
 #include <algorithm>
@@ -210,6 +210,7 @@ class InterleaveIterator final : public DatasetIterator {
 
   // Starts making the iterators of datasets [begin, begin + make_ahead_) not yet started.
   void MakeAhead(int64_t begin) const {
+    if (ThreadPrefetchingStopped()) return;
     if (ahead_.empty()) ahead_begin_ = begin;
     for (int64_t i = ahead_begin_ + static_cast<int64_t>(ahead_.size());
          i < std::min(begin + make_ahead_, datasets_->count); ++i) {

@@ -6,6 +6,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <atomic>
+#include <set>
 
 #include "spelt/blocking_wait.h"
 #include "spelt/thread_prefetch.h"
@@ -14,6 +16,14 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "ThreadPrefetchIterDataset";
+
+// The iterators alive in the process (for StopThreadPrefetching), and whether it was called.
+std::mutex g_registry_mu;
+std::set<ThreadPrefetchIterator*>& Registry() {
+  static auto* const registry = new std::set<ThreadPrefetchIterator*>();
+  return *registry;
+}
+std::atomic<bool> g_stopped{false};
 
 // The node is not Serial() even over a serial parent: its iterator calls the parent from one
 // thread at a time, and parents that need the GIL take it themselves (py_adapters.h), so the
@@ -39,17 +49,37 @@ class ThreadPrefetchNode final : public IterNode {
 ThreadPrefetchIterator::ThreadPrefetchIterator(std::unique_ptr<DatasetIterator> parent,
                                                int64_t buffer_size)
     : parent_(std::move(parent)), buffer_size_(static_cast<size_t>(buffer_size)),
-      state_(parent_->GetState()) {}
+      state_(parent_->GetState()) {
+  std::lock_guard<std::mutex> lock(g_registry_mu);
+  Registry().insert(this);
+}
 
-ThreadPrefetchIterator::~ThreadPrefetchIterator() { Stop(); }
+ThreadPrefetchIterator::~ThreadPrefetchIterator() {
+  {
+    std::lock_guard<std::mutex> lock(g_registry_mu);
+    Registry().erase(this);
+  }
+  Stop();
+}
 
 void ThreadPrefetchIterator::StartPrefetch() {
-  if (buffer_size_ == 0 || producer_.joinable()) return;
+  if (buffer_size_ == 0 || producer_.joinable() || g_stopped.load()) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = true;
+  }
   producer_ = std::thread([this] { Produce(); });
 }
 
+void ThreadPrefetchIterator::WaitForProducerToStop() {
+  { std::lock_guard<std::mutex> lock(mu_); }  // the producer sees g_stopped at its next check
+  cv_.notify_all();
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [this] { return !running_; });
+}
+
 void ThreadPrefetchIterator::Produce() {
-  for (;;) {
+  while (!g_stopped.load()) {
     Entry entry;
     try {
       entry.value = parent_->Next();
@@ -60,30 +90,44 @@ void ThreadPrefetchIterator::Produce() {
     const bool last = !entry.value;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || buffer_.size() < buffer_size_; });
-      if (stop_) return;
-      buffer_.push_back(std::move(entry));
+      cv_.wait(lock, [this] { return stop_ || buffer_.size() < buffer_size_ || g_stopped; });
+      if (stop_) break;
+      buffer_.push_back(std::move(entry));  // past the buffer size once stopped: kept in order
     }
     cv_.notify_all();
-    if (last) return;
+    if (last) break;
   }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    running_ = false;
+  }
+  cv_.notify_all();
+}
+
+std::optional<Value> ThreadPrefetchIterator::ReadParent() {
+  std::optional<Value> v = parent_->Next();
+  if (v) state_ = parent_->GetState();
+  return v;
 }
 
 std::optional<Value> ThreadPrefetchIterator::Next() {
-  if (buffer_size_ == 0) {
-    std::optional<Value> v = parent_->Next();
-    if (v) state_ = parent_->GetState();
-    return v;
-  }
+  if (buffer_size_ == 0) return ReadParent();
   StartPrefetch();
   Entry entry;
+  bool got = false;
   BlockingWait([&] {
     std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return !buffer_.empty(); });
+    cv_.wait(lock, [this] { return !buffer_.empty() || !running_; });
+    if (buffer_.empty()) return;
     entry = std::move(buffer_.front());
     buffer_.pop_front();
+    got = true;
   });
   cv_.notify_all();
+  if (!got) {  // StopThreadPrefetching() stopped the thread: read here from now on
+    if (producer_.joinable()) BlockingWait([this] { producer_.join(); });
+    return ReadParent();
+  }
   if (!entry.value) {  // the producer has stopped after the end or an error
     BlockingWait([this] { producer_.join(); });
     if (entry.error) std::rethrow_exception(entry.error);
@@ -117,6 +161,8 @@ void ThreadPrefetchIterator::SetState(const State& state) {
   state_ = parent_->GetState();
 }
 
+bool ThreadPrefetchingStopped() { return g_stopped.load(); }
+
 IterNodePtr MakeThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size) {
   return std::make_shared<ThreadPrefetchNode>(std::move(parent), buffer_size);
 }
@@ -140,6 +186,16 @@ void CheckBufferSize(int64_t buffer_size) {
 IterDataset IterDataset::ThreadPrefetch(int64_t buffer_size) const {
   CheckBufferSize(buffer_size);
   return IterDataset(internal::MakeThreadPrefetchNode(node_, buffer_size));
+}
+
+void StopThreadPrefetching() {
+  internal::g_stopped.store(true);
+  BlockingWait([] {
+    std::lock_guard<std::mutex> lock(internal::g_registry_mu);
+    for (internal::ThreadPrefetchIterator* it : internal::Registry()) {
+      it->WaitForProducerToStop();
+    }
+  });
 }
 
 std::unique_ptr<DatasetIterator> MakeThreadPrefetchIterator(

@@ -33,6 +33,8 @@ class ThreadPrefetchIterator final : public DatasetIterator {
   State GetState() const override { return state_; }
   void SetState(const State& state) override;
   void StartPrefetch() override;
+  // Blocks until the producer thread, if any, has stopped; for StopThreadPrefetching().
+  void WaitForProducerToStop();
 
  private:
   // One result of the parent: an element and the state after it, or the end (no value, no
@@ -43,6 +45,8 @@ class ThreadPrefetchIterator final : public DatasetIterator {
     std::exception_ptr error;
   };
   void Produce();
+  // The parent's next element, read in the calling thread.
+  std::optional<Value> ReadParent();
   // Stops and joins the producer thread and drops the buffer.
   void Stop();
 
@@ -54,7 +58,11 @@ class ThreadPrefetchIterator final : public DatasetIterator {
   std::condition_variable cv_;  // buffer_ or stop_ changed
   std::deque<Entry> buffer_;    // guarded by mu_
   bool stop_ = false;           // guarded by mu_
+  bool running_ = false;        // the producer thread is in Produce(); guarded by mu_
 };
+
+// True once StopThreadPrefetching() was called: no new threads are started.
+bool ThreadPrefetchingStopped();
 
 // REQUIRES: buffer_size >= 0 (checked by IterDataset::ThreadPrefetch).
 IterNodePtr MakeThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size);
