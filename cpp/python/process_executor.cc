@@ -39,6 +39,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_arena.h"
 #include "py_value.h"
 #include "spelt/executor.h"
@@ -180,7 +181,7 @@ class ProcessChunk final : public PendingChunk {
     if (ticket_ != nullptr) session_->Abandon();
   }
   ChunkResult Take() override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     PyRef ticket = std::move(ticket_);
     return session_->Take(ticket, begin_, count_);
   }
@@ -196,13 +197,13 @@ class ProcessExecutor final : public ChunkExecutor {
   ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight,
                   double target_chunk_seconds)
       : max_in_flight_(max_in_flight) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds);
   }
   int64_t MaxInFlight() const override { return max_in_flight_; }
   int64_t NextChunkSize() override { return session_->NextChunkSize(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return std::make_unique<ProcessChunk>(session_, session_->Submit(begin, count), begin,
                                           count);
   }
@@ -265,7 +266,7 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
   if (dataset.node()->Serial()) {  // calls Python per element: keep the GIL (bind_iterator.cc)
     chunk = ComputeChunk(*dataset.node(), begin, count);
   } else {
-    nb::gil_scoped_release unlocked;
+    GilRelease unlocked;
     chunk = ComputeChunk(*dataset.node(), begin, count);
   }
   nb::list values;

@@ -47,6 +47,7 @@
 // The mapping stays valid until the Arena and all its arrays and views are gone.
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_arena.h"
 #include "py_element_codec.h"
 
@@ -401,7 +402,7 @@ void CopyToArena(std::byte* dst, const void* src, int64_t size) {
     std::memcpy(dst, src, n);
     return;
   }
-  nb::gil_scoped_release unlocked;
+  GilRelease unlocked;
   if (n < kStreamBytes || reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
     std::memcpy(dst, src, n);
     return;

@@ -163,6 +163,11 @@ class DatasetIterator:
     def set_state(self, arg: object, /) -> None:
         """Restores a state of get_state(); ValueError if malformed or closed."""
 
+    def start_prefetch(self) -> None:
+        """
+        Starts the pipeline's background read-ahead now (Grain's start_prefetch).
+        """
+
     def close(self) -> None:
         """Releases the pipeline (after a next() in progress); idempotent."""
 
@@ -347,4 +352,23 @@ def pack(parent: IterDataset, length_struct: object, num_packing_bins: int, seed
 def concat_then_split(parent: IterDataset, length_struct: Sequence[tuple[str, int]], meta_features: Sequence[str], split_full_length_features: bool, bos_features: Sequence[str], bos_token_id: int) -> IterDataset:
     """
     Concatenates the parent's sequences and splits them at target lengths (spelt/packing.h).
+    """
+
+def thread_prefetch(dataset: IterDataset, buffer_size: int) -> IterDataset:
+    """Grain's ThreadPrefetchIterDataset (spelt/thread_prefetch.h)."""
+
+def thread_prefetch_iterator(parent: object, buffer_size: int) -> DatasetIterator:
+    """
+    Grain's ThreadPrefetchDatasetIterator over a Python iterator with get_state/set_state.
+    """
+
+def cache(dataset: IterDataset) -> IterDataset:
+    """Grain's CacheIterDataset (ops/cache.cc)."""
+
+def interleave(datasets: Sequence[IterDataset], cycle_length: int, num_make_iter_threads: int, make_iter_buffer_size: int, iter_buffer_size: int) -> IterDataset:
+    """Grain's InterleaveIterDataset over a list of datasets."""
+
+def interleave_lazy(count: int, dataset_at: Callable, cycle_length: int, num_make_iter_threads: int, make_iter_buffer_size: int, iter_buffer_size: int) -> IterDataset:
+    """
+    Grain's InterleaveIterDataset over `count` datasets; dataset_at(i) -> IterDataset is called (with the GIL) each time dataset i's iterator is made.
     """

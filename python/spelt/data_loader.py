@@ -33,6 +33,7 @@ from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
 from spelt import dataset
+from spelt import operations as operations_lib
 from spelt import options as options_lib
 from spelt import packing
 from spelt import samplers as samplers_lib
@@ -222,7 +223,8 @@ class DataLoader:
                 f" worker_count=0 with it, not {worker_count}"
             )
         self._worker_backend = worker_backend
-        operations = list(operations)  # an iterator or generator is read once
+        # an iterator or generator is read once; Grain's *Operation classes become transforms
+        operations = [operations_lib.as_transformation(op) for op in operations]
         if shard_options is None:
             shard_options = getattr(sampler, "_shard_options", None)
             if not isinstance(shard_options, sharding.ShardOptions):
@@ -300,8 +302,12 @@ class DataLoader:
                 ds = ds.apply(op)
             elif isinstance(op, packing.PackAndBatchOperation):
                 ds = op.apply_to(ds)  # the engine packs; the state is the packing iterator's
-            else:
-                raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
+            else:  # a legacy operation on an iterator of Records (TypeError if not callable)
+                earlier = ops[: self._per_index_count + position]
+                keyless = any(operations_lib.drops_record_key(o) for o in earlier)
+                ds = operations_lib.OperationIterDataset(
+                    ds, op, self._sampler, self._shard_options, keyless
+                )
         return ds.mp_prefetch(self._worker_backend or self._multiprocessing_options)
 
     def __iter__(self) -> DataLoaderIterator:
@@ -397,7 +403,7 @@ class DataLoaderIterator:
             raise
 
     def _exit_source(self) -> None:
-        entered, self._entered = self._entered, None
+        entered, self._entered = getattr(self, "_entered", None), None  # None if __init__ failed
         if entered is not None:
             entered.__exit__(None, None, None)
 

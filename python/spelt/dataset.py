@@ -112,6 +112,11 @@ class _Transformations(_Node):
     def parents(self) -> Sequence[Any]:
         return getattr(self, "_parents", ())
 
+    @property
+    def _parent(self) -> Any:
+        """The first parent (Grain's ``_parent``, which user subclasses read)."""
+        return self._parents[0]
+
     def seed(self, seed: int) -> Any:
         """Sets the seed from which later random transformations derive default seeds (Grain's
         ``seed()``): any non-negative int. TypeError if not an int, ValueError if negative."""
@@ -481,6 +486,11 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
     def _set_next_index(self, index: int) -> None:
         self._get_next_index()  # NotImplementedError where the state is not a position
         self.set_state({"next_index": index})
+
+    def start_prefetch(self) -> None:
+        if self._closed:
+            raise ValueError("start_prefetch() on a closed iterator")
+        self._it.start_prefetch()
 
     def close(self) -> None:
         if not self._closed:

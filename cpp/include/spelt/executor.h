@@ -77,7 +77,9 @@ std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode>
 // ArrayRecord reader; it grows to the largest num_threads asked for). At most
 // options.num_threads chunks of this iterator run at once, and about
 // options.prefetch_buffer_size elements are read ahead, in chunks of
-// prefetch_buffer_size / (2 * min(num_threads, cores)) elements (1 to 64).
+// prefetch_buffer_size / (2 * min(num_threads, cores)) elements (1 to 64). Destroying the
+// executor drops the chunks not started and waits for those being computed: no callable of
+// the pipeline runs after it is gone.
 // REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1; the node must not be
 // Serial().
 std::unique_ptr<ChunkExecutor> MakeThreadPoolExecutor(std::shared_ptr<const MapNode> node,

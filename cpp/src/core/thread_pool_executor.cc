@@ -28,32 +28,32 @@ struct Queue {
   std::shared_ptr<const MapNode> node;
   int64_t max_runners = 1;
   std::mutex mu;
+  std::condition_variable idle_cv;  // signalled when `computing` drops to 0
   std::deque<std::shared_ptr<ChunkTask>> tasks;
-  int64_t runners = 0;
+  int64_t runners = 0;    // submitted to the pool and not finished (some may not have started)
+  int64_t computing = 0;  // runners inside ComputeChunk
 };
 
 // Runs this iterator's queued chunks one after the other until the queue is empty.
 void RunQueue(const std::shared_ptr<Queue>& queue) {
-  for (;;) {
-    std::shared_ptr<ChunkTask> task;
-    {
-      std::lock_guard<std::mutex> lock(queue->mu);
-      if (queue->tasks.empty()) {
-        --queue->runners;
-        return;
-      }
-      task = std::move(queue->tasks.front());
-      queue->tasks.pop_front();
-    }
+  std::unique_lock<std::mutex> lock(queue->mu);
+  while (!queue->tasks.empty()) {
+    std::shared_ptr<ChunkTask> task = std::move(queue->tasks.front());
+    queue->tasks.pop_front();
     if (task->abandoned.load(std::memory_order_relaxed)) continue;
+    ++queue->computing;
+    lock.unlock();
     ChunkResult result = ComputeChunk(*queue->node, task->begin, task->count);
     {
-      std::lock_guard<std::mutex> lock(task->mu);
+      std::lock_guard<std::mutex> task_lock(task->mu);
       task->result = std::move(result);
       task->done = true;
     }
     task->done_cv.notify_one();
+    lock.lock();
+    if (--queue->computing == 0) queue->idle_cv.notify_all();
   }
+  --queue->runners;
 }
 
 class PoolChunk final : public PendingChunk {
@@ -92,6 +92,14 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
     internal::SharedThreadPool().Reserve(
         static_cast<int>(std::min<int64_t>(options.num_threads, 1024)));
+  }
+  // Drops the chunks not started and waits for those being computed, so that no callable of
+  // the pipeline runs after the iterator is gone (a C++ callable may refer to the caller's
+  // locals). Runners that start later find nothing to do.
+  ~ThreadPoolExecutor() override {
+    std::unique_lock<std::mutex> lock(queue_->mu);
+    queue_->tasks.clear();
+    queue_->idle_cv.wait(lock, [&] { return queue_->computing == 0; });
   }
   int64_t MaxInFlight() const override { return max_in_flight_; }
   int64_t NextChunkSize() override { return chunk_size_; }
