@@ -61,3 +61,18 @@ def tree_stats(pid: int) -> tuple[ProcessStats, list[ProcessStats]]:
         raise ProcessLookupError(pid)
     below = [s for s in map(process_stats, descendants(pid)) if s is not None]
     return root, below
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU seconds (user + system) of `pid`, of its reaped children, and of its live descendants
+    with theirs: what the tree has used so far (a descendant that exits unreaped is lost)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in [pid, *descendants(pid)]:
+        try:
+            with open(f"/proc/{p}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
+    return total / ticks

@@ -52,7 +52,9 @@ class RayOptions:
         max_chunk_retries: int, default 3; how many times a chunk whose actor died (``ray.kill``,
             a node lost) is submitted again, to another actor, before RuntimeError.
 
-    Raises ValueError (at construction) for counts or times out of range.
+    Raises ValueError (at construction) for counts or times out of range. Spelt's: Grain has no
+    Ray executor; the names follow Grain's MultiprocessingOptions (grain/_src/python/options.py)
+    and Ray's actor options. Immutable, so safe to share between threads.
     """
 
     num_actors: int = 2
@@ -82,8 +84,9 @@ class RayPrefetchIterDataset(dataset_lib._PrefetchIterDataset):  # pylint: disab
 
     Its engine node is the ordered core with the process executor talking to Ray actors
     (spelt/_workers/ray_pool.py): same merge, same state ``{"next_index": n}`` as
-    ``to_iter_dataset``. Elements handed out unbatched hold numpy arrays that are read-only
-    views of Ray's object store (batches are new arrays).
+    ``to_iter_dataset``. Elements handed out unbatched may hold read-only numpy arrays (views
+    of what Ray received; batches are new arrays). Thread-safety: as every iterator (calls
+    from several threads are serialised by DatasetIterator).
     """
 
     def __init__(

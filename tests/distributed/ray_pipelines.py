@@ -44,6 +44,18 @@ def slow(x):
     return x
 
 
+class Explode:
+    """The identity, but raises ValueError at `value`."""
+
+    def __init__(self, value: int):
+        self.value = value
+
+    def __call__(self, i):
+        if i == self.value:
+            raise ValueError(f"cannot handle {i}")
+        return i
+
+
 class Stall:
     """The identity, but `value` takes `seconds`."""
 

@@ -43,12 +43,12 @@ _PIPELINES_PER_ACTOR = 8
 # An actor is a Ray task away; chunks aim at this much of its time, so that the per-chunk cost
 # (about a millisecond of CPU on the consumer, the raylet and the actor) stays small.
 TARGET_CHUNK_SECONDS = 0.05
-# Ray's errors that mean the actor is gone (or unreachable): its chunks are computed elsewhere.
+# Ray's errors that mean a chunk's actor is gone or unreachable, or its result lost with a node:
+# the chunk is computed elsewhere.
 _ACTOR_LOST = (
     ray_exceptions.RayActorError,
     ray_exceptions.ActorUnavailableError,
     ray_exceptions.ObjectLostError,
-    ray_exceptions.OwnerDiedError,
 )
 
 
@@ -105,7 +105,7 @@ class ChunkActor:
 def connect(options: Any) -> None:
     """Connects this process to Ray (``ray.init(address=..., namespace=...)``) unless it is."""
     if not ray.is_initialized():
-        ray.init(address=options.address, namespace=options.namespace, log_to_driver=False)
+        ray.init(address=options.address, namespace=options.namespace)
 
 
 class _Ticket:
