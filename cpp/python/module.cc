@@ -25,6 +25,7 @@ NB_MODULE(_core, m) {
   RegisterArena(m);
   RegisterProcessExecutor(m);
   RegisterPacking(m);
+  RegisterStageStats(m);
 }
 
 }  // namespace spelt::python

@@ -33,6 +33,7 @@ from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
 from spelt import dataset
+from spelt import dataset_options
 from spelt import options as options_lib
 from spelt import packing
 from spelt import samplers as samplers_lib
@@ -291,7 +292,13 @@ class DataLoader:
                 ds = op.apply_to(ds)  # the engine packs; the state is the packing iterator's
             else:
                 raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
-        return ds.mp_prefetch(self._multiprocessing_options)
+        ds = ds.mp_prefetch(self._multiprocessing_options)
+        if self._multiprocessing_options.enable_profiling:  # per-stage execution summary
+            tracking = dataset_options.ExecutionTrackingMode.STAGE_TIMING
+            ds = dataset_options.WithOptionsIterDataset(
+                ds, dataset_options.DatasetOptions(execution_tracking_mode=tracking)
+            )
+        return ds
 
     def __iter__(self) -> DataLoaderIterator:
         return DataLoaderIterator(self)

@@ -7,9 +7,13 @@ from typing import Any
 
 from spelt import _core
 from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
+from spelt._plot import plot_execution_summary
+from spelt._summary import ExecutionSummary, StageSummary
+from spelt._summary import execution_summary as get_execution_summary
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
 from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
+from spelt.device_put import device_put
 from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
 from spelt.huggingface import HuggingFaceIterDataset
 from spelt.packing import (
@@ -22,6 +26,7 @@ from spelt.packing import (
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
 from spelt.rng_pool import RngPool
+from spelt.thread_prefetch import ThreadPrefetchDatasetIterator, ThreadPrefetchIterDataset
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
@@ -86,6 +91,7 @@ __all__ = [
     "BestFitPackIterDataset",
     "ConcatThenSplitIterDataset",
     "DatasetOptions",
+    "ExecutionSummary",
     "ExecutionTrackingMode",
     "FirstFitPackIterDataset",
     "FlatMapIterDataset",
@@ -100,16 +106,22 @@ __all__ = [
     "RngPool",
     "ShapeDtypeStruct",
     "ShapeDtypeStructProtocol",
+    "StageSummary",
     "TFRecordDataSource",
     "TFRecordIterDataset",
     "TFRecordWriter",
+    "ThreadPrefetchDatasetIterator",
+    "ThreadPrefetchIterDataset",
     "WithOptionsIterDataset",
     "ZipIterDataset",
     "ZipMapDataset",
     "apply_transformations",
     "assert_equal_output_after_checkpoint",
+    "device_put",
     "get_element_spec",
+    "get_execution_summary",
     "get_next_index",
     "index_shuffle",
+    "plot_execution_summary",
     "set_next_index",
 ]
