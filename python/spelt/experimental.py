@@ -25,6 +25,7 @@ from spelt.packing import (
 )
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
+from spelt.performance_config import PerformanceConfig, pick_performance_config
 from spelt.rng_pool import RngPool
 from spelt.thread_prefetch import ThreadPrefetchDatasetIterator, ThreadPrefetchIterDataset
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
@@ -100,6 +101,7 @@ __all__ = [
     "LimitIterDataset",
     "MapWithIndexTransform",
     "PackAndBatchOperation",
+    "PerformanceConfig",
     "ParquetDataSource",
     "ParquetIterDataset",
     "RepeatIterDataset",
@@ -122,6 +124,7 @@ __all__ = [
     "get_execution_summary",
     "get_next_index",
     "index_shuffle",
+    "pick_performance_config",
     "plot_execution_summary",
     "set_next_index",
 ]
