@@ -4,8 +4,8 @@ Run alone with ``.venv/bin/python bench/bench_summary.py [-k PATTERN] [--reps N]
 ``bench/bench.py`` (``make bench``). Each case reads one epoch of a pipeline over 70,000
 MNIST-sized records (bench.MnistLikeSource) with tracking off and with it on
 (``DatasetOptions(execution_tracking_mode=STAGE_TIMING)``), alternating off, on, off, ...
-after one warm-up each; reported are median records/s, spreads and the ratio of the medians.
-Goal (issue 11): tracking on costs <= 5%.
+after one warm-up each; reported are median records per wall second and per CPU second of the
+process, spreads, and the ratio of the CPU medians. Goal (issue 11): tracking on costs <= 5%.
 
 With tracking off, no element passes through any profiling code: the only cost is one check
 per ``iter()``, timed here on its own and given as a share of the epoch.
@@ -32,7 +32,7 @@ from spelt.experimental import (  # noqa: E402
     WithOptionsIterDataset,
 )
 
-REPS = 5
+REPS = 9
 GOAL = 1.05
 TRACKED = DatasetOptions(execution_tracking_mode=ExecutionTrackingMode.STAGE_TIMING)
 
@@ -61,12 +61,13 @@ def _cases(source):
     }
 
 
-def _epoch(ds) -> float:
-    start = time.perf_counter()
+def _epoch(ds) -> tuple[float, float]:
+    """(records per wall second, records per CPU second of this process)."""
+    start, cpu = time.perf_counter(), time.process_time()
     n = 0
     for batch in ds:
         n += len(batch["label"]) if isinstance(batch, dict) else len(batch)
-    return n / (time.perf_counter() - start)
+    return n / (time.perf_counter() - start), n / (time.process_time() - cpu)
 
 
 def main(argv=None) -> None:
@@ -78,8 +79,15 @@ def main(argv=None) -> None:
     cases = {k: v for k, v in _cases(source).items() if args.k in f"O1 {k}"}
     if not cases:
         return
-    print(f"\nO1 execution-summary tracking: {args.reps} repetitions of an epoch each, alternated")
-    print(f"{'case':<48} {'off rec/s':>11} {'on rec/s':>11} {'off/on':>7}  spread off | on")
+    print(
+        f"\nO1 execution-summary tracking: {args.reps} repetitions of an epoch each, off and on"
+        " alternated; records per second of wall time and of process CPU time (the CPU figure"
+        " is the one judged: other processes on a shared machine move wall times by more than 5%)"
+    )
+    print(
+        f"{'case':<48} {'off wall':>10} {'on wall':>10} {'off cpu':>10} {'on cpu':>10}"
+        f" {'off/on cpu':>10}  cpu spread off | on"
+    )
     worst = 0.0
     for name, build in cases.items():
         off, on = [], []
@@ -87,11 +95,15 @@ def main(argv=None) -> None:
         for _ in range(args.reps):
             off.append(_epoch(build()))
             on.append(_epoch(WithOptionsIterDataset(build(), TRACKED)))
-        ratio = statistics.median(off) / statistics.median(on)
+        wall_off, cpu_off = (statistics.median(x) for x in zip(*off))
+        wall_on, cpu_on = (statistics.median(x) for x in zip(*on))
+        ratio = cpu_off / cpu_on
         worst = max(worst, ratio)
+        spread_off = f"{min(c for _, c in off):,.0f}-{max(c for _, c in off):,.0f}"
+        spread_on = f"{min(c for _, c in on):,.0f}-{max(c for _, c in on):,.0f}"
         print(
-            f"{name:<48} {statistics.median(off):>11,.0f} {statistics.median(on):>11,.0f}"
-            f" {ratio:>6.3f}x  {min(off):,.0f}-{max(off):,.0f} | {min(on):,.0f}-{max(on):,.0f}"
+            f"{name:<48} {wall_off:>10,.0f} {wall_on:>10,.0f} {cpu_off:>10,.0f} {cpu_on:>10,.0f}"
+            f" {ratio:>9.3f}x  {spread_off} | {spread_on}"
         )
     ds = next(iter(cases.values()))()
     check_s = (
@@ -99,7 +111,7 @@ def main(argv=None) -> None:
     )
     print(f"tracking off: {check_s * 1e6:.2f} us per iter() (the only cost), per-element cost 0")
     verdict = "met" if worst <= GOAL else "NOT met"
-    print(f"goal tracking on <= {GOAL:g}x off: {verdict} (worst {worst:.3f}x)")
+    print(f"goal tracking on <= {GOAL:g}x off (CPU time): {verdict} (worst {worst:.3f}x)")
 
 
 if __name__ == "__main__":
