@@ -57,7 +57,14 @@ def test_tracking_keeps_output_and_states(name):
     assert _read(it) == _read(iter(ds))
     summary = spelt.experimental.get_execution_summary(it)
     assert summary.output.elements == len(_read(iter(ds)))
-    spelt.experimental.assert_equal_output_after_checkpoint(tracked)
+    if name != "workers":  # (each tracked iterator starts its own worker pool: slow)
+        spelt.experimental.assert_equal_output_after_checkpoint(tracked)
+    else:
+        it = iter(tracked)
+        head = [next(it) for _ in range(7)]
+        restored = iter(tracked)
+        restored.set_state(it.get_state())
+        assert head + list(restored) == list(ds)
 
 
 def test_untracked_iterator_has_no_summary():

@@ -5,7 +5,7 @@
 // wrapped by ProfiledMapNode / ProfiledIterNode, which forward every call unchanged (same
 // elements, states, errors, batched fast paths) and add to a StageStats. An unwrapped
 // pipeline pays nothing. A wrapped call costs two steady_clock reads and four relaxed atomic
-// adds, plus the bytes of the element (ValueBytes).
+// adds, plus the bytes of the element (StageStats::BytesOf).
 #ifndef SPELT_STAGE_STATS_H_
 #define SPELT_STAGE_STATS_H_
 
@@ -24,7 +24,7 @@ struct StageCounters {
   int64_t elements = 0;  // elements produced (a stacked batch read counts its rows)
   int64_t total_ns = 0;  // time in the stage's calls, its parents' calls included
   int64_t self_ns = 0;   // total_ns less the time in calls to profiled parents on the same thread
-  int64_t bytes = 0;     // ValueBytes() of the elements produced
+  int64_t bytes = 0;     // bytes of the elements produced (StageStats::BytesOf)
 };
 
 // The counters of one stage. Thread-safe: any number of threads may Record() at once.
@@ -32,14 +32,19 @@ class StageStats {
  public:
   void Record(int64_t elements, int64_t total_ns, int64_t self_ns, int64_t bytes);
   StageCounters Snapshot() const;
+  // The bytes of `value` (an output of this stage) to count: ValueBytes() of its native
+  // leaves always; its Opaque leaves (whose size may need a foreign runtime's lock, e.g. the
+  // GIL) on the first 64 calls, then on one call in 16, scaled by 16.
+  int64_t BytesOf(const Value& value);
 
  private:
-  std::atomic<int64_t> elements_{0}, total_ns_{0}, self_ns_{0}, bytes_{0};
+  std::atomic<int64_t> elements_{0}, total_ns_{0}, self_ns_{0}, bytes_{0}, calls_{0};
 };
 
 // Bytes of the array and string leaves of `value` (array nbytes, string length), plus
-// Opaque::ByteSize() of its foreign leaves; scalars and None count 0.
-int64_t ValueBytes(const Value& value);
+// Opaque::ByteSize() of its foreign leaves times `opaque_weight` (0: not asked); scalars and
+// None count 0.
+int64_t ValueBytes(const Value& value, int64_t opaque_weight = 1);
 
 // `node` with every Get / GetMany / GetStacked counted in `stats`; Name(), Length() and the
 // results are the node's. Throws std::invalid_argument if either is null.
