@@ -154,7 +154,7 @@ class ExecutionSummary:
             "self ms",
             "us/elem",
             "wait %",
-            "bytes out",
+            "MiB out",
             "threads",
             "worker util",
         )
@@ -169,7 +169,7 @@ class ExecutionSummary:
                     f"{s.self_time_ns / 1e6:.1f}",
                     f"{s.self_time_ns / max(s.elements, 1) / 1e3:.1f}",
                     f"{s.wait_share:.0%}",
-                    _human_bytes(s.bytes_out),
+                    f"{s.bytes_out / 2**20:.3f}",
                     str(s.parallelism),
                 )
             util = "" if s.worker_utilization is None else f"{s.worker_utilization:.0%}"
@@ -184,14 +184,6 @@ class ExecutionSummary:
 
     def __str__(self) -> str:
         return self.table()
-
-
-def _human_bytes(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1000 or unit == "GB":
-            return f"{n} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1000
-    return str(n)
 
 
 class _WorkerTime:
