@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo demo-lm test bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
+.PHONY: demo demo-lm test test-ray bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
   fuzz-tfrecord clean format
 
 $(VENV)/.deps: requirements-dev.txt
@@ -37,7 +37,18 @@ test-cpp: cpp
 
 test-python: python
 	$(VENV)/bin/ruff format --check --quiet python tests bench examples cpp/fuzz
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q tests --ignore=tests/distributed
+
+# The Ray executor (spelt.experimental.RayOptions): installs Ray (the spelt[ray] extra, with
+# Ray Data for bench D2) and runs tests/distributed on local Ray clusters that the tests start
+# and stop (2 CPUs; a two-node ray.cluster_utils.Cluster). Not in `make test`: Ray's clusters
+# take a few minutes to start on 2 cores. .ci/run runs it.
+$(VENV)/.ray: requirements-ray.txt $(VENV)/.deps
+	$(PY) -m pip install -q -r requirements-ray.txt
+	touch $@
+
+test-ray: python $(VENV)/.ray
+	$(PY) -m pytest -q tests/distributed
 
 # Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
 # and runs examples/find_package against it: once with find_package(spelt), once with pkg-config.
@@ -64,7 +75,7 @@ demo: python
 demo-lm: python
 	$(PY) examples/lm_demo.py
 
-bench: python
+bench: python $(VENV)/.ray
 	$(PY) bench/bench.py
 
 # Reads a 2-worker pipeline and an ArrayRecord pipeline for SOAK_MINUTES (default 10), printing

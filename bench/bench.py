@@ -374,6 +374,14 @@ def main() -> None:
 
     bench_summary.main(["-k", args.k])
 
+    import bench_interleave  # interleave, thread prefetch, cache (I1-I3); same -k filter
+
+    bench_interleave.main(["-k", args.k])
+
+    import bench_ray  # Spelt on Ray actors (D1, D2, per-chunk overhead); same -k filter
+
+    bench_ray.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

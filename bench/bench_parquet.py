@@ -109,34 +109,60 @@ def read_batches(g, path: Path) -> int:
     return n
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process (all its threads) and of its waited-for children."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def interleaved(
-    fns: dict[str, Callable[[], int]], reps: int, unit_per_s: Callable[[int, float], float]
-):
-    """name -> list of rates, repetitions alternating between the functions, one warm-up each."""
+    fns: dict[str, Callable[[], int]],
+    reps: int,
+    unit_per_s: Callable[[int, float], float],
+    warm_up: bool = True,
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """name -> rates and name -> CPU seconds of each repetition, repetitions alternating between
+    the functions, after one warm-up each unless warm_up is False."""
     rates: dict[str, list[float]] = {name: [] for name in fns}
-    for fn in fns.values():
+    cpu: dict[str, list[float]] = {name: [] for name in fns}
+    for fn in fns.values() if warm_up else ():
         fn()
     for _ in range(reps):
         for name, fn in fns.items():
-            start = time.perf_counter()
+            cpu_start, start = cpu_seconds(), time.perf_counter()
             count = fn()
             rates[name].append(unit_per_s(count, time.perf_counter() - start))
-    return rates
+            cpu[name].append(cpu_seconds() - cpu_start)
+    return rates, cpu
 
 
-def report(label: str, rates: dict[str, list[float]], unit: str, goal: float | None) -> float:
+def report(
+    label: str,
+    measured: tuple[dict[str, list[float]], dict[str, list[float]]],
+    unit: str,
+    goal: float | None,
+) -> float:
+    """Prints the median rate (min-max) and CPU seconds of each contender and the ratio of the
+    first's median rate to the second's (and of their CPU times: the work done for the same
+    job, which other jobs on the machine disturb less than the wall-clock rate)."""
+    rates, cpu = measured
     medians = {name: statistics.median(r) for name, r in rates.items()}
     names = list(rates)
     for name in names:
         r = rates[name]
         print(
             f"  {label:<14} {name:<12} {medians[name]:>14,.1f} {unit}  ({min(r):,.1f}-{max(r):,.1f})"
+            f"  CPU {statistics.median(cpu[name]):.2f} s"
         )
     ratio = medians[names[0]] / medians[names[1]]
+    cpu_ratio = statistics.median(cpu[names[1]]) / statistics.median(cpu[names[0]])
     verdict = (
         "" if goal is None else f"  goal >= {goal:g}x: {'met' if ratio >= goal else 'NOT met'}"
     )
-    print(f"  {label:<14} ratio {names[0]}/{names[1]}: {ratio:.1f}x{verdict}")
+    print(
+        f"  {label:<14} ratio {names[0]}/{names[1]}: {ratio:.1f}x{verdict}"
+        f"  (CPU time {names[1]}/{names[0]}: {cpu_ratio:.1f}x)"
+    )
     return ratio
 
 
@@ -184,7 +210,7 @@ def bench_convert(path: Path, mb: int, reps: int) -> None:
     for i in (0, rows // 2, rows - 1):
         x, y = np.load(io.BytesIO(a[i])), np.load(io.BytesIO(b[i]))
         assert x.files == y.files and all(np.array_equal(x[k], y[k]) for k in x.files)
-    print("  both outputs hold the same records; measuring")
+    print("  both outputs hold the same records (those runs were the warm-up); measuring")
 
     def run(fn, out):
         def go():
@@ -193,12 +219,13 @@ def bench_convert(path: Path, mb: int, reps: int) -> None:
 
         return go
 
-    rates = interleaved(
+    measured = interleaved(
         {"spelt convert": run(spelt_convert, spelt_out), "by hand": run(hand_convert, hand_out)},
         reps,
         lambda n, s: n / 1e6 / s,
+        warm_up=False,
     )
-    report("S3 convert", rates, "MB/s", None)
+    report("S3 convert", measured, "MB/s", None)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -220,14 +247,14 @@ def main(argv: list[str] | None = None) -> None:
     print("  first 1,000 rows and 8 batches identical on Spelt and Grain; measuring")
     per_s = lambda n, s: n / s  # noqa: E731
     if "parquet_rows" in cases:
-        rates = interleaved(
+        measured = interleaved(
             {"spelt": lambda: read_rows(spelt, path), "grain": lambda: read_rows(grain, path)},
             args.reps,
             per_s,
         )
-        report("S1 rows", rates, "rows/s", 3.0)
+        report("S1 rows", measured, "rows/s", 3.0)
     if "parquet_batches" in cases:
-        rates = interleaved(
+        measured = interleaved(
             {
                 "spelt": lambda: read_batches(spelt, path),
                 "grain": lambda: read_batches(grain, path),
@@ -235,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
             args.reps,
             per_s,
         )
-        report("S1 batch 128", rates, "rows/s", 20.0)
+        report("S1 batch 128", measured, "rows/s", 20.0)
     if "parquet_convert" in cases:
         bench_convert(path, args.convert_mb, args.reps)
     print(f"  load average at the end {os.getloadavg()[0]:.2f}")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import collections
 import faulthandler
 import functools
+import importlib
 import itertools
 import json
 import os
@@ -389,6 +390,43 @@ DATASET_PIPELINES: dict[str, dict[str, Any]] = {
             {"b": 1, "a": 2},
         )
     ),
+    # grain.experimental interleave, thread prefetch and cache (engine ops: interleave,
+    # thread_prefetch, cache).
+    "interleave": _d(
+        lambda g: g.experimental.InterleaveIterDataset(
+            [
+                g.MapDataset.range(i * 10, i * 10 + 2 + 2 * i).to_iter_dataset().map(lambda x: -x)
+                for i in range(5)
+            ],
+            cycle_length=3,
+        )
+    ),
+    "interleave_lazy": _d(
+        lambda g: g.experimental.InterleaveIterDataset(
+            g.MapDataset.range(4).map(lambda i: g.MapDataset.range(i * 7, i * 7 + 3 + i)),
+            cycle_length=2,
+            iter_buffer_size=0,
+        ).batch(2)
+    ),
+    "thread_prefetch": _d(
+        lambda g: g.experimental.ThreadPrefetchIterDataset(
+            g.MapDataset.range(13).seed(2).shuffle().to_iter_dataset().filter(lambda x: x % 3),
+            prefetch_buffer_size=3,
+        ).map(lambda x: x * 2)
+    ),
+    "multithread_prefetch": _d(
+        lambda g: g.experimental.multithread_prefetch(
+            g.MapDataset.range(11).map(lambda x: x + 1).to_iter_dataset().batch(2), 3, 2
+        )
+    ),
+    "cache_repeat": _d(
+        lambda g: g.experimental.RepeatIterDataset(
+            g.experimental.CacheIterDataset(
+                g.experimental.LimitIterDataset(g.MapDataset.range(20).to_iter_dataset(), 6)
+            ),
+            num_epochs=3,
+        )
+    ),
 }
 
 
@@ -549,7 +587,30 @@ LOADER_PIPELINES: dict[str, dict[str, Any]] = {
         grain_equal=False,
         grain_state_equal=False,
     ),
+    "legacy_operations": _l(lambda g: _legacy_loader(g)),
 }
+
+
+def _is_odd(x):
+    return x % 2 == 1
+
+
+def _legacy_loader(g):
+    """A DataLoader of Grain's legacy *Operation classes, mixed with a transformation."""
+    legacy = importlib.import_module(g.__name__ + ".python")
+    operations = [
+        user_classes(g).Triple(),
+        legacy.MapOperation(map_function=abs),
+        legacy.FilterOperation(condition_function=_is_odd),
+        legacy.RandomMapOperation(random_map_function=_noise),
+        legacy.BatchOperation(batch_size=2),
+    ]
+    return g.DataLoader(
+        data_source=list(range(16)),
+        sampler=g.samplers.IndexSampler(16, shuffle=True, num_epochs=1, seed=6),
+        operations=operations,
+        shard_options=g.sharding.NoSharding(),
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from array_record.python import array_record_module as ar_module
 
 from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
+from spelt import _npz
 
 COMPRESSIONS = ["uncompressed", "zstd", "brotli", "snappy"]
 
@@ -541,3 +542,38 @@ def test_version_and_help_examples():
         result = spelt_cli(command, "--help")
         assert result.returncode == 0 and "examples:" in result.stdout
         assert f"spelt {command} " in result.stdout
+
+
+def test_convert_parquet_null_value_names_the_row(tmp_path):
+    path = tmp_path / "nulls.parquet"
+    text = [f"r{i}" for i in range(12)]
+    text[7] = None
+    pq.write_table(pa.table({"id": np.arange(12), "text": text}), path, row_group_size=5)
+    assert_failed(
+        spelt_cli("convert", path, "-o", tmp_path / "out"), str(path), "row 7 has a null value"
+    )
+    assert not list(tmp_path.glob("out*"))
+
+
+def test_npz_records_equal_npz_bytes_per_row():
+    """The column-wise encoder of Parquet rows gives each row's npz_bytes, which numpy reads
+    back (numbers, vectors, strings, bytes, datetimes, empty vectors, a non-ASCII name)."""
+    n = 9
+    columns = {
+        "id": np.arange(n, dtype=np.int64),
+        "vec": np.arange(n * 4, dtype=np.float32).reshape(n, 4),
+        "text": np.array([f"t{i}" * (i % 3) for i in range(n)], dtype=object),
+        "blob": np.array([bytes([i]) * (i % 4) for i in range(n)], dtype=object),
+        "when": np.arange(n).astype("datetime64[ns]"),
+        "empty": np.zeros((n, 0), np.int32),
+        "gr\u00f6\u00dfe": np.arange(n) % 2 == 0,
+    }
+    names = list(columns)
+    records = list(_npz.npz_records(names, list(columns.values())))
+    assert len(records) == n
+    for i, record in enumerate(records):
+        assert record == _npz.npz_bytes({k: c[i] for k, c in columns.items()})
+        with np.load(io.BytesIO(record), allow_pickle=False) as z:
+            assert z.files == names
+            for k in names:
+                np.testing.assert_array_equal(z[k], columns[k][i])

@@ -1,4 +1,4 @@
-"""ThreadPrefetchIterDataset against PyPI Grain, and device_put with the real jax on CPU.
+"""device_put with the real jax on CPU (its thread prefetch is tested in test_thread_prefetch.py).
 
 jax runs in subprocesses (tests/jax_steps.py; conftest.py hides it from this process): one
 with 8 virtual CPU devices (sharded batches, exact restores, a jitted training step), and two
@@ -12,7 +12,6 @@ import socket
 import subprocess
 import sys
 
-import grain
 import numpy as np
 import pytest
 
@@ -22,74 +21,12 @@ import spelt
 STEPS = pathlib.Path(__file__).with_name("jax_steps.py")
 
 
-def _prefetched(g, buffer_size):
-    ds = g.MapDataset.range(30).seed(4).shuffle().map(lambda x: x * 2).to_iter_dataset()
-    ds = ds.filter(lambda x: x % 3 != 0).batch(2)
-    return g.experimental.ThreadPrefetchIterDataset(ds, prefetch_buffer_size=buffer_size)
-
-
-def _read_with_states(it):
-    out = []
-    for element in it:
-        out.append((np.asarray(element).tolist(), it.get_state()))
-    return out
-
-
-@pytest.mark.parametrize("buffer_size", [0, 1, 3])
-def test_thread_prefetch_matches_grain(buffer_size):
-    ours = _read_with_states(iter(_prefetched(spelt, buffer_size)))
-    theirs = _read_with_states(iter(_prefetched(grain, buffer_size)))
-    assert ours == theirs
-    spelt.experimental.assert_equal_output_after_checkpoint(_prefetched(spelt, buffer_size))
-
-
-def test_thread_prefetch_errors_and_restart():
-    def fail_at_5(x):
-        if x == 5:
-            raise KeyError("five")
-        return x
-
-    ds = spelt.experimental.ThreadPrefetchIterDataset(
-        spelt.MapDataset.range(8).to_iter_dataset().map(fail_at_5), prefetch_buffer_size=2
-    )
-    it = iter(ds)
-    assert [next(it) for _ in range(5)] == [0, 1, 2, 3, 4]
-    with pytest.raises(KeyError, match="five"):
-        next(it)
-    assert it.get_state() == {"next_index": 5}
-    it.set_state({"next_index": 6})
-    assert list(it) == [6, 7]
-    with pytest.raises(StopIteration):
-        next(it)
-    it.close()
-    it.close()
-    with pytest.raises(ValueError, match="closed"):
-        next(it)
-    with pytest.raises(ValueError, match="greater than or equal to 0"):
-        spelt.experimental.ThreadPrefetchIterDataset(ds, prefetch_buffer_size=-1)
-
-
-def test_thread_prefetch_next_index():
-    ds = spelt.experimental.ThreadPrefetchIterDataset(
-        spelt.MapDataset.range(10).to_iter_dataset(), prefetch_buffer_size=3
-    )
-    it = iter(ds)
-    next(it)
-    assert spelt.experimental.get_next_index(it) == 1
-    spelt.experimental.set_next_index(it, 7)
-    assert it.get_state() == {"next_index": 7}
-    assert list(it) == [7, 8, 9]
-    it.set_state({"next_index": 2})
-    assert spelt.experimental.get_next_index(it) == 2
-    assert next(it) == 2
-
-
 def test_device_put_without_jax_raises_import_error():
     with pytest.raises(ImportError):
         spelt.experimental.device_put(spelt.MapDataset.range(4).to_iter_dataset(), None)
 
 
-def _run(args, env=None, timeout_s=240):
+def _run(args, env=None):
     return subprocess.Popen(
         [sys.executable, str(STEPS), *args],
         stdout=subprocess.PIPE,

@@ -144,6 +144,28 @@ def test_columnar_batches_equal_batches_of_rows(files, size):
     assert columnar_states == row_states
 
 
+def test_columnar_batches_of_strings_and_bytes(tmp_path):
+    """String and binary columns batch column-wise as Grain batches their rows: <U / S arrays as
+    wide as the longest value of the batch (also across row groups), empty and NUL-ended values
+    included; a nullable string column too."""
+    table = pa.table(
+        {
+            "s": ["", "a\x00", "\u00e9" * 3, "bc", "", "longest one"],
+            "b": [b"", b"\x00", b"ab\x00", b"x", b"", b"\x00z"],
+            "fixed": pa.array([b"ab", b"\x00\x00", b"c\x00", b"de", b"fg", b"hi"], pa.binary(2)),
+            "maybe": ["a", None, "bb", None, "c", "d"],
+        }
+    )
+    path = _write(tmp_path / "text.parquet", table, [3, 3])
+    for size in (2, 4, 6):
+        got, got_states = _run(ParquetIterDataset(path).batch(size))
+        want, want_states = _run(grain.experimental.ParquetIterDataset(path).batch(size))
+        assert len(got) == len(want) > 0 and got_states == want_states
+        for a, b in zip(got, want):
+            _assert_same(a, b)
+            assert {k: v.dtype for k, v in a.items()} == {k: v.dtype for k, v in b.items()}
+
+
 @pytest.mark.parametrize("name", PIPELINES)
 def test_restore_from_every_position(files, name):
     ds = PIPELINES[name](spelt, files)

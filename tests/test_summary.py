@@ -105,6 +105,10 @@ def test_counters_and_bottleneck():
     assert [c.strip() for c in header.split(" | ")][:4] == ["id", "name", "inputs", "elements"]
     assert len(table.splitlines()) == 3 + len(summary.stages)
     assert json.loads(json.dumps(summary.to_dict()))["bottleneck"] == mapped.id
+    node = summary.nodes[mapped.id]  # Grain's proto field names
+    assert (node.num_produced_elements, node.bytes_produced) == (40, 40 * 4 * 8)
+    assert node.total_processing_time_ns == mapped.total_time_ns and not node.is_prefetch
+    assert summary.nodes[0].is_output and summary.nodes[0].wait_time_ratio == batch.wait_share
 
 
 def test_threaded_read_ahead_counts_rows_of_stacked_batches():

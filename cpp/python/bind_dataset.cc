@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_adapters.h"
 #include "py_value.h"
 
@@ -69,7 +70,7 @@ void RegisterDatasets(nb::module_& m) {
       .def("get", [](const MapDataset& d, int64_t index) {
         std::optional<Value> v;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           v = d.Get(index);
         }
         return OptionalToPython(v);
@@ -80,7 +81,7 @@ void RegisterDatasets(nb::module_& m) {
         }
         std::vector<std::optional<Value>> values;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           d.node()->GetMany(indices, &values);
         }
         nb::list out;
@@ -147,7 +148,7 @@ void RegisterDatasets(nb::module_& m) {
       .def("make_iterator", [](const IterDataset& d) {
         std::unique_ptr<DatasetIterator> it;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           it = d.MakeIterator();
         }
         return WrapIterator(std::move(it), d.node()->Serial());

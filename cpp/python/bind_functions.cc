@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_value.h"
 #include "spelt/random.h"
 #include "spelt/stack.h"
@@ -35,7 +36,7 @@ void RegisterFunctions(nb::module_& m) {
     for (nb::handle e : elements) values.push_back(ToValue(e));
     Value out;
     {
-      nb::gil_scoped_release release;
+      GilRelease release;
       out = Stack(values);
     }
     return ToPython(out);

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_value.h"
 
 namespace spelt::python {
@@ -36,7 +37,7 @@ struct Iterator {
   std::atomic<std::thread::id> owner{};  // the thread holding `mu`, if any
 
   ~Iterator() {
-    nb::gil_scoped_release release;
+    GilRelease release;
     it.reset();
   }
   // REQUIRES: `mu` held.
@@ -55,7 +56,7 @@ class Lock {
         throw std::runtime_error(
             "DatasetIterator used from inside its own pipeline (re-entrant call)");
       }
-      nb::gil_scoped_release release;
+      GilRelease release;
       self_.mu.lock();
     }
     self_.owner.store(std::this_thread::get_id());
@@ -94,7 +95,7 @@ void RegisterIterator(nb::module_& m) {
           if (self.serial) {
             v = self.get().Next();
           } else {
-            nb::gil_scoped_release release;
+            GilRelease release;
             v = self.get().Next();
           }
         }
@@ -105,7 +106,7 @@ void RegisterIterator(nb::module_& m) {
         State s;
         {
           Lock lock(self);
-          nb::gil_scoped_release release;
+          GilRelease release;
           s = self.get().GetState();
         }
         return StateToPython(s);
@@ -113,12 +114,17 @@ void RegisterIterator(nb::module_& m) {
       .def("set_state", [](Iterator& self, nb::object state) {
         State s = StateFromPython(state);
         Lock lock(self);
-        nb::gil_scoped_release release;
+        GilRelease release;
         self.get().SetState(s);
       }, "Restores a state of get_state(); ValueError if malformed or closed.")
+      .def("start_prefetch", [](Iterator& self) {
+        Lock lock(self);
+        GilRelease release;
+        self.get().StartPrefetch();
+      }, "Starts the pipeline's background read-ahead now (Grain's start_prefetch).")
       .def("close", [](Iterator& self) {
         Lock lock(self);
-        nb::gil_scoped_release release;
+        GilRelease release;
         self.it.reset();
       }, "Releases the pipeline (after a next() in progress); idempotent.");
 }

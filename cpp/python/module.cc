@@ -3,14 +3,17 @@
 // The Python package (python/spelt) builds Grain's API on top of it.
 //
 // The GIL is released around every call that runs the engine (Next, Get, SetState,
-// iterator destruction); adapters take it back only to call Python.
+// iterator destruction); adapters take it back only to call Python, always through gil.h,
+// which keeps threads out of an interpreter that is exiting.
 #include "bindings.h"
+#include "gil.h"
 #include "py_value.h"
 
 namespace spelt::python {
 
 NB_MODULE(_core, m) {
   InitPyValue();
+  RegisterExitHook();
   // Engine objects may hold Python references that are deliberately not released while the
   // interpreter shuts down; nanobind would report those as leaks.
   nb::set_leak_warnings(false);
@@ -26,6 +29,8 @@ NB_MODULE(_core, m) {
   RegisterProcessExecutor(m);
   RegisterPacking(m);
   RegisterStageStats(m);
+  RegisterThreadPrefetch(m);
+  RegisterInterleave(m);
 }
 
 }  // namespace spelt::python

@@ -1,8 +1,11 @@
 // Worker processes as a ChunkExecutor of the ordered core (spelt/executor.h), and the engine
 // side of the worker processes themselves (docs/workers.md):
 //
-//   _core.process_prefetch(parent, keeper, allow_nones, num_workers, per_worker_buffer_size)
-//       -> IterDataset: ProcessPrefetchIterDataset's node. Its iterator is
+//   _core.process_prefetch(parent, keeper, allow_nones, num_workers, per_worker_buffer_size,
+//                          target_chunk_seconds=0.01)
+//       -> IterDataset: ProcessPrefetchIterDataset's node (and RayPrefetchIterDataset's: Ray
+//       actors behind the same keeper interface, python/spelt/_workers/ray_pool.py, with
+//       longer chunks against Ray's larger per-chunk cost). Its iterator is
 //       MakeOrderedIterator over a ProcessExecutor: chunks of consecutive indices of `parent`
 //       are computed by worker processes; the merge in index order, the state
 //       ({"next_index": n}) and everything downstream (batch, ...) are C++.
@@ -36,6 +39,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_arena.h"
 #include "py_value.h"
 #include "spelt/executor.h"
@@ -47,12 +51,14 @@ namespace {
 // fixed cost of a request and its reply (tens of microseconds on each side) is small against
 // the work, and short enough that the consumer does not wait long for the first element.
 // Sizes double from 1 (a fast first element) until the first reply, then aim at
-// kTargetSeconds of a worker's time per chunk, capped by element count and by bytes: with large
+// `target_seconds` of a worker's time per chunk, capped by element count and by bytes: with large
 // arrays, smaller chunks keep the copies of workers and consumer overlapping (8 MiB beat 32 MiB
 // by ~20% with 1 MiB elements on 2 cores) and touch less of the arenas. Sizes affect only
 // speed: the output never depends on them.
 class ChunkSizer {
  public:
+  explicit ChunkSizer(double target_seconds) : target_seconds_(target_seconds) {}
+
   void Observe(int64_t count, double seconds, double bytes) {
     if (count <= 0) return;
     seconds_ = Smooth(seconds_, seconds / static_cast<double>(count));
@@ -66,13 +72,12 @@ class ChunkSizer {
       return size;
     }
     const double size = std::min({static_cast<double>(kMaxElements),
-                                  kTargetSeconds / std::max(*seconds_, 1e-9),
+                                  target_seconds_ / std::max(*seconds_, 1e-9),
                                   kMaxBytes / std::max(*bytes_, 1.0)});
     return std::max<int64_t>(1, static_cast<int64_t>(size));
   }
 
  private:
-  static constexpr double kTargetSeconds = 0.01;
   static constexpr int64_t kMaxElements = 1024;
   static constexpr double kMaxBytes = 8 << 20;
   static constexpr int64_t kMaxWarmup = 8;  // chunk size before the first reply
@@ -82,6 +87,7 @@ class ChunkSizer {
     return old ? (1 - kSmoothing) * *old + kSmoothing * now : now;
   }
 
+  const double target_seconds_;
   std::optional<double> seconds_, bytes_;  // per element
   int64_t warmup_ = 1;
 };
@@ -91,7 +97,8 @@ class ChunkSizer {
 // to the keeper.
 class Session {
  public:
-  Session(nb::handle keeper, int64_t length) : keeper_(MakePyRef(keeper)), length_(length) {
+  Session(nb::handle keeper, int64_t length, double target_chunk_seconds)
+      : keeper_(MakePyRef(keeper)), length_(length), sizer_(target_chunk_seconds) {
     Lease();  // starts the workers now, and raises now if the pipeline cannot be pickled
   }
 
@@ -174,7 +181,7 @@ class ProcessChunk final : public PendingChunk {
     if (ticket_ != nullptr) session_->Abandon();
   }
   ChunkResult Take() override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     PyRef ticket = std::move(ticket_);
     return session_->Take(ticket, begin_, count_);
   }
@@ -187,15 +194,16 @@ class ProcessChunk final : public PendingChunk {
 
 class ProcessExecutor final : public ChunkExecutor {
  public:
-  ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight)
+  ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight,
+                  double target_chunk_seconds)
       : max_in_flight_(max_in_flight) {
-    nb::gil_scoped_acquire gil;
-    session_ = std::make_shared<Session>(keeper, length);
+    GilAcquire gil;
+    session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds);
   }
   int64_t MaxInFlight() const override { return max_in_flight_; }
   int64_t NextChunkSize() override { return session_->NextChunkSize(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return std::make_unique<ProcessChunk>(session_, session_->Submit(begin, count), begin,
                                           count);
   }
@@ -208,18 +216,20 @@ class ProcessExecutor final : public ChunkExecutor {
 class ProcessPrefetchNode final : public IterNode {
  public:
   ProcessPrefetchNode(std::shared_ptr<const MapNode> parent, nb::handle keeper,
-                      bool allow_nones, int64_t max_in_flight)
+                      bool allow_nones, int64_t max_in_flight, double target_chunk_seconds)
       : IterNode({parent}, /*serial_self=*/true),
         parent_(std::move(parent)),
         keeper_(MakePyRef(keeper)),
         allow_nones_(allow_nones),
-        max_in_flight_(max_in_flight) {}
+        max_in_flight_(max_in_flight),
+        target_chunk_seconds_(target_chunk_seconds) {}
   std::string Name() const override { return "ProcessPrefetchIterDataset"; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     const int64_t length = parent_->Length();
     return MakeOrderedIterator(
         length, allow_nones_,
-        std::make_unique<ProcessExecutor>(keeper_.get(), length, max_in_flight_));
+        std::make_unique<ProcessExecutor>(keeper_.get(), length, max_in_flight_,
+                                          target_chunk_seconds_));
   }
 
  private:
@@ -227,6 +237,7 @@ class ProcessPrefetchNode final : public IterNode {
   PyRef keeper_;
   bool allow_nones_;
   int64_t max_in_flight_;
+  double target_chunk_seconds_;
 };
 
 // The Python exception for an engine error: a Python error as it is, anything else translated
@@ -255,7 +266,7 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
   if (dataset.node()->Serial()) {  // calls Python per element: keep the GIL (bind_iterator.cc)
     chunk = ComputeChunk(*dataset.node(), begin, count);
   } else {
-    nb::gil_scoped_release unlocked;
+    GilRelease unlocked;
     chunk = ComputeChunk(*dataset.node(), begin, count);
   }
   nb::list values;
@@ -271,16 +282,21 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
 
 void RegisterProcessExecutor(nb::module_& m) {
   m.def("process_prefetch", [](const MapDataset& parent, nb::object keeper, bool allow_nones,
-                               int64_t num_workers, int64_t per_worker_buffer_size) {
+                               int64_t num_workers, int64_t per_worker_buffer_size,
+                               double target_chunk_seconds) {
     if (num_workers < 1 || per_worker_buffer_size < 1) {
       throw std::invalid_argument(
           "process_prefetch: num_workers and per_worker_buffer_size must be >= 1");
     }
+    if (!(target_chunk_seconds > 0)) {
+      throw std::invalid_argument("process_prefetch: target_chunk_seconds must be > 0");
+    }
     // Per worker: one chunk being computed and per_worker_buffer_size ready.
     return IterDataset(std::make_shared<ProcessPrefetchNode>(
-        parent.node(), keeper, allow_nones, num_workers * (per_worker_buffer_size + 1)));
+        parent.node(), keeper, allow_nones, num_workers * (per_worker_buffer_size + 1),
+        target_chunk_seconds));
   }, nb::arg("parent"), nb::arg("keeper"), nb::arg("allow_nones"), nb::arg("num_workers"),
-     nb::arg("per_worker_buffer_size"));
+     nb::arg("per_worker_buffer_size"), nb::arg("target_chunk_seconds") = 0.01);
 
   nb::handle map_dataset = nb::type<MapDataset>();
   nb::setattr(map_dataset, "compute_chunk",

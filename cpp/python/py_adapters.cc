@@ -1,6 +1,5 @@
 // Implementation of py_adapters.h.
 #include "py_adapters.h"
-#include "py_array_source.h"
 
 #include <nanobind/stl/string.h>
 
@@ -8,6 +7,9 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+
+#include "gil.h"
+#include "py_array_source.h"
 
 namespace spelt::python {
 namespace {
@@ -57,7 +59,7 @@ class PySourceImpl final : public RandomAccessSource {
   }
   int64_t Length() const override { return length_; }
   Value Get(int64_t index) const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return Read(index);
   }
   // One GIL hold for the whole chunk: one batched call if the source has one, else
@@ -66,7 +68,7 @@ class PySourceImpl final : public RandomAccessSource {
   // at a time, so that the error is the one __getitem__ raises for the first bad record (with
   // its note); if none fails, a RuntimeWarning says the batched call is broken.
   void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     out->reserve(out->size() + indices.size());
     if (getitems_) {
       const size_t before = out->size();
@@ -154,12 +156,12 @@ class PySamplerImpl final : public Sampler {
   }
   int64_t Length() const override { return length_; }
   int64_t RecordKey(int64_t index) const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return Key(index);
   }
   // One interpreter-lock hold for all the indices.
   void RecordKeys(std::span<const int64_t> indices, std::vector<int64_t>* keys) const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     keys->reserve(keys->size() + indices.size());
     for (const int64_t index : indices) keys->push_back(Key(index));
   }
@@ -193,7 +195,7 @@ class PyMapNode final : public MapNode {
   std::string Name() const override { return name_; }
   int64_t Length() const override { return length_; }
   std::optional<Value> Get(int64_t index) const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::object v = nb::handle(ds_.get())[nb::int_(index)];
     if (v.is_none()) return std::nullopt;
     return Wrap(v);
@@ -210,7 +212,7 @@ class PyIterator final : public DatasetIterator {
   explicit PyIterator(nb::handle it) : it_(MakePyRef(it)) {}
   ~PyIterator() override = default;
   std::optional<Value> Next() override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     PyObject* v = PyIter_Next(it_.get());
     if (v == nullptr) {
       if (PyErr_Occurred()) throw nb::python_error();
@@ -220,11 +222,11 @@ class PyIterator final : public DatasetIterator {
     return WrapResult(obj);
   }
   State GetState() const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return StateFromPython(nb::handle(it_.get()).attr("get_state")());
   }
   void SetState(const State& state) override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::handle(it_.get()).attr("set_state")(StateToPython(state));
   }
 
@@ -242,7 +244,7 @@ class PyIterNode final : public IterNode {
         name_(Py_TYPE(ds.ptr())->tp_name) {}
   std::string Name() const override { return name_; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::object it = nb::handle(ds_.get()).attr("__iter__")();
     return std::make_unique<PyIterator>(it);
   }
@@ -256,7 +258,7 @@ class PyIterNode final : public IterNode {
 
 MapFn PyMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return WrapResult(f.get()(ToPython(v)));
   };
 }
@@ -278,21 +280,21 @@ nb::object ToNumpyGenerator(const Philox& rng) {
 
 RandomMapFn PyRandomMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v, Philox& rng) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return WrapResult(f.get()(ToPython(v), ToNumpyGenerator(rng)));
   };
 }
 
 MapWithIndexFn PyMapWithIndexFn(nb::handle fn) {
   return [f = Hold(fn)](int64_t index, Value v) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     return WrapResult(f.get()(nb::int_(index), ToPython(v)));
   };
 }
 
 FilterFn PyFilterFn(nb::handle fn) {
   return [f = Hold(fn)](const Value& v) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::object r = f.get()(ToPython(v));
     const int truth = PyObject_IsTrue(r.ptr());
     if (truth < 0) throw nb::python_error();
@@ -302,7 +304,7 @@ FilterFn PyFilterFn(nb::handle fn) {
 
 FlatMapFn PyFlatMapFn(nb::handle fn) {
   return [f = Hold(fn)](Value v) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     std::vector<Value> out;
     for (nb::handle item : f.get()(ToPython(v))) out.push_back(WrapResult(item));
     return out;
@@ -311,7 +313,7 @@ FlatMapFn PyFlatMapFn(nb::handle fn) {
 
 BatchFn PyBatchFn(nb::handle fn) {
   return [f = Hold(fn)](std::vector<Value> elements) {
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::list items;
     for (const Value& v : elements) items.append(ToPython(v));
     return WrapResult(f.get()(items));
@@ -325,6 +327,10 @@ std::shared_ptr<const RandomAccessSource> PySource(nb::handle source) {
 
 std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_options) {
   return std::make_shared<PySamplerImpl>(sampler, shard_options);
+}
+
+std::unique_ptr<DatasetIterator> PyDatasetIterator(nb::handle it) {
+  return std::make_unique<PyIterator>(it);
 }
 
 MapDataset PyMapDataset(nb::handle dataset) {

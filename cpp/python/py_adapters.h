@@ -40,6 +40,9 @@ std::shared_ptr<const RandomAccessSource> PySource(nb::handle source);
 std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_options);
 // A user's MapDataset subclass: __len__ and __getitem__(global index) -> element or None.
 MapDataset PyMapDataset(nb::handle dataset);
+// An object with __next__, get_state() and set_state(state) as an engine iterator (Grain's
+// CheckpointableIterator).
+std::unique_ptr<DatasetIterator> PyDatasetIterator(nb::handle it);
 // A user's IterDataset subclass: __iter__() returning an iterator with __next__, get_state()
 // and set_state(state). `parent`, if given, is the engine node the Python dataset reads
 // (e.g. the MapDataset below a process-prefetch stage): default seeds of later random

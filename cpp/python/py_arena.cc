@@ -47,6 +47,7 @@
 // The mapping stays valid until the Arena and all its arrays and views are gone.
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_arena.h"
 #include "py_element_codec.h"
 
@@ -401,7 +402,7 @@ void CopyToArena(std::byte* dst, const void* src, int64_t size) {
     std::memcpy(dst, src, n);
     return;
   }
-  nb::gil_scoped_release unlocked;
+  GilRelease unlocked;
   if (n < kStreamBytes || reinterpret_cast<uintptr_t>(dst) % 16 != 0) {
     std::memcpy(dst, src, n);
     return;
@@ -532,6 +533,18 @@ void RegisterArena(nb::module_& m) {
 
   nb::class_<UnpackedChunk>(m, "UnpackedChunk",
                             "The elements of a chunk reply, for the process executor.")
+      // From elements computed elsewhere (a Ray actor's reply, python/spelt/_workers/
+      // ray_pool.py): None where a filter removed the element, else the object as it is
+      // (Wrap: no conversion, so numpy arrays stay zero-copy views of their buffers).
+      .def("__init__",
+           [](UnpackedChunk* self, const nb::list& values) {
+             UnpackedChunk* chunk = new (self) UnpackedChunk();
+             chunk->values.reserve(values.size());
+             for (nb::handle v : values) {
+               chunk->values.push_back(v.is_none() ? std::nullopt : std::optional(Wrap(v)));
+             }
+           },
+           nb::arg("values"))
       .def("__len__", [](const UnpackedChunk& c) { return c.values.size(); })
       .def_prop_ro("error", [](const UnpackedChunk& c) { return c.error; });
 

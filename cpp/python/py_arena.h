@@ -11,7 +11,8 @@
 
 namespace spelt::python {
 
-// The elements of one chunk reply, as Arena.unpack rebuilt them (Python: len() and .error).
+// The elements of one chunk reply, as Arena.unpack rebuilt them, or as a Ray actor returned them
+// (UnpackedChunk(values)); Python: len() and .error.
 // values[k] is nullopt where a filter removed the element; natively encoded elements are engine
 // Values whose arrays point into the arena, pickled ones are Python objects (PyOpaque).
 struct UnpackedChunk {

@@ -6,6 +6,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_value.h"
 #include "spelt/array_record.h"
 #include "spelt/array_record_source.h"
@@ -26,7 +27,7 @@ void RegisterArrayRecord(nb::module_& m) {
       .def("__getitem__", [](const RandomAccessSource& s, int64_t index) {
         Value v;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           v = s.Get(index);
         }
         return ToPython(v);
@@ -37,14 +38,14 @@ void RegisterArrayRecord(nb::module_& m) {
                           std::string repr, bool verify_data_hash) {
         ArrayRecordReaderOptions options;
         options.verify_data_hash = verify_data_hash;
-        nb::gil_scoped_release release;
+        GilRelease release;
         new (self) ArrayRecordSource(std::move(paths), options, std::move(repr));
       }, "paths"_a, "repr"_a, "verify_data_hash"_a = true)
       .def("read_many", [](const ArrayRecordSource& s, std::vector<int64_t> indices,
                            int num_threads) {
         std::vector<std::string> records;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           records = s.ReadMany(indices, num_threads);
         }
         nb::list out;
@@ -61,7 +62,7 @@ void RegisterArrayRecord(nb::module_& m) {
         w.Write(std::string_view(record.c_str(), record.size()));
       }, "record"_a)
       .def("close", [](ArrayRecordWriter& w) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         w.Close();
       })
       .def_prop_ro("num_records", &ArrayRecordWriter::NumRecords);
@@ -69,7 +70,7 @@ void RegisterArrayRecord(nb::module_& m) {
   m.def("array_record_info", [](const std::string& path) {
     ArrayRecordInfo info;
     {
-      nb::gil_scoped_release release;
+      GilRelease release;
       info = ArrayRecordReader::Open(path)->Info();
     }
     nb::dict d;

@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <utility>
 
+#include "gil.h"
+
 namespace spelt::python {
 namespace {
 
@@ -249,7 +251,7 @@ class Decoder {
   Value DecodeScalar() {
     const DType dtype = GetDType();
     std::string_view raw = reader_.Take(ItemSize(dtype));
-    nb::gil_scoped_acquire gil;
+    GilAcquire gil;
     nb::object scalar = nb::handle(GetNumpy().frombuffer)(
         nb::bytes(raw.data(), raw.size()), nb::handle(GetNumpy().dtypes[static_cast<int>(dtype)]))[0];
     return Wrap(scalar);

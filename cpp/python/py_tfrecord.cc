@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "bindings.h"
+#include "gil.h"
 #include "py_value.h"
 #include "spelt/tfrecord.h"
 #include "spelt/tfrecord_dataset.h"
@@ -38,7 +39,7 @@ struct TFRecordIterator {
    public:
     explicit Lock(TFRecordIterator& self) : lock_(self.mu, std::try_to_lock) {
       if (!lock_.owns_lock()) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         lock_.lock();
       }
       if (!self.reader) throw std::invalid_argument("the iterator is closed");
@@ -49,7 +50,7 @@ struct TFRecordIterator {
     template <typename F>
     auto Step(F&& f) {
       if (reader_->NextStepBuffered()) return f(*reader_);
-      nb::gil_scoped_release release;
+      GilRelease release;
       return f(*reader_);
     }
 
@@ -81,7 +82,7 @@ void RegisterTFRecord(nb::module_& m) {
         const std::optional<TFRecordCompression> c = ParseOptional(compression);
         std::unique_ptr<TFRecordReader> reader;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           reader = TFRecordReader::Open(path, c);
         }
         new (self) TFRecordIterator{std::move(reader), {}};
@@ -105,14 +106,14 @@ void RegisterTFRecord(nb::module_& m) {
                                       std::to_string(offset));
         }
         TFRecordIterator::Lock lock(self);
-        nb::gil_scoped_release release;
+        GilRelease release;
         lock.reader().Seek(static_cast<uint64_t>(offset));
       }, "state"_a, "Restores a state of get_state(); ValueError if malformed or past the end.")
       .def("start_prefetch", [](TFRecordIterator&) {}, "Nothing to start: reads are inline.")
       .def("close", [](TFRecordIterator& self) {
         std::unique_lock<std::mutex> lock(self.mu, std::try_to_lock);
         if (!lock.owns_lock()) {
-          nb::gil_scoped_release release;
+          GilRelease release;
           lock.lock();
         }
         self.reader.reset();
@@ -134,18 +135,18 @@ void RegisterTFRecord(nb::module_& m) {
         TFRecordIndexProgress report;
         if (progress) {
           report = [fn = *progress](uint64_t done, uint64_t total) {
-            nb::gil_scoped_acquire acquire;
+            GilAcquire acquire;
             fn(done, total);
           };
         }
-        nb::gil_scoped_release release;
+        GilRelease release;
         new (self) TFRecordSource(std::move(paths), std::move(repr), report);
       }, "paths"_a, "repr"_a, "progress"_a.none(),
          "Indexes the files; progress(done_bytes, total_bytes) is called while it does.")
       .def("read_many", [](const TFRecordSource& s, std::vector<int64_t> indices) {
         std::vector<Value> records;
         {
-          nb::gil_scoped_release release;
+          GilRelease release;
           s.GetMany(indices, &records);
         }
         nb::list out;
@@ -163,7 +164,7 @@ void RegisterTFRecord(nb::module_& m) {
         w.Write(std::string_view(record.c_str(), record.size()));
       }, "record"_a)
       .def("close", [](TFRecordWriter& w) {
-        nb::gil_scoped_release release;
+        GilRelease release;
         w.Close();
       })
       .def_prop_ro("num_records", &TFRecordWriter::NumRecords);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "gil.h"
 #include "spelt/stack.h"
 
 namespace spelt::python {
@@ -19,20 +20,10 @@ struct Cache {
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
 
-bool InterpreterAlive() {
-#if PY_VERSION_HEX >= 0x030D0000
-  return Py_IsInitialized() && !Py_IsFinalizing();
-#else
-  return Py_IsInitialized() && !_Py_IsFinalizing();
-#endif
-}
-
 struct PyDecref {
   void operator()(PyObject* p) const {
-    if (!InterpreterAlive()) return;  // the interpreter frees everything itself
-    PyGILState_STATE s = PyGILState_Ensure();
-    Py_DECREF(p);
-    PyGILState_Release(s);
+    TryGil gil;
+    if (gil.held()) Py_DECREF(p);  // else the interpreter is exiting and frees everything
   }
 };
 
@@ -151,7 +142,7 @@ nb::object RebuildSequence(const Sequence& s, nb::list items) {
 // Stack()'s fallback for None leaves (ObjectStackFallback): np.stack leaf by leaf in Python
 // (spelt._tree.stack), whose object arrays come back as Opaque leaves.
 Value StackWithObjects(const std::vector<Value>& elements) {
-  nb::gil_scoped_acquire gil;
+  GilAcquire gil;
   nb::list objects;
   for (const Value& v : elements) objects.append(ToPython(v));
   try {
@@ -187,12 +178,12 @@ PyRef MakePyRef(nb::handle obj) {
 
 Value PyOpaque::Unpack() const {
   if (is_leaf_) return Value(std::shared_ptr<const Opaque>(shared_from_this()));
-  nb::gil_scoped_acquire gil;
+  GilAcquire gil;
   return ToValue(object());
 }
 
 std::string PyOpaque::Describe() const {
-  nb::gil_scoped_acquire gil;
+  GilAcquire gil;
   return "<Python object of type " + std::string(Py_TYPE(object().ptr())->tp_name) + ">";
 }
 
@@ -220,13 +211,12 @@ int64_t PyByteSize(PyObject* p, int depth = 0) {
 }  // namespace
 
 int64_t PyOpaque::ByteSize() const {
-  if (!InterpreterAlive()) return 0;
-  nb::gil_scoped_acquire gil;
-  return PyByteSize(object().ptr());
+  TryGil gil;
+  return gil.held() ? PyByteSize(object().ptr()) : 0;
 }
 
 Value PyOpaque::StackLeaves(const std::vector<const Opaque*>& leaves) const {
-  nb::gil_scoped_acquire gil;
+  GilAcquire gil;
   nb::list objects;
   for (const Opaque* leaf : leaves) {
     const auto* py = dynamic_cast<const PyOpaque*>(leaf);

@@ -275,52 +275,76 @@ TEST(ArrayRecordTest, ParallelReadRecordsEqualsSequentialReads) {
   }
 }
 
-// ForEachRecord visits [begin, end) in order with the bytes ReadRecord gives, in any layout;
-// a call from inside the visitor works; a bad chunk throws after the records before it.
+// ForEachRecord visits [begin, end) in order with the bytes ReadRecord gives, in any layout
+// and with helper threads reading runs (of 1 MiB) ahead; a call from inside the visitor works;
+// a bad chunk throws after the records before it, and so does the visitor's own error.
 TEST(ArrayRecordTest, ForEachRecordVisitsRangesInOrder) {
+  constexpr uint64_t kNum = 2500;  // ~3.7 MB: several runs
   std::vector<size_t> sizes;
-  for (size_t i = 0; i < 700; ++i) sizes.push_back(i % 11 == 0 ? 0 : (i * 53) % 3000);
+  for (size_t i = 0; i < kNum; ++i) sizes.push_back(i % 11 == 0 ? 0 : (i * 53) % 3000);
   const std::vector<std::string> records = MakeRecords(sizes);
   for (const char* options : {"group_size:1,uncompressed", "group_size:7,zstd",
                               "group_size:64,uncompressed", "group_size:1000,snappy"}) {
     const std::string path = TempPath("for_each");
     WriteFile(path, records, ArrayRecordWriterOptions::FromString(options));
     const auto reader = ArrayRecordReader::Open(path);
-    for (const auto& [begin, end] : std::vector<std::pair<uint64_t, uint64_t>>{
-             {0, 700}, {3, 4}, {5, 400}, {699, 700}, {10, 10}, {700, 700}}) {
-      uint64_t next = begin;
-      reader->ForEachRecord(begin, end, [&](uint64_t index, std::string_view record) {
-        ASSERT_EQ(index, next) << options;
-        ASSERT_EQ(record, records[index]) << options << " " << index;
-        ++next;
-      });
-      EXPECT_EQ(next, end) << options << " [" << begin << ", " << end << ")";
+    for (const int num_threads : {1, 2, 5}) {
+      for (const auto& [begin, end] : std::vector<std::pair<uint64_t, uint64_t>>{
+               {0, kNum}, {3, 4}, {5, 2400}, {kNum - 1, kNum}, {10, 10}, {kNum, kNum}}) {
+        uint64_t next = begin;
+        reader->ForEachRecord(
+            begin, end,
+            [&](uint64_t index, std::string_view record) {
+              ASSERT_EQ(index, next) << options;
+              ASSERT_EQ(record, records[index]) << options << " " << index;
+              ++next;
+            },
+            num_threads);
+        EXPECT_EQ(next, end) << options << " [" << begin << ", " << end << ") " << num_threads;
+      }
+      EXPECT_THROW(
+          reader->ForEachRecord(0, kNum + 1, [](uint64_t, std::string_view) {}, num_threads),
+          std::out_of_range);
+      EXPECT_THROW(reader->ForEachRecord(5, 4, [](uint64_t, std::string_view) {}, num_threads),
+                   std::out_of_range);
+      // Re-entered from the visitor: the inner call has its own buffers.
+      std::vector<std::string> outer;
+      reader->ForEachRecord(
+          100, 110,
+          [&](uint64_t index, std::string_view record) {
+            reader->ForEachRecord(0, 2000, [](uint64_t, std::string_view) {}, num_threads);
+            outer.emplace_back(record);
+            EXPECT_EQ(outer.back(), records[index]);
+          },
+          num_threads);
+      EXPECT_EQ(outer.size(), 10u);
+      // The visitor's error ends the call.
+      uint64_t visited = 0;
+      EXPECT_THROW(reader->ForEachRecord(
+                       0, kNum,
+                       [&](uint64_t index, std::string_view) {
+                         if (index == 1500) throw std::runtime_error("stop");
+                         ++visited;
+                       },
+                       num_threads),
+                   std::runtime_error);
+      EXPECT_EQ(visited, 1500u);
     }
-    EXPECT_THROW(reader->ForEachRecord(0, 701, [](uint64_t, std::string_view) {}),
-                 std::out_of_range);
-    EXPECT_THROW(reader->ForEachRecord(5, 4, [](uint64_t, std::string_view) {}),
-                 std::out_of_range);
-    // Re-entered from the visitor: the inner call has its own buffers.
-    std::vector<std::string> outer;
-    reader->ForEachRecord(100, 110, [&](uint64_t index, std::string_view record) {
-      reader->ForEachRecord(0, 50, [](uint64_t, std::string_view) {});
-      outer.emplace_back(record);
-      EXPECT_EQ(outer.back(), records[index]);
-    });
-    EXPECT_EQ(outer.size(), 10u);
     std::filesystem::remove(path);
   }
-  // A corrupt chunk: the records before it are visited, then CorruptFileError.
+  // A corrupt chunk in a later run: the records before it are visited, then CorruptFileError.
   const std::string path = TempPath("for_each_corrupt");
   WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:1,uncompressed"));
-  const auto record_300 = ReadBytes(path).find(records[300].substr(0, 64));
-  ASSERT_NE(record_300, std::string::npos);
-  FlipBit(path, record_300 + 5, 3);
-  uint64_t visited = 0;
-  EXPECT_THROW(ArrayRecordReader::Open(path)->ForEachRecord(
-                   0, 700, [&](uint64_t, std::string_view) { ++visited; }),
-               CorruptFileError);
-  EXPECT_EQ(visited, 300u);
+  const auto record_2000 = ReadBytes(path).find(records[2000].substr(0, 64));
+  ASSERT_NE(record_2000, std::string::npos);
+  FlipBit(path, record_2000 + 5, 3);
+  for (const int num_threads : {1, 2, 5}) {
+    uint64_t visited = 0;
+    EXPECT_THROW(ArrayRecordReader::Open(path)->ForEachRecord(
+                     0, kNum, [&](uint64_t, std::string_view) { ++visited; }, num_threads),
+                 CorruptFileError);
+    EXPECT_EQ(visited, 2000u) << num_threads;
+  }
   std::filesystem::remove(path);
 }
 

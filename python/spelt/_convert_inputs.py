@@ -143,6 +143,10 @@ class NpzInput(Input):
         return {key: _array_schema(c) for key, c in self._columns.items()}
 
 
+# Rows of a Parquet file encoded together (npz_records).
+_PARQUET_BLOCK = 4096
+
+
 class ParquetInput(Input):
     kind = "parquet"
 
@@ -161,11 +165,27 @@ class ParquetInput(Input):
             lo, hi = max(start, first), min(stop, first + size)
             if lo < hi:
                 group = self._reader.get(g)
-                for k, row in enumerate(group.rows(lo - first, hi - first)):
-                    if any(v is None for v in row.values()):
-                        raise self._error(f"row {lo + k} has a null value: {row}")
-                    yield _npz.npz_bytes(row)
+                for block in range(lo, hi, _PARQUET_BLOCK):
+                    end = min(block + _PARQUET_BLOCK, hi)
+                    yield from self._block_records(group, first, block - first, end - first)
             first += size
+
+    def _block_records(
+        self, group: _parquet.RowGroup, group_start: int, start: int, stop: int
+    ) -> Iterator[bytes]:
+        """The records of rows [start, stop) of the row group (whose first row is row
+        group_start of the file), encoded column-wise; ValueError (after the records before
+        it) at the first row with a null value."""
+        columns = [c[start:stop] for c in group.columns]
+        first_null = min(
+            (k for c in columns if c.dtype.hasobject for k, v in enumerate(c) if v is None),
+            default=None,
+        )
+        end = stop - start if first_null is None else first_null
+        yield from _npz.npz_records(group.names, [c[:end] for c in columns])
+        if first_null is not None:
+            row = group.rows(start + first_null, start + first_null + 1)[0]
+            raise self._error(f"row {group_start + start + first_null} has a null value: {row}")
 
     def schema(self) -> Any:
         return {field.name: str(field.type) for field in self._reader.file.schema_arrow}

@@ -163,6 +163,11 @@ class DatasetIterator:
     def set_state(self, arg: object, /) -> None:
         """Restores a state of get_state(); ValueError if malformed or closed."""
 
+    def start_prefetch(self) -> None:
+        """
+        Starts the pipeline's background read-ahead now (Grain's start_prefetch).
+        """
+
     def close(self) -> None:
         """Releases the pipeline (after a next() in progress); idempotent."""
 
@@ -303,6 +308,8 @@ class ArenaView:
 class UnpackedChunk:
     """The elements of a chunk reply, for the process executor."""
 
+    def __init__(self, values: list) -> None: ...
+
     def __len__(self) -> int: ...
 
     @property
@@ -335,7 +342,7 @@ class Arena:
 
     def take_released(self) -> list[int]: ...
 
-def process_prefetch(parent: MapDataset, keeper: object, allow_nones: bool, num_workers: int, per_worker_buffer_size: int) -> IterDataset: ...
+def process_prefetch(parent: MapDataset, keeper: object, allow_nones: bool, num_workers: int, per_worker_buffer_size: int, target_chunk_seconds: float = 0.01) -> IterDataset: ...
 
 def pack(parent: IterDataset, length_struct: object, num_packing_bins: int, seed: int, shuffle_bins: bool, shuffle_bins_group_by_feature: str | None, meta_features: Sequence[str], pack_alignment_struct: object | None, padding_struct: object | None, max_sequences_per_bin: int | None, best_fit: bool, whole_batches: bool) -> IterDataset:
     """
@@ -362,3 +369,22 @@ def profiled_map(dataset: MapDataset, stats: StageStats) -> MapDataset:
 
 def profiled_iter(dataset: IterDataset, stats: StageStats) -> IterDataset:
     """The node with its iterators' Next counted in stats."""
+
+def thread_prefetch(dataset: IterDataset, buffer_size: int) -> IterDataset:
+    """Grain's ThreadPrefetchIterDataset (spelt/thread_prefetch.h)."""
+
+def thread_prefetch_iterator(parent: object, buffer_size: int) -> DatasetIterator:
+    """
+    Grain's ThreadPrefetchDatasetIterator over a Python iterator with get_state/set_state.
+    """
+
+def cache(dataset: IterDataset) -> IterDataset:
+    """Grain's CacheIterDataset (ops/cache.cc)."""
+
+def interleave(datasets: Sequence[IterDataset], cycle_length: int, num_make_iter_threads: int, make_iter_buffer_size: int, iter_buffer_size: int) -> IterDataset:
+    """Grain's InterleaveIterDataset over a list of datasets."""
+
+def interleave_lazy(count: int, dataset_at: Callable, cycle_length: int, num_make_iter_threads: int, make_iter_buffer_size: int, iter_buffer_size: int) -> IterDataset:
+    """
+    Grain's InterleaveIterDataset over `count` datasets; dataset_at(i) -> IterDataset is called (with the GIL) each time dataset i's iterator is made.
+    """

@@ -1,128 +1,214 @@
-"""Round-robin interleaving of iterators, with Grain 0.2.18's InterleaveDatasetIterator order
-and state (grain/_src/python/dataset/transformations/interleave.py), for the sources that
-interleave their files (ParquetIterDataset over several paths).
-
-Iterators ``0..n-1`` are opened in order into ``cycle_length`` slots; each ``next()`` takes one
-element from the next slot, and a slot whose iterator ends takes the next unopened one. The
-state names, per slot, the iterator index and its own state (or its final state once
-exhausted), so a restore reopens only the iterators in the cycle. Elastic resharding
-(``future_states``) is not supported.
-"""
+"""Grain 0.2.18's ``grain.experimental.InterleaveIterDataset``
+(grain/_src/python/dataset/transformations/interleave.py), run by the engine's interleave
+(cpp/src/ops/interleave.cc): the per-element merge, the per-dataset thread prefetch and the
+iterator making ahead are C++; Python is called only to get a dataset of a lazy ``MapDataset``
+of datasets and for the datasets' own Python code."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import functools
+import operator
+from collections.abc import Sequence
 from typing import Any
 
+from spelt import _core
 from spelt import dataset
 
 
-def _final_state(it: dataset.DatasetIterator) -> Any:
-    """The state recorded for an exhausted iterator. Grain reads each interleaved IterDataset
-    through a thread prefetch, whose state is the one after the last element it handed out,
-    not after the failed next(); iterators whose state moves at the end (ParquetIterDataset's
-    skips trailing empty row groups) say so with ``state_at_last_element()``."""
-    at_last = getattr(it, "state_at_last_element", None)
-    return at_last() if at_last is not None else it.get_state()
+def _dataset_node(datasets: Any, index: int) -> Any:
+    """The engine node of ``datasets[index]``: an IterDataset's, or a MapDataset's
+    ``to_iter_dataset()`` (as Grain reads a MapDataset). TypeError for anything else."""
+    ds = _iter_dataset(datasets, index)
+    if not isinstance(ds, dataset.IterDataset):
+        raise TypeError(
+            f"InterleaveIterDataset: dataset {index} is a {type(ds).__name__}, not an"
+            " IterDataset or a MapDataset"
+        )
+    return ds._node
 
 
-class InterleaveIterator(dataset.DatasetIterator):
-    """Interleaves the iterators ``make[i]()``; one thread at a time."""
+def _non_negative(value: Any, what: str) -> int:
+    value = operator.index(value)
+    if value < 0:
+        raise ValueError(f"InterleaveIterDataset: {what} must be >= 0, got {value}")
+    return value
 
-    def __init__(self, make: Sequence[Callable[[], dataset.DatasetIterator]], cycle_length: int):
-        super().__init__()
-        self._make = list(make)
-        self._cycle = cycle_length
-        self._next_in_cycle = 0
-        self._next_in_datasets = 0
-        self._indices = list(range(cycle_length))
-        self._its: list[dataset.DatasetIterator | None] = [None] * cycle_length
-        self._final_states: list[Any] = [None] * cycle_length  # of exhausted iterators
 
-    def _advance(self) -> None:
-        self._next_in_cycle = (self._next_in_cycle + 1) % self._cycle
+def _iter_dataset(datasets: Any, index: int) -> dataset.IterDataset:
+    ds = datasets[index]
+    return ds.to_iter_dataset() if isinstance(ds, dataset.MapDataset) else ds
 
-    def _open_next(self, slot: int) -> dataset.DatasetIterator:
-        it = self._its[slot] = self._make[self._next_in_datasets]()
-        self._final_states[slot] = None
-        self._indices[slot] = self._next_in_datasets
-        self._next_in_datasets += 1
-        return it
 
-    def __next__(self) -> Any:
-        while True:
-            slot = self._next_in_cycle
-            it = self._its[slot]
-            if it is not None:
-                try:
-                    value = next(it)
-                except StopIteration:
-                    self._final_states[slot] = _final_state(it)
-                    self._its[slot] = None
-                    self._advance()
-                    continue
-                self._advance()
-                return value
-            if self._next_in_datasets < len(self._make):
-                self._open_next(slot)
-            elif all(i is None for i in self._its):
-                raise StopIteration
-            else:
-                self._advance()
+class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disable=protected-access
+    """The iterator of an InterleaveIterDataset: the engine's, with Grain's state keys
+    (``future_states`` keyed by int dataset index) and Grain's per-dataset ("shard") state
+    management for elastic restores (``get_shard_states`` / ``set_shard_states``)."""
+
+    def __init__(self, it: Any, ds: InterleaveIterDataset):
+        super().__init__(it)
+        self._ds = ds
+        self._start_states: dict[int, Any] = {}
 
     def get_state(self) -> dict[str, Any]:
-        # As Grain does, slots not yet opened are opened here, so that their states are known.
-        states: list[Any] = [None] * self._cycle
-        for slot in range(self._cycle):
-            if self._its[slot] is not None:
-                states[slot] = self._its[slot].get_state()
-            elif self._final_states[slot] is not None:
-                states[slot] = self._final_states[slot]
-            elif self._next_in_datasets >= len(self._make):
-                break
-            else:
-                states[slot] = self._open_next(slot).get_state()
-        return {
-            "next_index_in_cycle": self._next_in_cycle,
-            "next_index_in_datasets": self._next_in_datasets,
-            "iterators_in_use_indices": list(self._indices),
-            "iterators_in_use_states": states,
-            "exhausted": [int(s is not None) for s in self._final_states],
-            "future_states": {},
-        }
+        state = super().get_state()
+        state["future_states"] = {int(k): v for k, v in state["future_states"].items()}
+        return state
 
     def set_state(self, state: dict[str, Any]) -> None:
-        try:
-            indices = list(state["iterators_in_use_indices"])
-            states = list(state["iterators_in_use_states"])
-            exhausted = list(state["exhausted"])
-            next_in_cycle, next_in_datasets = (
-                state["next_index_in_cycle"],
-                state["next_index_in_datasets"],
+        if isinstance(state, dict) and state.get("future_states"):
+            state = dict(
+                state, future_states={str(k): v for k, v in state["future_states"].items()}
             )
-        except (KeyError, TypeError) as e:
-            raise ValueError(f"not an interleave state: {state!r}") from e
-        if state.get("future_states"):
-            raise ValueError("interleave states with future_states (elastic) are not supported")
-        if not (len(indices) == len(states) == len(exhausted) == self._cycle) or any(
-            not 0 <= i < len(self._make) for i in indices
-        ):
-            raise ValueError(
-                f"interleave state does not fit {len(self._make)} datasets in a cycle of"
-                f" {self._cycle}: {state!r}"
-            )
-        for slot, (index, it_state) in enumerate(zip(indices, states)):
-            self._its[slot], self._final_states[slot] = None, None
-            if it_state is not None and exhausted[slot]:
-                self._final_states[slot] = it_state
-            elif it_state is not None:
-                it = self._make[index]()
-                it.set_state(it_state)
-                self._its[slot] = it
-        self._next_in_cycle, self._next_in_datasets = next_in_cycle, next_in_datasets
-        self._indices = indices
+        super().set_state(state)
 
-    def close(self) -> None:
-        for it in self._its:
-            if it is not None:
-                it.close()
+    def _start_state(self, index: int) -> Any:
+        if index not in self._start_states:
+            self._start_states[index] = iter(
+                _iter_dataset(self._ds._datasets, index)  # pylint: disable=protected-access
+            ).get_state()
+        return self._start_states[index]
+
+    def get_shard_states(self) -> list[dict[str, Any]]:
+        """One ``{"exhausted": 0/1, "state": ...}`` per dataset (Grain's layout): the datasets
+        in the cycle with their states, the others at their start (or future) state."""
+        state = self.get_state()
+        future, first_unopened = state["future_states"], state["next_index_in_datasets"]
+        indices = state["iterators_in_use_indices"]
+        shards: list[Any] = [None] * len(self._ds._datasets)  # pylint: disable=protected-access
+        for i in range(len(shards)):
+            if i >= first_unopened:
+                start = future[i] if i in future else self._start_state(i)
+                shards[i] = {"exhausted": 0, "state": start}
+            elif i not in indices:  # exhausted and out of the cycle
+                shards[i] = {"exhausted": 1, "state": self._start_state(i)}
+        for index, it_state, exhausted in zip(
+            indices, state["iterators_in_use_states"], state["exhausted"]
+        ):
+            shards[index] = {"exhausted": exhausted, "state": it_state}
+        return shards
+
+    def set_shard_states(self, shard_states: Sequence[dict[str, Any]]) -> None:
+        """Restores per-dataset states (from ``get_shard_states``, possibly of another
+        sharding): the first cycle_length datasets not exhausted fill the cycle, the others
+        start from their states when opened; exhausted ones fill what is left of the cycle."""
+        cycle = min(self._ds._cycle_length, len(self._ds._datasets))  # pylint: disable=protected-access
+        indices, states, exhausted, future = [], [], [], {}
+        for i, shard in enumerate(shard_states):
+            if shard["exhausted"]:
+                continue
+            if len(indices) < cycle:
+                indices.append(i)
+                states.append(shard["state"])
+                exhausted.append(0)
+            elif shard["state"]:
+                future[i] = shard["state"]
+        next_in_datasets = max(indices) + 1 if indices else 0
+        for i, shard in enumerate(shard_states):
+            if len(indices) >= cycle:
+                break
+            if shard["exhausted"]:
+                indices.append(i)
+                states.append(shard["state"])
+                exhausted.append(1)
+        self.set_state(
+            {
+                "next_index_in_cycle": 0,
+                "next_index_in_datasets": next_in_datasets,
+                "iterators_in_use_indices": indices,
+                "iterators_in_use_states": states,
+                "exhausted": exhausted,
+                "future_states": future,
+            }
+        )
+
+    def _get_next_index(self) -> int:
+        self._single_dataset("get_next_index")
+        it_state = self.get_state()["iterators_in_use_states"][0]
+        if it_state is None:
+            return 0
+        if set(it_state) != {"next_index"}:
+            return super()._get_next_index()
+        return it_state["next_index"]
+
+    def _set_next_index(self, index: int) -> None:
+        self._single_dataset("set_next_index")
+        state = self.get_state()
+        self.set_state(dict(state, iterators_in_use_states=[{"next_index": index}], exhausted=[0]))
+
+    def _single_dataset(self, what: str) -> None:
+        if len(self._ds._datasets) != 1:  # pylint: disable=protected-access
+            raise NotImplementedError(
+                f"{what} is not supported for InterleaveDatasetIterator with more than one dataset."
+            )
+
+    def __str__(self) -> str:
+        return str(self._ds).replace("InterleaveIterDataset", "InterleaveDatasetIterator")
+
+
+class InterleaveIterDataset(dataset.IterDataset):
+    """Interleaves ``datasets`` (a sequence of IterDatasets or MapDatasets, or a MapDataset of
+    them, read lazily), taking one element from each of at most ``cycle_length`` open
+    iterators in turn; an exhausted iterator's slot takes the next dataset (Grain's order).
+    ``cycle_length`` >= the number of datasets mixes them evenly, 1 chains them.
+
+    Each dataset is read through a thread prefetch of ``iter_buffer_size`` elements (0: read
+    when needed, in ``next()``); with ``num_make_iter_threads`` > 0, the iterators of the next
+    ``make_iter_buffer_size`` datasets are made ahead on threads of their own.
+
+    State (Grain's): ``{"next_index_in_cycle", "next_index_in_datasets",
+    "iterators_in_use_indices", "iterators_in_use_states", "exhausted", "future_states"}``;
+    a dataset's state is the one after its last element returned. ``get_state()`` opens the
+    slots not yet opened, as Grain's does. ValueError on cycle_length <= 0 or a negative
+    option; TypeError (at iteration) if an entry of ``datasets`` is not a dataset.
+    Thread-safety: as every Spelt iterator (calls are serialised).
+    """
+
+    def __init__(
+        self,
+        datasets: Sequence[dataset.IterDataset | dataset.MapDataset] | dataset.MapDataset,
+        *,
+        cycle_length: int,
+        num_make_iter_threads: int = 1,
+        make_iter_buffer_size: int = 1,
+        iter_buffer_size: int = 1,
+    ):
+        # No parents, as in Grain: `datasets` may be a lazy MapDataset, evaluated per iterator.
+        super().__init__()
+        self._datasets = datasets
+        self._cycle_length = operator.index(cycle_length)
+        if self._cycle_length <= 0:
+            raise ValueError(
+                f"InterleaveIterDataset: cycle_length must be positive, got {cycle_length}"
+            )
+        self._options = (
+            _non_negative(num_make_iter_threads, "num_make_iter_threads"),
+            _non_negative(make_iter_buffer_size, "make_iter_buffer_size"),
+            _non_negative(iter_buffer_size, "iter_buffer_size"),
+        )
+
+    def _make_node(self):
+        datasets, count = self._datasets, len(self._datasets)
+        if isinstance(datasets, dataset.MapDataset):
+            return _core.interleave_lazy(
+                count,
+                functools.partial(_dataset_node, datasets),
+                self._cycle_length,
+                *self._options,
+            )
+        nodes = [_dataset_node(datasets, i) for i in range(count)]
+        return _core.interleave(nodes, self._cycle_length, *self._options)
+
+    def __iter__(self) -> InterleaveDatasetIterator:
+        return InterleaveDatasetIterator(self._node.make_iterator(), self)
+
+    def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
+        """Keeps ``datasets[sl]`` (Grain's sharding of an interleave; mutates this dataset)."""
+        del sequential_slice
+        self._datasets = self._datasets[sl]
+        self._node_cache = None
+
+    def __str__(self) -> str:
+        return (
+            f"InterleaveIterDataset([{len(self._datasets)} datasets],"
+            f" cycle_length={self._cycle_length})"
+        )

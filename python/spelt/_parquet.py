@@ -13,10 +13,10 @@ row i is a view equal to Grain's element (same dtype and shape).
 from __future__ import annotations
 
 import concurrent.futures
-import itertools
+import functools
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -91,20 +91,60 @@ def _uniform_list_column(chunked: Any) -> np.ndarray | None:
     return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
 
+def _text_type(chunked: Any) -> type | None:
+    """``str`` for a string column with no nulls, ``bytes`` for such a binary column (their
+    numpy arrays hold only values of that type); None for any other column."""
+    import pyarrow as pa  # pylint: disable=import-outside-toplevel
+
+    t = chunked.type
+    if chunked.null_count:
+        return None
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return str
+    binary = pa.types.is_binary(t) or pa.types.is_large_binary(t)
+    return bytes if binary or pa.types.is_fixed_size_binary(t) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _dict_builder(num_columns: int) -> Callable[..., list[dict[str, Any]]]:
+    """A function ``(names, column_0, ..., column_k) -> [{names[0]: column_0[r], ...} for each
+    row r]`` for k + 1 = num_columns, whose comprehension builds each dict with a dict display
+    (about twice as fast as ``dict(zip(names, row))``; equal keys: the last one wins in both).
+    Only numbers go into the generated code, never a column name."""
+    keys = ", ".join(f"k{j}" for j in range(num_columns))
+    values = ", ".join(f"v{j}" for j in range(num_columns))
+    columns = ", ".join(f"c{j}" for j in range(num_columns))
+    display = ", ".join(f"k{j}: v{j}" for j in range(num_columns))
+    source = (
+        f"def build(names, {columns}):\n"
+        f"    ({keys},) = names\n"
+        f"    return [{{{display}}} for ({values},) in zip({columns})]\n"
+    )
+    if num_columns == 0:
+        source = "def build(names):\n    return []\n"
+    namespace: dict[str, Any] = {}
+    exec(source, namespace)  # pylint: disable=exec-used
+    return namespace["build"]
+
+
 class RowGroup:
     """The columns of one decoded row group. Immutable; safe to share between threads.
 
     ``names``: column names in file order; ``columns``: one numpy array per column, of length
-    ``len(self)`` along axis 0 (object arrays for strings, bytes and ragged or nullable lists).
+    ``len(self)`` along axis 0 (object arrays for strings, bytes and ragged or nullable lists);
+    ``text_types``: per column, ``str`` / ``bytes`` if its object array holds only values of
+    that type (a string / binary column with no nulls), else None.
     """
 
     def __init__(self, table: Any):
         self.names = list(table.column_names)
         self.columns = []
+        self.text_types = []
         for i in range(table.num_columns):
             chunked = table.column(i)
             uniform = _uniform_list_column(chunked)
             self.columns.append(uniform if uniform is not None else chunked.to_numpy())
+            self.text_types.append(_text_type(chunked))
         self._len = table.num_rows
 
     def __len__(self) -> int:
@@ -113,8 +153,8 @@ class RowGroup:
     def _dicts(self, columns: list[np.ndarray]) -> list[dict[str, Any]]:
         # Rows of 2-D columns are views of a writable copy of the block (Grain's are writable);
         # copying per block reuses memory where one copy of the row group would fault it in.
-        values = zip(*(list(np.array(c) if c.ndim == 2 else c) for c in columns))
-        return list(map(dict, map(zip, itertools.repeat(self.names), values)))
+        build = _dict_builder(len(self.names))
+        return build(self.names, *(np.array(c) if c.ndim == 2 else c for c in columns))
 
     def rows(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Rows [start, stop) as Grain's elements ``{name: value}``, built without a Python loop
@@ -134,9 +174,16 @@ def stack_pieces(pieces: list[tuple[RowGroup, int, int]]) -> dict[str, np.ndarra
     batch = {}
     for j, name in enumerate(first.names):
         slices = [group.columns[j][start:stop] for group, start, stop in pieces]
+        text = {group.text_types[j] for group, _, _ in pieces}
         if all(s.dtype != object for s in slices):
             batch[name] = np.concatenate(slices) if len(slices) > 1 else slices[0].copy()
-        else:  # strings, bytes, ragged lists: the engine's own stacking of the values
+        elif len(text) == 1 and None not in text:
+            # Only str (or only bytes): numpy's conversion gives what stacking gives (<U / S of
+            # the longest value), ~15x faster than stacking the values one by one.
+            batch[name] = (np.concatenate(slices) if len(slices) > 1 else slices[0]).astype(
+                text.pop()
+            )
+        else:  # nullable strings and bytes, ragged lists: the engine's own stacking of the values
             try:
                 batch[name] = _core.stack([v for s in slices for v in s])
             except ValueError as e:

@@ -80,6 +80,14 @@ class StageSummary:
             waiting = self.total_time_ns - self.self_time_ns
         return min(max(waiting / self.total_time_ns, 0.0), 1.0)
 
+    # The field names of Grain's ExecutionSummary.Node (grain/proto/execution_summary.proto).
+    num_produced_elements = property(lambda self: self.elements)
+    total_processing_time_ns = property(lambda self: self.total_time_ns)
+    bytes_produced = property(lambda self: self.bytes_out)
+    wait_time_ratio = property(lambda self: self.wait_share)
+    is_prefetch = property(lambda self: self.kind in ("prefetch", "workers"))
+    is_output = property(lambda self: self.id == 0)
+
     @property
     def busy_ns(self) -> float:
         """The stage's own work per thread (ns): self time over parallelism, or for the
@@ -106,6 +114,11 @@ class ExecutionSummary:
     @property
     def output(self) -> StageSummary:
         return self.stages[0]
+
+    @property
+    def nodes(self) -> dict[int, StageSummary]:
+        """The stages by id (the ``nodes`` map of Grain's ExecutionSummary proto)."""
+        return {s.id: s for s in self.stages}
 
     @property
     def consumer_wait_share(self) -> float:
@@ -324,9 +337,9 @@ def _kind(ds: Any, dataset_mod: Any) -> str:
         return "workers"
     if isinstance(ds, dataset_mod._PrefetchIterDataset):  # pylint: disable=protected-access
         return "prefetch" if not ds._parents[0]._node.serial() else "engine"  # pylint: disable=protected-access
-    from spelt import thread_prefetch  # pylint: disable=import-outside-toplevel
+    from spelt import _thread_prefetch  # pylint: disable=import-outside-toplevel
 
-    if isinstance(ds, thread_prefetch.ThreadPrefetchIterDataset):
+    if isinstance(ds, _thread_prefetch.ThreadPrefetchIterDataset):
         return "prefetch"
     module = type(ds).__module__ or ""
     return "engine" if module.startswith("spelt.") else "python"

@@ -34,6 +34,7 @@ from spelt import _checkpoint_io
 from spelt import _core
 from spelt import dataset
 from spelt import dataset_options
+from spelt import operations as operations_lib
 from spelt import options as options_lib
 from spelt import packing
 from spelt import samplers as samplers_lib
@@ -205,14 +206,26 @@ class DataLoader:
         shard_options: sharding.ShardOptions | None = None,
         read_options: options_lib.ReadOptions | None = None,
         enable_profiling: bool = False,
+        worker_backend: Any = None,
     ):
+        """Grain's arguments, and ``worker_backend`` (Spelt's): a
+        ``spelt.experimental.RayOptions`` to compute the operations before the first Batch on
+        Ray actors instead of worker processes (then worker_count must be 0; the output and the
+        state are those of worker_count=0; docs/distributed.md)."""
         if worker_buffer_size < 0:
             raise ValueError(
                 "Worker buffer size must be greater than or equal zero."
                 f"Current worker_buffer_size is {worker_buffer_size}."
             )
         worker_count = _determine_worker_count(worker_count)
-        operations = list(operations)  # an iterator or generator is read once
+        if worker_backend is not None and worker_count:
+            raise ValueError(
+                f"DataLoader: worker_backend={worker_backend!r} computes the records; pass"
+                f" worker_count=0 with it, not {worker_count}"
+            )
+        self._worker_backend = worker_backend
+        # an iterator or generator is read once; Grain's *Operation classes become transforms
+        operations = [operations_lib.as_transformation(op) for op in operations]
         if shard_options is None:
             shard_options = getattr(sampler, "_shard_options", None)
             if not isinstance(shard_options, sharding.ShardOptions):
@@ -290,9 +303,13 @@ class DataLoader:
                 ds = ds.apply(op)
             elif isinstance(op, packing.PackAndBatchOperation):
                 ds = op.apply_to(ds)  # the engine packs; the state is the packing iterator's
-            else:
-                raise TypeError(f"unsupported DataLoader operation: {type(op).__name__}")
-        ds = ds.mp_prefetch(self._multiprocessing_options)
+            else:  # a legacy operation on an iterator of Records (TypeError if not callable)
+                earlier = ops[: self._per_index_count + position]
+                keyless = any(operations_lib.drops_record_key(o) for o in earlier)
+                ds = operations_lib.OperationIterDataset(
+                    ds, op, self._sampler, self._shard_options, keyless
+                )
+        ds = ds.mp_prefetch(self._worker_backend or self._multiprocessing_options)
         if self._multiprocessing_options.enable_profiling:  # per-stage execution summary
             tracking = dataset_options.ExecutionTrackingMode.STAGE_TIMING
             ds = dataset_options.WithOptionsIterDataset(
@@ -393,7 +410,7 @@ class DataLoaderIterator:
             raise
 
     def _exit_source(self) -> None:
-        entered, self._entered = self._entered, None
+        entered, self._entered = getattr(self, "_entered", None), None  # None if __init__ failed
         if entered is not None:
             entered.__exit__(None, None, None)
 

@@ -113,6 +113,11 @@ class _Transformations(_Node):
     def parents(self) -> Sequence[Any]:
         return getattr(self, "_parents", ())
 
+    @property
+    def _parent(self) -> Any:
+        """The first parent (Grain's ``_parent``, which user subclasses read)."""
+        return self._parents[0]
+
     def seed(self, seed: int) -> Any:
         """Sets the seed from which later random transformations derive default seeds (Grain's
         ``seed()``): any non-negative int. TypeError if not an int, ValueError if negative."""
@@ -338,8 +343,15 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         the number of workers, and a state restores with any number of them; hence
         ``sequential_slice`` has no effect. A pipeline with no ``to_iter_dataset`` stage (a custom
         IterDataset source) is returned unchanged and runs in this process. See docs/workers.md.
+
+        ``options`` may instead be a ``spelt.experimental.RayOptions``: the MapDataset part is
+        then computed by Ray actors, with the same output and state (docs/distributed.md).
         """
         del sequential_slice  # chunks are always consecutive indices
+        from spelt import ray as ray_lib  # pylint: disable=import-outside-toplevel
+
+        if isinstance(options, ray_lib.RayOptions):
+            return ray_lib.prefetch(self, options)
         if options is None:
             options = options_lib.MultiprocessingOptions(num_workers=10)
         if options.num_workers < 0:
@@ -477,6 +489,11 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
     def _set_next_index(self, index: int) -> None:
         self._get_next_index()  # NotImplementedError where the state is not a position
         self.set_state({"next_index": index})
+
+    def start_prefetch(self) -> None:
+        if self._closed:
+            raise ValueError("start_prefetch() on a closed iterator")
+        self._it.start_prefetch()
 
     def close(self) -> None:
         if not self._closed:

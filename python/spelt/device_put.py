@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from spelt import dataset
-from spelt.thread_prefetch import ThreadPrefetchIterDataset
+from spelt._thread_prefetch import ThreadPrefetchIterDataset
 
 
 class _DevicePut:

@@ -13,15 +13,16 @@ equals the batch of row dicts (same dict of stacked arrays, same states after ev
 
 from __future__ import annotations
 
+import operator
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
 from spelt import _parquet
 from spelt import dataset
-from spelt._interleave import InterleaveIterator
+from spelt._interleave import InterleaveIterDataset
 
 # Grain interleaves at most this many files at a time (parquet_dataset._CYCLE_LENGTH).
 _CYCLE_LENGTH = 16
@@ -89,35 +90,38 @@ class _ParquetDatasetIterator(dataset.DatasetIterator):
     def __init__(self, path: Any, read_kwargs: dict[str, Any]):
         super().__init__()
         self._cursor = _FileCursor(path, read_kwargs)
-        # A block of rows of the cursor's row group: self._rows[k] is row _rows_start + k.
-        self._rows_group: _parquet.RowGroup | None = None
-        self._rows: list[dict[str, Any]] = []
-        self._rows_start = 0
-        self._state_at_last_element = self._cursor.state()
+        # The rows of a block of the cursor's row group not returned yet, and the index of the
+        # row after the block (None when there is no block): the cursor's row index is synced
+        # from them only when needed, so that next() does no bookkeeping per row.
+        self._block: Iterator[dict[str, Any]] = iter(())
+        self._block_end: int | None = None
 
     def __next__(self) -> dict[str, Any]:
-        cursor = self._cursor
-        k = cursor.i - self._rows_start
-        if cursor.group is not self._rows_group or not 0 <= k < len(self._rows):
-            last = cursor.state()
-            if cursor.available() == 0:
-                self._state_at_last_element = last
-                raise StopIteration
-            self._rows_group, self._rows_start, k = cursor.group, cursor.i, 0
-            self._rows = cursor.group.rows(cursor.i, cursor.i + _ROWS_PER_BLOCK)
-        cursor.i += 1
-        return self._rows[k]
+        row = next(self._block, None)  # rows are dicts, never None
+        return self._next_block() if row is None else row
+
+    def _sync(self) -> _FileCursor:
+        """The cursor, moved to the row after the last one returned."""
+        if self._block_end is not None:
+            self._cursor.i = self._block_end - operator.length_hint(self._block)
+        return self._cursor
+
+    def _next_block(self) -> dict[str, Any]:
+        cursor = self._sync()
+        self._block, self._block_end = iter(()), None
+        if cursor.available() == 0:
+            raise StopIteration
+        rows = cursor.group.rows(cursor.i, cursor.i + _ROWS_PER_BLOCK)
+        self._block, self._block_end = iter(rows), cursor.i + len(rows)
+        return next(self._block)
 
     def get_state(self) -> dict[str, int]:
-        return self._cursor.state()
-
-    def state_at_last_element(self) -> dict[str, int]:
-        """After StopIteration: the state right after the last row (before the end was looked
-        for), which Grain's interleave records for an exhausted file (see spelt/_interleave.py)."""
-        return self._state_at_last_element
+        return self._sync().state()
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self._cursor.seek(*_check_state(state))
+        g, i = _check_state(state)
+        self._block, self._block_end = iter(()), None
+        self._cursor.seek(g, i)
 
     def __str__(self) -> str:
         return f"ParquetDatasetIterator(path={self._cursor._path!r})"
@@ -173,15 +177,11 @@ class ParquetIterDataset(dataset.IterDataset):
         self._paths = [os.fspath(path)] if single else [os.fspath(p) for p in path]
         self._read_kwargs = read_kwargs
 
-    def _iterator(self, make: Callable[[Any], dataset.DatasetIterator]) -> Any:
-        if len(self._paths) == 1:
-            return make(self._paths[0])
-        return InterleaveIterator(
-            [lambda p=p: make(p) for p in self._paths], min(_CYCLE_LENGTH, len(self._paths))
-        )
-
     def __iter__(self) -> dataset.DatasetIterator:
-        return self._iterator(lambda p: _ParquetDatasetIterator(p, self._read_kwargs))
+        if len(self._paths) == 1:
+            return _ParquetDatasetIterator(self._paths[0], self._read_kwargs)
+        files = [ParquetIterDataset(p, **self._read_kwargs) for p in self._paths]
+        return InterleaveIterDataset(files, cycle_length=_CYCLE_LENGTH).__iter__()
 
     def batch(
         self,

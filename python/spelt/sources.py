@@ -56,5 +56,11 @@ class RangeDataSource:
 
 
 from spelt.array_record import ArrayRecordDataSource  # pylint: disable=g-import-not-at-top
+from spelt.shared_memory import SharedMemoryDataSource  # pylint: disable=g-import-not-at-top
 
-__all__ = ["ArrayRecordDataSource", "RandomAccessDataSource", "RangeDataSource"]
+__all__ = [
+    "ArrayRecordDataSource",
+    "RandomAccessDataSource",
+    "RangeDataSource",
+    "SharedMemoryDataSource",
+]

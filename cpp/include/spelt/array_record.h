@@ -108,14 +108,19 @@ class ArrayRecordReader {
 
   // Calls visit(index, record) for each record of [begin, end), in order, from the calling
   // thread: the sequential read. `record` views the reader's buffer and is valid only during
-  // the call. Neighbouring chunks are read with one pread into a buffer kept per thread and
-  // decoded there, with every hash checked as ReadRecords checks them: nothing is allocated
-  // per record. REQUIRES: begin <= end <= NumRecords(), else std::out_of_range. Throws as
-  // ReadRecords for a bad chunk (records before it have been visited), and whatever `visit`
-  // throws.
+  // the call. Neighbouring chunks are read with one pread (runs of up to 1 MiB) into buffers
+  // kept per thread and decoded there, with every hash checked as ReadRecords checks them:
+  // nothing is allocated per record. With num_threads > 1, up to num_threads - 1 helpers from
+  // the pool that ReadRecords uses read, check and decode the next runs (at most 2 *
+  // num_threads runs ahead) while `visit` runs on the calling thread; the caller reads runs
+  // too when it would otherwise wait. REQUIRES: begin <= end <= NumRecords(), else
+  // std::out_of_range. Throws as ReadRecords for a bad chunk (the records before it have been
+  // visited), and whatever `visit` throws; no helper touches the call's buffers after it
+  // returned or threw.
   virtual void ForEachRecord(
       uint64_t begin, uint64_t end,
-      const std::function<void(uint64_t index, std::string_view record)>& visit) const = 0;
+      const std::function<void(uint64_t index, std::string_view record)>& visit,
+      int num_threads = 1) const = 0;
 
   // Facts about the file. Reads the first data chunk to learn its compression, so throws as
   // ReadRecord(0) would if that chunk is bad.

@@ -82,6 +82,9 @@ class DatasetNode {
   explicit DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
                        bool serial_self = false, bool filters_self = false);
   void set_seed_words(std::vector<uint32_t> words) { seed_words_ = std::move(words); }
+  // For nodes whose iterators call their parents from threads of their own, the parents
+  // taking any lock they need themselves (thread prefetch): Serial() is then false.
+  void set_not_serial() { serial_ = false; }
 
  private:
   std::vector<std::shared_ptr<const DatasetNode>> parents_;
@@ -128,6 +131,10 @@ class DatasetIterator {
   // Restores a state from GetState() of an iterator of the same pipeline.
   // Throws std::invalid_argument if the state is malformed, naming the missing/bad field.
   virtual void SetState(const State& state) = 0;
+  // Starts background read-ahead before the first Next() (Grain's start_prefetch); iterators
+  // that read ahead on threads of their own (thread prefetch, interleave) override it. The
+  // default does nothing. Idempotent.
+  virtual void StartPrefetch() {}
 };
 
 class IterNode : public DatasetNode {
@@ -245,6 +252,28 @@ class IterDataset {
   // The stream num_epochs times (nullopt: forever), each epoch identical (Grain's
   // RepeatIterDataset). Throws std::invalid_argument if num_epochs <= 0.
   IterDataset Repeat(std::optional<int64_t> num_epochs = std::nullopt) const;
+  // Grain's ThreadPrefetchIterDataset: a thread of the iterator reads up to `buffer_size`
+  // elements ahead (0: none, Next() reads the parent). The state is the parent's state after
+  // the last element returned; restoring drops what was read ahead (ops/thread_prefetch.cc).
+  // Throws std::invalid_argument if buffer_size < 0.
+  IterDataset ThreadPrefetch(int64_t buffer_size) const;
+  // Grain's CacheIterDataset: the first pass reads the parent, later passes (after a
+  // restart to the initial state, as RepeatIterDataset does) read the elements kept in memory
+  // (ops/cache.cc).
+  IterDataset Cache() const;
+  // Grain's InterleaveIterDataset over `count` datasets, `dataset_at(i)` being dataset i (called
+  // each time its iterator is made, possibly from a thread of the iterator): elements are
+  // taken in turn from at most options.cycle_length open iterators (ops/interleave.cc).
+  // Throws std::invalid_argument on count < 0 or a bad option.
+  struct InterleaveOptions {
+    int64_t cycle_length = 1;
+    int64_t num_make_iter_threads = 1;  // 0: iterators are made when needed, in Next()
+    int64_t make_iter_buffer_size = 1;  // iterators made ahead (with num_make_iter_threads > 0)
+    int64_t iter_buffer_size = 1;       // ThreadPrefetch buffer of each interleaved iterator
+  };
+  static IterDataset Interleave(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
+                                InterleaveOptions options);
+  static IterDataset Interleave(std::vector<IterDataset> datasets, InterleaveOptions options);
 
   const std::shared_ptr<const IterNode>& node() const { return node_; }
 

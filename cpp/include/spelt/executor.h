@@ -1,13 +1,14 @@
 // spelt/executor.h: the one ordered-execution core of Spelt.
 //
-// Every read-ahead in Spelt (to_iter_dataset with threads, worker processes, and later remote
-// actors) is the same iterator: it asks an *executor* to compute chunks of consecutive global
+// Every read-ahead in Spelt (to_iter_dataset with threads, worker processes, Ray actors) is the
+// same iterator: it asks an *executor* to compute chunks of consecutive global
 // indices of a MapDataset, keeps several in flight, and hands out their elements strictly in
 // index order. Executors differ only in where a chunk is computed:
 //   - MakeInlineExecutor: in the calling thread, when the consumer asks for it (num_threads 0,
 //     or pipelines that call Python and so hold the GIL);
 //   - MakeThreadPoolExecutor: on the process-wide thread pool (pipelines that call no Python);
-//   - worker processes (the Python package plugs one in, cpp/python/).
+//   - worker processes, or Ray actors behind the same interface (the Python package plugs
+//     them in, cpp/python/process_executor.cc).
 // The state rules are written once, in MakeOrderedIterator: the state is Grain's
 // {"next_index": n}, the number of indices consumed up to and including the last element
 // returned; read-ahead never counts, so a state restores with any executor.

@@ -22,6 +22,7 @@
 #include "riegeli/chunk_reader.h"
 #include "riegeli/simple_chunk.h"
 #include "spelt/array_record.h"
+#include "core/ordered_pipeline.h"
 #include "core/thread_pool.h"
 
 namespace spelt {
@@ -105,9 +106,9 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   std::vector<std::string> ReadRecords(std::span<const uint64_t> indices,
                                        int num_threads) const override;
 
-  void ForEachRecord(
-      uint64_t begin, uint64_t end,
-      const std::function<void(uint64_t, std::string_view)>& visit) const override;
+  void ForEachRecord(uint64_t begin, uint64_t end,
+                     const std::function<void(uint64_t, std::string_view)>& visit,
+                     int num_threads) const override;
 
   ArrayRecordInfo Info() const override;
 
@@ -502,54 +503,89 @@ std::string_view ArrayRecordReaderImpl::DecodeInPlace(
 }
 
 void ArrayRecordReaderImpl::ForEachRecord(
-    uint64_t begin, uint64_t end,
-    const std::function<void(uint64_t, std::string_view)>& visit) const {
+    uint64_t begin, uint64_t end, const std::function<void(uint64_t, std::string_view)>& visit,
+    int num_threads) const {
   if (begin > end || end > num_records_) {
     throw std::out_of_range(path() + ": records [" + Num(begin) + ", " + Num(end) +
                             ") out of range; the file has " + Num(num_records_) + " records");
   }
-  // Buffers kept per thread; a call made from inside `visit` uses its own.
-  struct Scratch {
-    internal::riegeli::ScratchBuffer run, sizes, values;
-    std::vector<uint64_t> ends;
+  if (begin == end) return;
+  // Runs: the chunks [runs[k], runs[k + 1]) are read with one pread (at least one chunk, up to
+  // kMaxRunBytes).
+  std::vector<uint64_t> runs{begin / group_size_};
+  const uint64_t stop = (end - 1) / group_size_ + 1;
+  for (uint64_t c = runs.back() + 1; c < stop; ++c) {
+    if (chunk_offsets_[c + 1] - chunk_offsets_[runs.back()] > kMaxRunBytes) runs.push_back(c);
+  }
+  runs.push_back(stop);
+  // A run read and decoded: its bytes, and per chunk its records' concatenation and ends; the
+  // first `decoded` chunks are good, and `error` is that of the next one.
+  struct Run {
+    internal::riegeli::ScratchBuffer bytes, sizes;
+    std::vector<internal::riegeli::ScratchBuffer> values;
+    std::vector<std::vector<uint64_t>> ends;
+    std::vector<std::string_view> records;
+    uint64_t decoded = 0;
+    std::exception_ptr error;
+  };
+  // Slots kept per thread; a call made from inside `visit` uses its own.
+  struct Slots {
+    std::vector<Run> runs;
     bool busy = false;
   };
-  thread_local Scratch kept;
-  Scratch own;
-  Scratch& scratch = kept.busy ? own : kept;
+  thread_local Slots kept;
+  Slots own;
+  Slots& slots = kept.busy ? own : kept;
+  const size_t window = num_threads > 1 ? 2 * static_cast<size_t>(num_threads) : 1;
+  if (slots.runs.size() < window) slots.runs.resize(window);
   struct Release {
-    Scratch& scratch;
+    Slots& slots;
     ~Release() {
-      scratch.busy = false;
-      scratch.run.Trim(internal::riegeli::kMaxKeptScratch);
-      scratch.sizes.Trim(internal::riegeli::kMaxKeptScratch);
-      scratch.values.Trim(internal::riegeli::kMaxKeptScratch);
+      slots.busy = false;
+      for (Run& run : slots.runs) {
+        run.bytes.Trim(internal::riegeli::kMaxKeptScratch);
+        run.sizes.Trim(internal::riegeli::kMaxKeptScratch);
+        for (auto& values : run.values) values.Trim(internal::riegeli::kMaxKeptScratch);
+      }
     }
-  } release{scratch};
-  scratch.busy = true;
+  } release{slots};
+  slots.busy = true;
+  const auto read_run = [&](size_t slot, size_t k) {
+    Run& run = slots.runs[slot];
+    const uint64_t first = runs[k], last = runs[k + 1], run_begin = chunk_offsets_[first];
+    if (run.values.size() < last - first) {
+      run.values.resize(last - first);
+      run.ends.resize(last - first);
+      run.records.resize(last - first);
+    }
+    run.decoded = 0;
+    run.error = nullptr;
+    try {
+      char* const bytes = run.bytes.Get(chunk_offsets_[last] - run_begin);
+      file_.ReadAt(run_begin, bytes, chunk_offsets_[last] - run_begin);
+      for (uint64_t c = first; c < last; ++c, ++run.decoded) {
+        run.records[c - first] = DecodeInPlace(c, bytes + (chunk_offsets_[c] - run_begin),
+                                               run.sizes, run.values[c - first],
+                                               run.ends[c - first]);
+      }
+    } catch (...) {  // raised once the records before the bad chunk are visited
+      run.error = std::current_exception();
+    }
+  };
   uint64_t index = begin;
-  while (index < end) {
-    // A run: the chunks from index's on, up to kMaxRunBytes (at least one chunk).
-    const uint64_t first = index / group_size_, last_needed = (end - 1) / group_size_;
-    uint64_t stop = first + 1;
-    while (stop <= last_needed &&
-           chunk_offsets_[stop + 1] - chunk_offsets_[first] <= kMaxRunBytes) {
-      ++stop;
-    }
-    const uint64_t run_begin = chunk_offsets_[first];
-    char* const bytes = scratch.run.Get(chunk_offsets_[stop] - run_begin);
-    file_.ReadAt(run_begin, bytes, chunk_offsets_[stop] - run_begin);
-    for (uint64_t c = first; c < stop; ++c) {
-      const std::string_view values =
-          DecodeInPlace(c, bytes + (chunk_offsets_[c] - run_begin), scratch.sizes,
-                        scratch.values, scratch.ends);
-      const std::vector<uint64_t>& ends = scratch.ends;
+  const auto visit_run = [&](size_t slot, size_t k) {
+    const Run& run = slots.runs[slot];
+    for (uint64_t c = runs[k]; c < runs[k] + run.decoded; ++c) {
+      const std::string_view values = run.records[c - runs[k]];
+      const std::vector<uint64_t>& ends = run.ends[c - runs[k]];
       for (uint64_t r = index - c * group_size_; r < ends.size() && index < end; ++r, ++index) {
         const uint64_t record_begin = r == 0 ? 0 : ends[r - 1];
         visit(index, values.substr(record_begin, ends[r] - record_begin));
       }
     }
-  }
+    if (run.error) std::rethrow_exception(run.error);
+  };
+  internal::RunOrderedPipeline(runs.size() - 1, num_threads, window, read_run, visit_run);
 }
 
 void ArrayRecordReaderImpl::Work(Batch& batch) {

@@ -13,5 +13,7 @@ each:
 * worker.py: the worker's main loop;
 * protocol.py: messages, and the serialization of a chunk (pickle 5, buffers in the arena);
 * arena.py: shared-memory arenas (memfd; mapped and allocated by ``_core.Arena``);
-* pickling.py: pickling the pipeline, with errors that name what cannot be pickled.
+* pickling.py: pickling the pipeline, with errors that name what cannot be pickled;
+* ray_pool.py: Ray actors behind the keeper interface (``spelt.ray.RayOptions``; it imports Ray,
+  so only spelt.ray imports it, when a Ray stage is built).
 """

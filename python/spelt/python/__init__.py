@@ -3,22 +3,32 @@
 from typing import Any
 
 from spelt import checkpoint as _checkpoint
-from spelt import experimental
+from spelt._config import config
 from spelt.checkpoint import CheckpointHandler as PyGrainCheckpointHandler
 from spelt.constants import DATASET_INDEX, EPOCH, INDEX, META_FEATURES, RECORD, RECORD_KEY, SEED
-from spelt.data_loader import DataLoader, DataLoaderIterator as PyGrainDatasetIterator, load
+from spelt.data_loader import DataLoader, load
+from spelt.data_loader import DataLoaderIterator as PyGrainDatasetIterator
 from spelt.dataset import DatasetIterator, IterDataset, MapDataset
+from spelt.operations import (
+    BatchOperation,
+    FilterOperation,
+    MapOperation,
+    Operation,
+    RandomMapOperation,
+)
 from spelt.options import MultiprocessingOptions, ReadOptions
+from spelt.python import experimental
 from spelt.record import Record, RecordMetadata
 from spelt.samplers import IndexSampler, Sampler, SequentialSampler
 from spelt.sharding import NoSharding, ShardByJaxProcess, ShardOptions
-from spelt.sources import RandomAccessDataSource, RangeDataSource
-from spelt.transforms import Batch
+from spelt.shared_memory import SharedMemoryArray
+from spelt.shared_memory import SharedMemoryDataSource as InMemoryDataSource
+from spelt.sources import ArrayRecordDataSource, RandomAccessDataSource, RangeDataSource
+from spelt.transforms import Batch, DatasetSelectionMap, Transformation, Transformations
 from spelt.transforms import Filter as FilterTransform
 from spelt.transforms import Map as MapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
 from spelt.transforms import RandomMap as RandomMapTransform
-from spelt.transforms import Transformation, Transformations
 
 __all__ = [
     "DATASET_INDEX",
@@ -28,20 +38,28 @@ __all__ = [
     "RECORD",
     "RECORD_KEY",
     "SEED",
+    "ArrayRecordDataSource",
     "Batch",
+    "BatchOperation",
     "DataLoader",
     "DatasetIterator",
+    "DatasetSelectionMap",
+    "FilterOperation",
     "FilterTransform",
+    "InMemoryDataSource",
     "IndexSampler",
     "IterDataset",
     "MapDataset",
+    "MapOperation",
     "MapTransform",
     "MapWithIndexTransform",
     "MultiprocessingOptions",
     "NoSharding",
+    "Operation",
     "PyGrainCheckpointHandler",
     "PyGrainDatasetIterator",
     "RandomAccessDataSource",
+    "RandomMapOperation",
     "RandomMapTransform",
     "RangeDataSource",
     "ReadOptions",
@@ -51,8 +69,10 @@ __all__ = [
     "SequentialSampler",
     "ShardByJaxProcess",
     "ShardOptions",
+    "SharedMemoryArray",
     "Transformation",
     "Transformations",
+    "config",
     "experimental",
     "load",
 ]

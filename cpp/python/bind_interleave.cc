@@ -1,0 +1,43 @@
+// InterleaveIterDataset in spelt._core (python/spelt/_interleave.py; ops/interleave.cc).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "gil.h"
+#include "py_value.h"
+
+using namespace nanobind::literals;
+
+namespace spelt::python {
+
+void RegisterInterleave(nb::module_& m) {
+  auto options = [](int64_t cycle_length, int64_t num_make_iter_threads,
+                    int64_t make_iter_buffer_size, int64_t iter_buffer_size) {
+    return IterDataset::InterleaveOptions{cycle_length, num_make_iter_threads,
+                                          make_iter_buffer_size, iter_buffer_size};
+  };
+  m.def("interleave", [options](std::vector<IterDataset> datasets, int64_t cycle_length,
+                                int64_t num_make_iter_threads, int64_t make_iter_buffer_size,
+                                int64_t iter_buffer_size) {
+    return IterDataset::Interleave(std::move(datasets),
+                                   options(cycle_length, num_make_iter_threads,
+                                           make_iter_buffer_size, iter_buffer_size));
+  }, "datasets"_a, "cycle_length"_a, "num_make_iter_threads"_a, "make_iter_buffer_size"_a,
+     "iter_buffer_size"_a, "Grain's InterleaveIterDataset over a list of datasets.");
+  m.def("interleave_lazy", [options](int64_t count, nb::callable dataset_at,
+                                     int64_t cycle_length, int64_t num_make_iter_threads,
+                                     int64_t make_iter_buffer_size, int64_t iter_buffer_size) {
+    auto at = [fn = MakePyRef(dataset_at)](int64_t i) {
+      GilAcquire gil;
+      return nb::cast<IterDataset>(nb::handle(fn.get())(i));
+    };
+    return IterDataset::Interleave(count, std::move(at),
+                                   options(cycle_length, num_make_iter_threads,
+                                           make_iter_buffer_size, iter_buffer_size));
+  }, "count"_a, "dataset_at"_a, "cycle_length"_a, "num_make_iter_threads"_a,
+     "make_iter_buffer_size"_a, "iter_buffer_size"_a,
+     "Grain's InterleaveIterDataset over `count` datasets; dataset_at(i) -> IterDataset is "
+     "called (with the GIL) each time dataset i's iterator is made.");
+}
+
+}  // namespace spelt::python

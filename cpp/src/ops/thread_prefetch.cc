@@ -1,0 +1,151 @@
+// ThreadPrefetchIterDataset (Grain's prefetch.py, ThreadPrefetchIterDataset and
+// ThreadPrefetchDatasetIterator); see ops/thread_prefetch.h. The producer is a thread of the
+// iterator, not a task of the shared pool: it blocks on its parent, whose own read-ahead may
+// be waiting for tasks of that pool.
+#include "ops/thread_prefetch.h"
+
+#include <stdexcept>
+#include <string>
+
+#include "spelt/blocking_wait.h"
+#include "spelt/thread_prefetch.h"
+
+namespace spelt::internal {
+namespace {
+
+constexpr const char* kName = "ThreadPrefetchIterDataset";
+
+// The node is not Serial() even over a serial parent: its iterator calls the parent from one
+// thread at a time, and parents that need the GIL take it themselves (py_adapters.h), so the
+// consumer need not hold it.
+class ThreadPrefetchNode final : public IterNode {
+ public:
+  ThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size)
+      : IterNode({parent}), parent_(std::move(parent)), buffer_size_(buffer_size) {
+    set_not_serial();
+  }
+  std::string Name() const override { return kName; }
+  std::unique_ptr<DatasetIterator> MakeIterator() const override {
+    return std::make_unique<ThreadPrefetchIterator>(parent_->MakeIterator(), buffer_size_);
+  }
+
+ private:
+  IterNodePtr parent_;
+  int64_t buffer_size_;
+};
+
+}  // namespace
+
+ThreadPrefetchIterator::ThreadPrefetchIterator(std::unique_ptr<DatasetIterator> parent,
+                                               int64_t buffer_size)
+    : parent_(std::move(parent)), buffer_size_(static_cast<size_t>(buffer_size)),
+      state_(parent_->GetState()) {}
+
+ThreadPrefetchIterator::~ThreadPrefetchIterator() { Stop(); }
+
+void ThreadPrefetchIterator::StartPrefetch() {
+  if (buffer_size_ == 0 || producer_.joinable()) return;
+  producer_ = std::thread([this] { Produce(); });
+}
+
+void ThreadPrefetchIterator::Produce() {
+  for (;;) {
+    Entry entry;
+    try {
+      entry.value = parent_->Next();
+      if (entry.value) entry.state = parent_->GetState();
+    } catch (...) {
+      entry.error = std::current_exception();
+    }
+    const bool last = !entry.value;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || buffer_.size() < buffer_size_; });
+      if (stop_) return;
+      buffer_.push_back(std::move(entry));
+    }
+    cv_.notify_all();
+    if (last) return;
+  }
+}
+
+std::optional<Value> ThreadPrefetchIterator::Next() {
+  if (buffer_size_ == 0) {
+    std::optional<Value> v = parent_->Next();
+    if (v) state_ = parent_->GetState();
+    return v;
+  }
+  StartPrefetch();
+  Entry entry;
+  BlockingWait([&] {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !buffer_.empty(); });
+    entry = std::move(buffer_.front());
+    buffer_.pop_front();
+  });
+  cv_.notify_all();
+  if (!entry.value) {  // the producer has stopped after the end or an error
+    BlockingWait([this] { producer_.join(); });
+    if (entry.error) std::rethrow_exception(entry.error);
+    return std::nullopt;
+  }
+  state_ = std::move(entry.state);
+  return std::move(entry.value);
+}
+
+void ThreadPrefetchIterator::Stop() {
+  if (!producer_.joinable()) return;
+  std::deque<Entry> dropped;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    dropped.swap(buffer_);
+  }
+  cv_.notify_all();
+  BlockingWait([this] { producer_.join(); });
+  std::lock_guard<std::mutex> lock(mu_);
+  stop_ = false;
+  dropped.insert(dropped.end(), std::make_move_iterator(buffer_.begin()),
+                 std::make_move_iterator(buffer_.end()));
+  buffer_.clear();
+  // `dropped` is destroyed outside the lock (elements may hold Python objects).
+}
+
+void ThreadPrefetchIterator::SetState(const State& state) {
+  Stop();
+  parent_->SetState(state);
+  state_ = parent_->GetState();
+}
+
+IterNodePtr MakeThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size) {
+  return std::make_shared<ThreadPrefetchNode>(std::move(parent), buffer_size);
+}
+
+}  // namespace spelt::internal
+
+namespace spelt {
+namespace {
+
+// Grain's message.
+void CheckBufferSize(int64_t buffer_size) {
+  if (buffer_size < 0) {
+    throw std::invalid_argument(
+        "`prefetch_buffer_size` must be greater than or equal to 0, got " +
+        std::to_string(buffer_size) + ".");
+  }
+}
+
+}  // namespace
+
+IterDataset IterDataset::ThreadPrefetch(int64_t buffer_size) const {
+  CheckBufferSize(buffer_size);
+  return IterDataset(internal::MakeThreadPrefetchNode(node_, buffer_size));
+}
+
+std::unique_ptr<DatasetIterator> MakeThreadPrefetchIterator(
+    std::unique_ptr<DatasetIterator> parent, int64_t buffer_size) {
+  CheckBufferSize(buffer_size);
+  return std::make_unique<internal::ThreadPrefetchIterator>(std::move(parent), buffer_size);
+}
+
+}  // namespace spelt

@@ -1,0 +1,179 @@
+"""Grain's ``ElasticIterator``: a checkpoint that restores with a different number of hosts.
+
+Behaviour of grain/_src/python/dataset/elastic_iterator.py (Grain 0.2.18). The input is an
+unbatched, unsharded MapDataset ``ds``; the iterator shards and batches it itself. With
+``global_batch_size`` B over ``shard_count`` k hosts, host i reads
+``ds[g + i :: k]`` in batches of B // k (drop_remainder=True), where g is the global position
+(the number of elements all hosts consumed together). Every host advanced by the same number of
+steps has the same state, ``{"global_next_index": g}`` with g = steps * B, so the state of any
+one host restores every host of a new configuration (another k, another B): the elements
+[0, g) were consumed, and the new hosts split [g, len(ds)) among themselves, so nothing is lost
+or read twice.
+
+The slicing, batching and read-ahead are engine operations (``MapDataset.slice``, ``batch``,
+``to_iter_dataset``, ``mp_prefetch``); this module only keeps the global position.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from spelt import dataset
+from spelt import options as options_lib
+from spelt import sharding
+
+_STATE_KEY = "global_next_index"
+
+
+def _check_no_filter(ds: dataset.MapDataset) -> None:
+    """ValueError if ``ds`` or an ancestor is a MapDataset filter (its elements could be None,
+    so host batches would no longer hold a fixed share of a global batch)."""
+    to_check = [ds]
+    while to_check:
+        node = to_check.pop()
+        if isinstance(node, dataset.MapDataset._Filter):  # pylint: disable=protected-access
+            raise ValueError("ElasticIterator does not support `filter` transformation.")
+        to_check.extend(node.parents)
+
+
+def _host_batch_size(global_batch_size: int, shard_options: sharding.ShardOptions) -> int:
+    if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int):
+        raise TypeError(f"global_batch_size must be an int, got {type(global_batch_size).__name__}")
+    if global_batch_size <= 0:
+        raise ValueError(f"global_batch_size must be positive, got {global_batch_size}")
+    host_batch_size, remainder = divmod(global_batch_size, shard_options.shard_count)
+    if remainder or not host_batch_size:
+        raise ValueError(
+            f"Global batch size {global_batch_size} is not divisible by"
+            f" shard count {shard_options.shard_count}."
+        )
+    return host_batch_size
+
+
+class _ElasticDatasetIterator(dataset.DatasetIterator):
+    """Iterator of one host: batches of ``ds[g + shard_index :: shard_count]``; the engine
+    pipeline is built at the first ``next`` after construction or ``set_state``. Not
+    thread-safe (one consumer, as Grain's)."""
+
+    def __init__(self, config: ElasticIterator):
+        super().__init__()
+        self._config = config
+        self._global_next_index = 0
+        self._iterator: dataset.DatasetIterator | None = None
+
+    def _host_iterator(self) -> dataset.DatasetIterator:
+        if self._iterator is None:
+            self._iterator = iter(self._config.host_stream(self._global_next_index))
+        return self._iterator
+
+    def __next__(self) -> Any:
+        batch = next(self._host_iterator())
+        self._global_next_index += self._config.global_batch_size
+        return batch
+
+    def get_state(self) -> dict[str, Any]:
+        """``{"global_next_index": g}``: elements [0, g) of ``ds`` were consumed by all hosts
+        together (g = steps * global_batch_size); the same on every host."""
+        return {_STATE_KEY: self._global_next_index}
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Resumes at the global position of ``state`` (from any host of any configuration).
+        ValueError if ``state`` is not a dict with a non-negative int ``global_next_index``."""
+        value = state.get(_STATE_KEY) if isinstance(state, dict) else None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(
+                f"ElasticIterator state must be {{{_STATE_KEY!r}: non-negative int}}, got {state!r}"
+            )
+        self.close()
+        self._global_next_index = value
+
+    def close(self) -> None:
+        iterator, self._iterator = self._iterator, None
+        if iterator is not None:
+            iterator.close()
+
+
+class ElasticIterator(dataset.IterDataset):
+    """Shards and batches ``ds`` for one host so that its checkpoint restores any host count.
+
+    Args:
+        ds: an unbatched, unsharded MapDataset (finite or repeated) without ``filter``.
+        global_batch_size: int, elements per step over all hosts; divisible by
+            ``shard_options.shard_count``. Each ``next`` returns this host's batch of
+            ``global_batch_size // shard_count`` elements (stacked as ``batch`` does: leading
+            dimension of that size).
+        shard_options: this host's shard (``shard_index`` of ``shard_count``).
+        read_options: ReadOptions of the read-ahead (``to_iter_dataset``).
+        multiprocessing_options: if given, the host pipeline is ``mp_prefetch``-ed with them.
+
+    Raises:
+        ValueError: ``ds`` contains a MapDataset ``filter`` (Grain's message), or
+            ``global_batch_size`` is not a positive multiple of the shard count (Grain raises
+            the latter at the first ``next``).
+        TypeError: ``global_batch_size`` is not an int.
+
+    As in Grain, ``iter()`` returns one iterator, made at the first call and kept, and the
+    dataset itself has ``next``/``get_state``/``set_state``/``close``, which act on it. A host
+    whose shard runs out first stops first (the shards of the last steps can differ by one
+    batch). Not thread-safe.
+    """
+
+    def __init__(
+        self,
+        ds: dataset.MapDataset,
+        global_batch_size: int,
+        shard_options: sharding.ShardOptions,
+        *,
+        read_options: options_lib.ReadOptions = options_lib.ReadOptions(),
+        multiprocessing_options: options_lib.MultiprocessingOptions | None = None,
+    ):
+        super().__init__()
+        if not isinstance(ds, dataset.MapDataset):
+            raise TypeError(f"ElasticIterator needs a MapDataset, got {type(ds).__name__}")
+        _check_no_filter(ds)
+        self._host_batch_size = _host_batch_size(global_batch_size, shard_options)
+        self._ds = ds
+        self.global_batch_size = global_batch_size
+        self._shard_options = shard_options
+        self._read_options = read_options
+        self._multiprocessing_options = multiprocessing_options
+
+    def host_stream(self, global_next_index: int) -> dataset.IterDataset:
+        """This host's batches from global position ``global_next_index`` on: the engine
+        pipeline ``ds[g + shard_index :: shard_count].batch(host batch, drop_remainder=True)
+        .to_iter_dataset()``, then ``mp_prefetch`` if multiprocessing options were given."""
+        shard = self._shard_options
+        host = self._ds[global_next_index + shard.shard_index :: shard.shard_count]
+        stream = host.batch(self._host_batch_size, drop_remainder=True).to_iter_dataset(
+            self._read_options
+        )
+        if self._multiprocessing_options is not None:
+            stream = stream.mp_prefetch(self._multiprocessing_options)
+        return stream
+
+    @functools.cached_property
+    def _default_iterator(self) -> _ElasticDatasetIterator:
+        return _ElasticDatasetIterator(self)
+
+    def __iter__(self) -> dataset.DatasetIterator:
+        return self._default_iterator
+
+    def __next__(self) -> Any:
+        return next(self._default_iterator)
+
+    def get_state(self) -> dict[str, Any]:
+        return self._default_iterator.get_state()
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        self._default_iterator.set_state(state)
+
+    def close(self) -> None:
+        if "_default_iterator" in self.__dict__:
+            self._default_iterator.close()
+
+    def __str__(self) -> str:
+        return (
+            f"ElasticIterator(global_batch_size={self.global_batch_size},"
+            f" shard_options={self._shard_options})"
+        )
