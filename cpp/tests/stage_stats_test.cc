@@ -51,7 +51,9 @@ TEST(StageStatsTest, ProfiledPipelineYieldsThePlainOutputAndStates) {
     for (int k = 0; k < 4; ++k) {
       std::optional<Value> x = a->Next(), y = b->Next();
       ASSERT_EQ(x.has_value(), y.has_value());
-      if (x) EXPECT_EQ(*x, *y);
+      if (x) {
+        EXPECT_EQ(*x, *y);
+      }
       EXPECT_EQ(a->GetState(), b->GetState());
     }
     CheckRestoreAtEveryPosition(profiled, "profiled");
