@@ -366,6 +366,14 @@ def main() -> None:
 
     bench_packing.main(["-k", args.k])
 
+    import bench_device_put  # A2: device_put on 8 CPU devices, Spelt vs Grain; same -k filter
+
+    bench_device_put.main(["-k", args.k])
+
+    import bench_summary  # O1: cost of execution-summary tracking; same -k filter
+
+    bench_summary.main(["-k", args.k])
+
     import bench_interleave  # interleave, thread prefetch, cache (I1-I3); same -k filter
 
     bench_interleave.main(["-k", args.k])

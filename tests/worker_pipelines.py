@@ -271,3 +271,10 @@ def restore_main() -> None:
         it.close()
         results.append(runs)
     json.dump(results, sys.stdout, default=repr)
+
+
+class SlowMap(spelt.transforms.Map):
+    """``slow`` as a DataLoader operation."""
+
+    def map(self, element):
+        return slow(element)

@@ -41,6 +41,7 @@ void RegisterArena(nb::module_& m);
 void RegisterProcessExecutor(nb::module_& m);
 // bind_packing.cc: pack and concat_then_split (spelt/packing.h).
 void RegisterPacking(nb::module_& m);
+void RegisterStageStats(nb::module_& m);
 // bind_thread_prefetch.cc: thread_prefetch, thread_prefetch_iterator, cache; sets the wait hook
 // (spelt/blocking_wait.h). After RegisterIterator.
 void RegisterThreadPrefetch(nb::module_& m);

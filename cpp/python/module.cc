@@ -28,6 +28,7 @@ NB_MODULE(_core, m) {
   RegisterArena(m);
   RegisterProcessExecutor(m);
   RegisterPacking(m);
+  RegisterStageStats(m);
   RegisterThreadPrefetch(m);
   RegisterInterleave(m);
 }

@@ -187,6 +187,34 @@ std::string PyOpaque::Describe() const {
   return "<Python object of type " + std::string(Py_TYPE(object().ptr())->tp_name) + ">";
 }
 
+namespace {
+
+// Bytes of numpy arrays, bytes and str leaves of a dict / list / tuple tree, to a depth of 32
+// (GIL held).
+int64_t PyByteSize(PyObject* p, int depth = 0) {
+  if (PyArray_Check(p)) return PyArray_NBYTES(reinterpret_cast<PyArrayObject*>(p));
+  if (PyBytes_Check(p)) return PyBytes_GET_SIZE(p);
+  if (PyUnicode_Check(p)) return PyUnicode_GET_LENGTH(p);
+  int64_t n = 0;
+  if (depth >= 32) return n;
+  if (PyDict_Check(p)) {
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(p, &pos, &key, &value)) n += PyByteSize(value, depth + 1);
+  } else if (PyList_Check(p) || PyTuple_Check(p)) {
+    const Py_ssize_t size = PySequence_Fast_GET_SIZE(p);
+    for (Py_ssize_t i = 0; i < size; ++i) n += PyByteSize(PySequence_Fast_GET_ITEM(p, i), depth + 1);
+  }
+  return n;
+}
+
+}  // namespace
+
+int64_t PyOpaque::ByteSize() const {
+  TryGil gil;
+  return gil.held() ? PyByteSize(object().ptr()) : 0;
+}
+
 Value PyOpaque::StackLeaves(const std::vector<const Opaque*>& leaves) const {
   GilAcquire gil;
   nb::list objects;

@@ -40,6 +40,9 @@ class PyOpaque final : public Opaque, public std::enable_shared_from_this<PyOpaq
   // if numpy gives a dtype Spelt has, else an Opaque leaf (string, object, complex, datetime
   // arrays). Takes the GIL; a Python error becomes std::invalid_argument.
   Value StackLeaves(const std::vector<const Opaque*>& leaves) const override;
+  // Bytes of the numpy arrays, bytes and str in the object's dict / list / tuple tree (takes
+  // the GIL; 0 once the interpreter is exiting, see gil.h).
+  int64_t ByteSize() const override;
   nb::handle object() const { return ref_.get(); }
 
  private:

@@ -7,6 +7,7 @@ thin Python face over it. See README.md and docs/compatibility.md.
 from spelt import checkpoint
 from spelt import constants
 from spelt import experimental
+from spelt import monitoring
 from spelt import multiprocessing
 from spelt import samplers
 from spelt import sharding
@@ -35,6 +36,7 @@ __all__ = [
     "constants",
     "experimental",
     "load",
+    "monitoring",
     "multiprocessing",
     "samplers",
     "sharding",

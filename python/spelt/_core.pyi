@@ -374,6 +374,22 @@ def concat_then_split(parent: IterDataset, length_struct: Sequence[tuple[str, in
     Concatenates the parent's sequences and splits them at target lengths (spelt/packing.h).
     """
 
+class StageStats:
+    """Counters of one pipeline stage (thread-safe)."""
+
+    def __init__(self) -> None: ...
+
+    def snapshot(self) -> dict:
+        """
+        {'elements', 'total_ns', 'self_ns', 'bytes'}: the counters now (ints; ns summed over the threads that ran the stage).
+        """
+
+def profiled_map(dataset: MapDataset, stats: StageStats) -> MapDataset:
+    """The node with its Get/GetMany/GetStacked counted in stats."""
+
+def profiled_iter(dataset: IterDataset, stats: StageStats) -> IterDataset:
+    """The node with its iterators' Next counted in stats."""
+
 def thread_prefetch(dataset: IterDataset, buffer_size: int) -> IterDataset:
     """Grain's ThreadPrefetchIterDataset (spelt/thread_prefetch.h)."""
 

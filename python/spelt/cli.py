@@ -4,6 +4,9 @@
                                      name@N), --verify reads and checks every chunk
   spelt convert INPUT... -o PREFIX   .npy/.npz, Parquet, JSON Lines, CSV files or a folder of
                                      files to ArrayRecord shards, with a JSON manifest
+  spelt profile SCRIPT [ARGS...] [-o OUT]
+                                     runs SCRIPT, prints each pipeline's execution summary
+                                     and writes its picture (HTML, PNG, SVG or PDF)
   spelt --version
 
 Exit status: 0 on success, 1 when an input or a file is bad (the message names it), 2 for a
@@ -21,6 +24,7 @@ from collections.abc import Sequence
 import spelt
 from spelt import _convert
 from spelt import _convert_inputs
+from spelt import _profile_cli
 from spelt import array_record
 
 _INSPECT_EXAMPLES = """examples:
@@ -184,6 +188,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="replace an existing output (or an interrupted one) instead of refusing/resuming",
     )
+    _profile_cli.add_parser(commands)
     return parser
 
 
@@ -193,6 +198,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "inspect":
             return _inspect(args.files, args.verify)
+        if args.command == "profile":
+            return _profile_cli.run(args)
         return _convert_command(args)
     except (OSError, ValueError, ImportError) as e:
         print(f"spelt {args.command}: error: {e}", file=sys.stderr)

@@ -310,10 +310,15 @@ class DataLoader:
                     ds, op, self._sampler, self._shard_options, keyless
                 )
         # Grain's DataLoader checks no filter thresholds: its Filter operations are not dataset
-        # filters.
+        # filters. enable_profiling turns on the per-stage execution summary.
+        options = dataset_options.DatasetOptions(filter_warn_threshold_ratio=None)
+        if self._multiprocessing_options.enable_profiling:
+            options = dataset_options.DatasetOptions(
+                filter_warn_threshold_ratio=None,
+                execution_tracking_mode=dataset_options.ExecutionTrackingMode.STAGE_TIMING,
+            )
         return dataset_options.WithOptionsIterDataset(
-            ds.mp_prefetch(self._worker_backend or self._multiprocessing_options),
-            dataset_options.DatasetOptions(filter_warn_threshold_ratio=None),
+            ds.mp_prefetch(self._worker_backend or self._multiprocessing_options), options
         )
 
     def __iter__(self) -> DataLoaderIterator:

@@ -25,6 +25,7 @@ from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, Sequenc
 from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
+from spelt import _summary
 from spelt import options as options_lib
 from spelt import transforms
 from spelt._workers import keeper as keeper_lib
@@ -312,6 +313,8 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         return _core.python_iter_dataset(self)
 
     def __iter__(self) -> DatasetIterator:
+        if _summary.tracking_enabled(self):  # debug mode or STAGE_TIMING: count per stage
+            return _summary.profiled_iterator(self)
         return _NativeDatasetIterator(self._engine_iterator())
 
     def _engine_iterator(self) -> _core.DatasetIterator:
@@ -774,6 +777,8 @@ class ProcessPrefetchIterDataset(_PrefetchIterDataset):
     PoolKeeper, which keeps them warm between iterators (docs/workers.md).
     """
 
+    _keeper_observer: Callable[[Any], Any] | None = None  # set on profiled copies (_summary.py)
+
     def __init__(
         self,
         parent: MapDataset,
@@ -795,6 +800,8 @@ class ProcessPrefetchIterDataset(_PrefetchIterDataset):
             capacity=options.per_worker_buffer_size + 1,
             anchor=self,
         )
+        if self._keeper_observer is not None:  # the execution summary counts worker time
+            keeper = self._keeper_observer(keeper)
         return _core.process_prefetch(
             parent._node,
             keeper,

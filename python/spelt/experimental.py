@@ -9,9 +9,13 @@ from spelt import _core
 from spelt._cache import CacheIterDataset
 from spelt._batch_and_pad import batch_and_pad
 from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
+from spelt._plot import plot_execution_summary
+from spelt._summary import ExecutionSummary, StageSummary
+from spelt._summary import execution_summary as get_execution_summary
 from spelt.array_record import ArrayRecordWriter
 from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
 from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
+from spelt.device_put import device_put
 from spelt.elastic import ElasticIterator
 from spelt._flat_map import FlatMapMapDataset
 from spelt._rebatch import RebatchIterDataset
@@ -33,6 +37,7 @@ from spelt.packing import (
 )
 from spelt.parquet import ParquetIterDataset
 from spelt.parquet_source import ParquetDataSource
+from spelt.performance_config import PerformanceConfig, pick_performance_config
 from spelt.ray import RayOptions
 from spelt.rng_pool import RngPool
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
@@ -96,6 +101,7 @@ __all__ = [
     "CacheIterDataset",
     "ConcatThenSplitIterDataset",
     "DatasetOptions",
+    "ExecutionSummary",
     "ElasticIterator",
     "ExecutionTrackingMode",
     "FirstFitPackIterDataset",
@@ -107,6 +113,7 @@ __all__ = [
     "LimitIterDataset",
     "MapWithIndexTransform",
     "PackAndBatchOperation",
+    "PerformanceConfig",
     "ParquetDataSource",
     "ParquetIterDataset",
     "RayOptions",
@@ -115,6 +122,7 @@ __all__ = [
     "RngPool",
     "ShapeDtypeStruct",
     "ShapeDtypeStructProtocol",
+    "StageSummary",
     "TFRecordDataSource",
     "TFRecordIterDataset",
     "TFRecordWriter",
@@ -128,9 +136,13 @@ __all__ = [
     "apply_transformations",
     "assert_equal_output_after_checkpoint",
     "batch_and_pad",
+    "device_put",
     "get_element_spec",
+    "get_execution_summary",
     "get_next_index",
     "index_shuffle",
     "multithread_prefetch",
+    "pick_performance_config",
+    "plot_execution_summary",
     "set_next_index",
 ]

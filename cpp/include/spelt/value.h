@@ -75,6 +75,9 @@ class Opaque {
   // leaves cannot be stacked; the default implementation (in stack.cc) always does, naming
   // Describe().
   virtual Value StackLeaves(const std::vector<const Opaque*>& leaves) const;
+  // The bytes of the object's data, for the execution summary (spelt/stage_stats.h); 0 when
+  // unknown (the default).
+  virtual int64_t ByteSize() const { return 0; }
 };
 
 // Opaque handle that a foreign face attaches to a container so that it can rebuild the exact
