@@ -22,6 +22,7 @@ import os
 import pickle
 import signal
 import subprocess
+import threading
 import sys
 from typing import Any, Callable
 
@@ -683,6 +684,17 @@ def _legacy_loader(g):
 
 # ---------------------------------------------------------------------------------------------
 # Checkpoint runs.
+
+
+def drain_in_threads(it, count: int = 4) -> list[list]:
+    """Reads iterator `it` to its end from `count` threads at once; what each thread got."""
+    seen: list[list] = [[] for _ in range(count)]
+    threads = [threading.Thread(target=lambda out=out: out.extend(it)) for out in seen]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return seen
 
 
 def run_with_states(it, limit: int | None):

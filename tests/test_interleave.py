@@ -6,8 +6,6 @@ pipelines.py are also restored from every position in a new process (test_checkp
 
 from __future__ import annotations
 
-import threading
-
 import grain
 import pytest
 
@@ -187,6 +185,17 @@ def test_empty():
     assert list(ds) == []
 
 
+def _same_under_mp_prefetch(build, workers):
+    """Spelt's build(spelt) below mp_prefetch(workers) gives Grain's outputs and states without
+    workers, and restores from every position."""
+    g_out, g_states = pipelines.run_with_states(iter(build(grain)), None)
+    s_ds = build(spelt).mp_prefetch(spelt.multiprocessing.MultiprocessingOptions(workers))
+    s_out, s_states = pipelines.run_with_states(iter(s_ds), None)
+    assert_same(s_out, g_out)
+    assert s_states == g_states
+    spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
+
+
 @pytest.mark.parametrize("workers", [0, 2])
 def test_under_mp_prefetch(workers):
     # Spelt's output and state do not depend on the number of workers (Grain's do: it
@@ -197,12 +206,7 @@ def test_under_mp_prefetch(workers):
         )
         return g.experimental.InterleaveIterDataset(files, cycle_length=4).batch(2)
 
-    g_out, g_states = pipelines.run_with_states(iter(build(grain)), None)
-    s_ds = build(spelt).mp_prefetch(spelt.multiprocessing.MultiprocessingOptions(workers))
-    s_out, s_states = pipelines.run_with_states(iter(s_ds), None)
-    assert_same(s_out, g_out)
-    assert s_states == g_states
-    spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
+    _same_under_mp_prefetch(build, workers)
 
 
 def test_thread_safety():
@@ -211,18 +215,7 @@ def test_thread_safety():
         cycle_length=3,
         iter_buffer_size=4,
     )
-    it = iter(ds)
-    seen = [[] for _ in range(4)]
-
-    def read(out):
-        for x in it:
-            out.append(x)
-
-    threads = [threading.Thread(target=read, args=(out,)) for out in seen]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    seen = pipelines.drain_in_threads(iter(ds))
     got = sorted(x for out in seen for x in out)
     assert got == sorted(ds)
     assert len(got) == 1500

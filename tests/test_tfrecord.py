@@ -12,7 +12,6 @@ import pickle
 import struct
 import subprocess
 import sys
-import threading
 import types
 import zlib
 from pathlib import Path
@@ -20,6 +19,8 @@ from pathlib import Path
 import google_crc32c
 import numpy as np
 import pytest
+
+import pipelines
 import spelt
 import spelt.experimental
 import spelt.tfrecord
@@ -423,16 +424,7 @@ def test_direct_iterator_threads_and_close(tmp_path):
     path = tmp_path / "threads.tfrecord"
     path.write_bytes(encode(records))
     it = iter(spelt.experimental.TFRecordIterDataset(path))
-    got: list[list[bytes]] = [[] for _ in range(4)]
-
-    def drain(out: list[bytes]) -> None:
-        out.extend(it)
-
-    threads = [threading.Thread(target=drain, args=(out,)) for out in got]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    got = pipelines.drain_in_threads(it)
     assert sorted(r for out in got for r in out) == sorted(records)  # each exactly once
     it.close()
     it.close()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
 import time
 
 import grain
@@ -18,7 +17,7 @@ import pytest
 import pipelines
 import spelt
 from pipelines import assert_same, both, timeout  # noqa: F401
-from test_interleave import _same_run
+from test_interleave import _same_run, _same_under_mp_prefetch
 
 
 @pytest.mark.parametrize("buffer_size", [0, 1, 5, 100])
@@ -143,25 +142,14 @@ def test_thread_prefetch_under_mp_prefetch(workers):
             prefetch_buffer_size=2,
         )
 
-    g_out, g_states = pipelines.run_with_states(iter(build(grain)), None)
-    s_ds = build(spelt).mp_prefetch(spelt.multiprocessing.MultiprocessingOptions(workers))
-    s_out, s_states = pipelines.run_with_states(iter(s_ds), None)
-    assert_same(s_out, g_out)
-    assert s_states == g_states
-    spelt.experimental.assert_equal_output_after_checkpoint(s_ds)
+    _same_under_mp_prefetch(build, workers)
 
 
 def test_thread_prefetch_thread_safety():
     ds = spelt.experimental.ThreadPrefetchIterDataset(
         spelt.MapDataset.range(2000).to_iter_dataset(), prefetch_buffer_size=16
     )
-    it = iter(ds)
-    seen = [[] for _ in range(4)]
-    threads = [threading.Thread(target=lambda out=out: out.extend(it)) for out in seen]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    seen = pipelines.drain_in_threads(iter(ds))
     assert sorted(x for out in seen for x in out) == list(range(2000))
 
 
