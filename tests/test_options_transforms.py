@@ -12,6 +12,8 @@ import grain
 import grain.python as grain_python
 from grain import transforms as grain_transforms
 from grain._src.core import transforms as grain_transforms_impl
+import spelt
+import spelt.experimental
 from spelt import constants
 from spelt import options
 from spelt import transforms
@@ -286,3 +288,19 @@ def test_pretty_transform_name_matches_grain():
     # MapWithIndex is not special-cased (in Grain either): named by repr.
     instance = _PlainMapWithIndex()
     assert pretty(instance) == repr(instance)
+
+
+def test_apply_refuses_what_grain_refuses():
+    """A TfRandomMap, or anything that is not one of the applied kinds, raises Grain's
+    NotImplementedError in both libraries."""
+
+    def tf_random_map(base):
+        return type("AddOne", (base,), {"np_random_map": lambda self, x, rng: x + 1})()
+
+    for lib, base in ((spelt, transforms.TfRandomMap), (grain, grain_transforms.TfRandomMap)):
+        ds = lib.MapDataset.range(10)
+        for unsupported in (tf_random_map(base), object()):
+            with pytest.raises(NotImplementedError, match="is not supported"):
+                lib.experimental.apply_transformations(ds, unsupported)
+            with pytest.raises(NotImplementedError, match="is not supported"):
+                ds.apply(unsupported)

@@ -168,7 +168,8 @@ class _Transformations(_Node):
 
     def apply(self, transformations: Any) -> Any:
         """Applies one ``grain.transforms`` transformation or a sequence of them, in order
-        (Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap). TypeError on anything else."""
+        (Batch, Map, RandomMap, MapWithIndex, Filter, FlatMap). NotImplementedError on anything
+        else (a TfRandomMap included), as Grain's apply_transformations."""
         return _apply(self, transformations)
 
     def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
@@ -881,8 +882,8 @@ def _apply(ds: Any, transformations: Any) -> Any:
                 from spelt import _flat_map  # pylint: disable=import-outside-toplevel
 
                 ds = _flat_map.FlatMapMapDataset(ds, t)
-        else:
-            raise TypeError(f"unsupported transformation: {type(t).__name__}")
+        else:  # Grain's error and message (apply_transformations)
+            raise NotImplementedError(f"Transformation type: {t} is not supported.")
     return ds
 
 
