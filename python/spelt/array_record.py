@@ -17,6 +17,7 @@ import re
 from typing import Any, Sequence, SupportsIndex, Union
 
 from spelt import _core
+from spelt._record_writer import RecordWriter
 
 CorruptFileError = _core.CorruptFileError
 UnsupportedError = _core.UnsupportedError
@@ -127,7 +128,7 @@ class ArrayRecordDataSource:
         self._open()
 
 
-class ArrayRecordWriter:
+class ArrayRecordWriter(RecordWriter):
     """Writes an ArrayRecord file that array-record (and Spelt) can read.
 
     Args:
@@ -137,40 +138,13 @@ class ArrayRecordWriter:
         ``"uncompressed"``. ValueError names a bad option.
 
     ``write(record: bytes)`` appends a record; ``close()`` writes the index (a file that was
-    not closed is not readable). Also a context manager. Not thread-safe.
+    not closed is not readable). As a context manager, an exception in the ``with`` block
+    removes the file. Not thread-safe (see ``RecordWriter``).
     """
 
     def __init__(self, path: PathLike, options: str = ""):
-        self._path = os.fspath(path)
-        self._writer = _core.ArrayRecordWriter.open(self._path, options)
-
-    def write(self, record: bytes) -> None:
-        """Appends one record (bytes-like; TypeError for str). ValueError after close()."""
-        if self._writer is None:
-            raise ValueError(f"write() on closed ArrayRecordWriter({self._path!r})")
-        if isinstance(record, str):
-            raise TypeError(f"a record must be bytes, not str (encode it first): {record[:40]!r}")
-        self._writer.write(bytes(record))
-
-    @property
-    def num_records(self) -> int:
-        """Records written so far (0 after close())."""
-        return 0 if self._writer is None else self._writer.num_records
-
-    def close(self) -> None:
-        """Writes the footer and closes the file; idempotent. The file is readable only after."""
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.close()
-
-    def __enter__(self) -> ArrayRecordWriter:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._writer = None  # abandon: never leave a file that looks complete
+        path = os.fspath(path)
+        super().__init__(path, _core.ArrayRecordWriter.open(path, options))
 
 
 def info(path: PathLike) -> dict[str, Any]:

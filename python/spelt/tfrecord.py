@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, SupportsIndex
 
 from spelt import _core
+from spelt._record_writer import RecordWriter
 from spelt.array_record import PathLike, expand_paths
 from spelt.dataset import DatasetIterator, IterDataset
 
@@ -185,7 +186,7 @@ class TFRecordDataSource:
         self._open(progress=False)
 
 
-class TFRecordWriter:
+class TFRecordWriter(RecordWriter):
     """Writes a TFRecord file that TensorFlow, Grain and Spelt read.
 
     Args:
@@ -195,43 +196,17 @@ class TFRecordWriter:
 
     ``write(record: bytes)`` appends a record; ``close()`` flushes and closes the file (records
     are on disk only after it). As a context manager, an exception in the ``with`` block
-    removes the file, so that no partial file is left looking complete. Not thread-safe.
+    removes the file, so that no partial file is left looking complete. Not thread-safe (see
+    ``RecordWriter``).
     """
 
     def __init__(self, path: PathLike, compression: str = "", level: int = -1):
         if compression is None:
             raise ValueError('TFRecordWriter: compression must be "", "GZIP" or "ZLIB", not None')
-        self._path = os.fspath(path)
-        self._writer = _core.TFRecordWriter.open(self._path, _check_compression(compression), level)
-
-    def write(self, record: bytes) -> None:
-        """Appends one record (bytes-like; TypeError for str). ValueError after close()."""
-        if self._writer is None:
-            raise ValueError(f"write() on closed TFRecordWriter({self._path!r})")
-        if isinstance(record, str):
-            raise TypeError(f"a record must be bytes, not str (encode it first): {record[:40]!r}")
-        self._writer.write(bytes(record))
-
-    @property
-    def num_records(self) -> int:
-        """Records written so far (0 after close())."""
-        return 0 if self._writer is None else self._writer.num_records
-
-    def close(self) -> None:
-        """Flushes and closes the file; idempotent."""
-        if self._writer is not None:
-            writer, self._writer = self._writer, None
-            writer.close()
-
-    def __enter__(self) -> TFRecordWriter:
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.close()
-            return
-        self.close()
-        os.remove(self._path)
+        path = os.fspath(path)
+        super().__init__(
+            path, _core.TFRecordWriter.open(path, _check_compression(compression), level)
+        )
 
 
 def detect_compression(path: PathLike) -> str:
