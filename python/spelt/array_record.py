@@ -10,13 +10,13 @@ ValueError) naming the file and byte offset; transposed chunks raise ``Unsupport
 from __future__ import annotations
 
 import glob
-import hashlib
 import operator
 import os
 import re
-from typing import Any, Sequence, SupportsIndex, Union
+from typing import Any, Sequence, Union
 
 from spelt import _core
+from spelt._file_source import FileSource
 from spelt._record_writer import RecordWriter
 
 CorruptFileError = _core.CorruptFileError
@@ -62,7 +62,7 @@ def expand_paths(
     return out
 
 
-class ArrayRecordDataSource:
+class ArrayRecordDataSource(FileSource):
     """Random access to the records (bytes) of one or more ArrayRecord files.
 
     Args:
@@ -75,7 +75,8 @@ class ArrayRecordDataSource:
     ``len()`` is the number of records in all files; ``ds[i]`` returns record i as bytes
     (IndexError outside [0, len)); ``__getitems__(keys)`` reads many records in parallel,
     decoding each chunk once. Picklable: files are reopened where it is unpickled. The repr
-    is array-record's (a hash of the paths) and goes into checkpoints. Thread-safe.
+    is array-record's (a hash of the paths) and goes into checkpoints. Thread-safe (see
+    ``FileSource``).
     """
 
     def __init__(
@@ -91,33 +92,11 @@ class ArrayRecordDataSource:
         verify = self._reader_options.get("verify_data_hash", "true").lower() != "false"
         self._source = _core.ArrayRecordSource(self._paths, repr(self), verify)
 
-    @property
-    def paths(self) -> list[str]:
-        """The shard files, in record order (record keys count through them in this order)."""
-        return list(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._source)
-
-    def __getitem__(self, record_key: SupportsIndex) -> bytes:
-        key = operator.index(record_key)  # TypeError (not AttributeError) for a non-integer
-        if key < 0 or key >= len(self):
-            raise IndexError(f"record key {key} out of range [0, {len(self)}) of {self!r}")
-        return self._source[key]
-
     def __getitems__(self, record_keys: Sequence[int]) -> list[bytes]:
-        return self._source.read_many(list(record_keys), os.cpu_count() or 1)
+        keys = [operator.index(k) for k in record_keys]
+        return self._source.read_many(keys, os.cpu_count() or 1)
 
     _getitems = __getitems__
-
-    def _spelt_native_source(self) -> Any:
-        return self._source
-
-    def __repr__(self) -> str:
-        digest = hashlib.sha1()
-        for path in self._paths:
-            digest.update(path.encode())
-        return f"ArrayRecordDataSource(hash_of_paths={digest.hexdigest()})"
 
     def __getstate__(self) -> dict[str, Any]:
         return {"paths": self._paths, "reader_options": self._reader_options}

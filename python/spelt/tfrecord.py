@@ -14,14 +14,13 @@ only and checks no CRC; Spelt's TFRecordIterDataset yields the same records and 
 
 from __future__ import annotations
 
-import hashlib
-import operator
 import os
 import sys
 from collections.abc import Iterator, Sequence
-from typing import Any, SupportsIndex
+from typing import Any
 
 from spelt import _core
+from spelt._file_source import FileSource
 from spelt._record_writer import RecordWriter
 from spelt.array_record import PathLike, expand_paths
 from spelt.dataset import DatasetIterator, IterDataset
@@ -118,7 +117,7 @@ class _Progress:
             print(file=sys.stderr, flush=True)
 
 
-class TFRecordDataSource:
+class TFRecordDataSource(FileSource):
     """Random access to the records (bytes) of uncompressed TFRecord files, so that a
     ``MapDataset`` over them shuffles globally, shards, and reads in worker processes.
 
@@ -149,34 +148,6 @@ class TFRecordDataSource:
         finally:
             if report is not None:
                 report.close()
-
-    @property
-    def paths(self) -> list[str]:
-        """The files, in record order."""
-        return list(self._paths)
-
-    def __len__(self) -> int:
-        return len(self._source)
-
-    def __getitem__(self, record_key: SupportsIndex) -> bytes:
-        key = operator.index(record_key)
-        if key < 0 or key >= len(self):
-            raise IndexError(f"record key {key} out of range [0, {len(self)}) of {self!r}")
-        return self._source[key]
-
-    def __getitems__(self, record_keys: Sequence[int]) -> list[bytes]:
-        return self._source.read_many([operator.index(k) for k in record_keys])
-
-    _getitems = __getitems__
-
-    def _spelt_native_source(self) -> Any:
-        return self._source
-
-    def __repr__(self) -> str:
-        digest = hashlib.sha1()
-        for path in self._paths:
-            digest.update(path.encode())
-        return f"TFRecordDataSource(hash_of_paths={digest.hexdigest()})"
 
     def __getstate__(self) -> dict[str, Any]:
         return {"paths": self._paths}
