@@ -623,6 +623,7 @@ BATCH_ELEMENTS = {
     "namedtuple": [Point(i, np.float32(i)) for i in range(3)],
     "nested": [{"a": [(i, {"b": np.zeros(2) + i})], "c": Point(x=i, y=[i, "s"])} for i in range(3)],
     "empty_containers": [{"a": [], "b": (), "c": {}, "d": i} for i in range(3)],
+    "defaultdict": [collections.defaultdict(list, a=i, b=[i]) for i in range(3)],
 }
 
 
@@ -673,6 +674,24 @@ def test_batch_structure_details():
     assert type(batch["p"]) is Point
     assert batch["p"].x.dtype == np.int8
     assert type(batch["p"].y) is list and batch["p"].y[0].tolist() == [3, 3, 3]
+
+
+class Pair(tuple):
+    """A tuple subclass that is not a namedtuple (built from an iterable)."""
+
+
+def test_batch_container_subclasses_keep_their_type():
+    # Grain's tree_lib (without jax) rebuilds containers by type: a defaultdict with its
+    # default_factory, a tuple subclass from an iterable, a namedtuple from its fields.
+    for ds in (spelt.MapDataset, spelt.MapDataset.to_iter_dataset):
+        source = spelt.MapDataset.source(
+            [{"d": collections.defaultdict(list, a=i), "p": Pair((i, -i))} for i in range(2)]
+        )
+        batch = next(iter(source.batch(2) if ds is spelt.MapDataset else ds(source).batch(2)))
+        assert type(batch["d"]) is collections.defaultdict
+        assert batch["d"].default_factory is list and batch["d"]["a"].tolist() == [0, 1]
+        assert batch["d"]["missing"] == []
+        assert type(batch["p"]) is Pair and [a.tolist() for a in batch["p"]] == [[0, 1], [0, -1]]
 
 
 def test_batch_of_batches_stacks_again():

@@ -17,6 +17,7 @@ namespace {
 
 struct Cache {
   nb::object asarray, ascontiguousarray, array, stack, json_dumps, json_loads;
+  nb::object defaultdict, partial;
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
 
@@ -132,7 +133,10 @@ nb::object RebuildSequence(const Sequence& s, nb::list items) {
   if (s.tag == StackedStringsTag()) return cache->array(items);
   if (s.tag) {
     nb::handle type(static_cast<PyObject*>(const_cast<void*>(s.tag.get())));
-    if (s.kind == Sequence::Kind::kTuple) return type(*nb::tuple(items));
+    // A namedtuple takes its fields as arguments; any other sequence type takes an iterable.
+    if (s.kind == Sequence::Kind::kTuple && nb::hasattr(type, "_fields")) {
+      return type(*nb::tuple(items));
+    }
     return type(items);
   }
   if (s.kind == Sequence::Kind::kTuple) return nb::tuple(items);
@@ -165,6 +169,8 @@ void InitPyValue() {
   cache->asarray = np.attr("asarray");
   cache->ascontiguousarray = np.attr("ascontiguousarray");
   cache->array = np.attr("array");
+  cache->defaultdict = nb::module_::import_("collections").attr("defaultdict");
+  cache->partial = nb::module_::import_("functools").attr("partial");
   cache->stack = np.attr("stack");
   cache->json_dumps = json.attr("dumps");
   cache->json_loads = json.attr("loads");
@@ -238,6 +244,20 @@ Value Wrap(nb::handle obj) {
   return Value(std::shared_ptr<const Opaque>(std::make_shared<PyOpaque>(obj)));
 }
 
+namespace {
+
+// What rebuilds a dict subclass from its items (a Mapping's tag), as Grain's tree_lib does: the
+// type itself, or for a defaultdict the type bound to the instance's default_factory.
+nb::object MappingRebuilder(nb::handle dict) {
+  nb::handle type(reinterpret_cast<PyObject*>(Py_TYPE(dict.ptr())));
+  if (nb::isinstance(dict, cache->defaultdict)) {
+    return cache->partial(type, dict.attr("default_factory"));
+  }
+  return nb::borrow(type);
+}
+
+}  // namespace
+
 Value ToValue(nb::handle obj) {
   PyObject* p = obj.ptr();
   if (p == Py_None) return Value();
@@ -272,7 +292,7 @@ Value ToValue(nb::handle obj) {
       if (k == nullptr) throw nb::python_error();
       m->items.emplace_back(std::string(k, static_cast<size_t>(size)), ToValue(value));
     }
-    if (!PyDict_CheckExact(p)) m->tag = MakePyRef(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))));
+    if (!PyDict_CheckExact(p)) m->tag = MakePyRef(MappingRebuilder(obj));
     return Value(std::shared_ptr<const Mapping>(std::move(m)));
   }
   if (PyList_Check(p) || PyTuple_Check(p)) {

@@ -3,6 +3,7 @@ them: mapping over leaves, flattening, and np.stack leaf by leaf."""
 
 from __future__ import annotations
 
+import collections
 from typing import Any, Callable
 
 import numpy as np
@@ -20,7 +21,10 @@ def map_structure(fn: Callable[..., Any], *trees: Any) -> Any:
         for t in trees[1:]:
             if not isinstance(t, dict) or t.keys() != first.keys():
                 raise ValueError(f"dict structures differ: {first!r} vs {t!r}")
-        return type(first)((k, map_structure(fn, *(t[k] for t in trees))) for k in first)
+        items = ((k, map_structure(fn, *(t[k] for t in trees))) for k in first)
+        if isinstance(first, collections.defaultdict):
+            return type(first)(first.default_factory, items)
+        return type(first)(items)
     if isinstance(first, (list, tuple)):
         for t in trees[1:]:
             if not isinstance(t, (list, tuple)) or len(t) != len(first):
