@@ -689,3 +689,20 @@ def test_philox_generator_is_numpys_philox_with_that_key_and_counter():
     state = _callables.philox_generator(7, counter).bit_generator.state
     assert state["state"]["counter"].tolist() == list(counter)
     assert state["buffer_pos"] == 4 and state["has_uint32"] == 0
+
+
+def test_grain_worker_state_restores_only_as_a_position():
+    # Grain's workers batch their own round-robin records; its state after 3 batches of 4 with
+    # 2 workers, {"0": 14, "1": 7}, marks 0, 2, ..., 14 and 1, 3, 5, 7 consumed: a set with
+    # gaps that a global position cannot resume without repeating or skipping records.
+    def restored(last_seen):
+        it = iter(make_loader(spelt, 40, num_epochs=1, ops=("batch4",), worker_count=2))
+        state = json.loads(it.get_state())
+        state.update(last_seen_indices=last_seen, last_worker_index=1)
+        it.set_state(json.dumps(state, indent=4).encode())
+        return next(it).tolist()
+
+    assert restored({"0": 14, "1": 15}) == [16, 17, 18, 19]  # 0..15 consumed
+    assert restored({"0": 16, "1": 15}) == [17, 18, 19, 20]  # 0..16 consumed
+    with pytest.raises(ValueError, match="gaps"):
+        restored({"0": 14, "1": 7})

@@ -381,14 +381,27 @@ class DataLoader:
         last_seen = state["last_seen_indices"]
         virtual = max(workers, 1)
         global_workers = virtual * count
-        n = 0
+        consumed = []  # records of this shard each worker has consumed
         for w in range(virtual):
             value = last_seen.get(str(w))
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(
                     f"DataLoader state: last_seen_indices[{w!r}] missing or not an int"
                 )
-            n += (value + global_workers - s - w * count) // global_workers
+            consumed.append((value + global_workers - s - w * count) // global_workers)
+        n = sum(consumed)
+        # Records are dealt round-robin to the workers; the state is a position only if what
+        # the workers consumed is the first n records. Grain's workers batch their own records
+        # and advance unevenly, so its state can hold a set with gaps, which Spelt's global
+        # position cannot resume without repeating or skipping records.
+        if any(c != (n - w + virtual - 1) // virtual for w, c in enumerate(consumed)):
+            raise ValueError(
+                f"DataLoader state: last_seen_indices {last_seen} of {workers} workers mark "
+                "records consumed with gaps (a Grain checkpoint taken while its workers were "
+                "unevenly advanced); Spelt resumes from one global position and would repeat "
+                "or skip records. Restore a checkpoint taken after a multiple of worker_count "
+                "batches, or with worker_count=0 (docs/compatibility.md)."
+            )
         return {"next_index": n}
 
 
