@@ -200,6 +200,46 @@ def test_custom_iter_dataset_subclass_as_source_of_ops():
     assert it.get_state() == {"parent": {"pos": 2}, "index_for_rng": 2}
 
 
+def test_user_subclass_passes_seeds_and_filters_of_its_parents_on():
+    # Grain derives default seeds, and finds filters below a batch, through any dataset's
+    # parents, user subclasses included.
+    def plus(g):
+        class Plus(g.MapDataset):
+            def __init__(self, parent):
+                super().__init__(parent)
+
+            def __len__(self):
+                return len(self._parent)
+
+            def __getitem__(self, index):
+                return self._parent[index] + 100
+
+        return Plus
+
+    def passing(g):
+        class Passing(g.IterDataset):
+            def __init__(self, parent):
+                super().__init__(parent)
+
+            def __iter__(self):
+                return iter(self._parent)
+
+        return Passing
+
+    check_map(lambda g: plus(g)(g.MapDataset.range(6).seed(1)).shuffle())
+    check_map(lambda g: plus(g)(g.MapDataset.range(6).seed(2)).random_map(draw))
+    check_iter(
+        lambda g: passing(g)(g.MapDataset.range(6).seed(3).to_iter_dataset()).random_map(draw)
+    )
+    for g in (grain, spelt):
+        with pytest.raises(ValueError, match="can not follow"):
+            plus(g)(g.MapDataset.range(6).filter(lambda x: x > 0)).batch(2)
+
+
+def draw(x, rng):
+    return x + int(rng.integers(1000))
+
+
 def test_source_none_records_are_missing_like_grain():
     def build(g):
         return g.MapDataset.source([1, None, 3, None, 5])

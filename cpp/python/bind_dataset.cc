@@ -22,6 +22,21 @@ nb::object OptionalToPython(const std::optional<Value>& v) {
   return ToPython(*v);
 }
 
+// The nodes of engine datasets (MapDataset / IterDataset handles); TypeError for anything else.
+ParentNodes ParentNodesOf(const std::vector<nb::object>& datasets) {
+  ParentNodes nodes;
+  for (const nb::object& d : datasets) {
+    if (nb::isinstance<MapDataset>(d)) {
+      nodes.push_back(nb::cast<const MapDataset&>(d).node());
+    } else if (nb::isinstance<IterDataset>(d)) {
+      nodes.push_back(nb::cast<const IterDataset&>(d).node());
+    } else {
+      throw nb::type_error("a parent must be an engine MapDataset or IterDataset");
+    }
+  }
+  return nodes;
+}
+
 }  // namespace
 
 // The transformations MapDataset and IterDataset share. Python callables make a MapDataset
@@ -135,12 +150,16 @@ void RegisterDatasets(nb::module_& m) {
     return IterDataset::Mix(std::move(datasets), std::move(weights), std::move(keys));
   }, "datasets"_a, "weights"_a.none(), "keys"_a,
      "Grain's MixedIterDataset; keys: one per dataset for a mapping of parents, or empty.");
-  m.def("python_map_dataset", [](nb::object ds) { return PyMapDataset(ds); }, "dataset"_a,
-        "A user's MapDataset subclass (__len__, __getitem__) as an engine node.");
-  m.def("python_iter_dataset", [](nb::object ds, const MapDataset* parent) {
-    return PyIterDataset(ds, parent != nullptr ? parent->node() : nullptr);
-  }, "dataset"_a, "parent"_a.none() = nb::none(),
-     "A user's IterDataset subclass (__iter__ -> DatasetIterator) as an engine node.");
+  m.def("python_map_dataset", [](nb::object ds, const std::vector<nb::object>& parents) {
+    return PyMapDataset(ds, ParentNodesOf(parents));
+  }, "dataset"_a, "parents"_a,
+     "A user's MapDataset subclass (__len__, __getitem__) as an engine node; parents: the "
+     "engine datasets (MapDataset / IterDataset) of its parents.");
+  m.def("python_iter_dataset", [](nb::object ds, const std::vector<nb::object>& parents) {
+    return PyIterDataset(ds, ParentNodesOf(parents));
+  }, "dataset"_a, "parents"_a,
+     "A user's IterDataset subclass (__iter__ -> DatasetIterator) as an engine node; parents: "
+     "the engine datasets (MapDataset / IterDataset) of its parents.");
 
   nb::class_<IterDataset> iter_dataset(m, "IterDataset",
                                        "Engine handle of an IterDataset (spelt/dataset.h).");

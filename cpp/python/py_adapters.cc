@@ -189,8 +189,8 @@ class PySamplerImpl final : public Sampler {
 
 class PyMapNode final : public MapNode {
  public:
-  explicit PyMapNode(nb::handle ds)
-      : MapNode({}, /*serial_self=*/true), ds_(MakePyRef(ds)),
+  PyMapNode(nb::handle ds, ParentNodes parents)
+      : MapNode(std::move(parents), /*serial_self=*/true), ds_(MakePyRef(ds)),
         length_(static_cast<int64_t>(nb::len(ds))), name_(Py_TYPE(ds.ptr())->tp_name) {}
   std::string Name() const override { return name_; }
   int64_t Length() const override { return length_; }
@@ -236,10 +236,8 @@ class PyIterator final : public DatasetIterator {
 
 class PyIterNode final : public IterNode {
  public:
-  PyIterNode(nb::handle ds, std::shared_ptr<const MapNode> parent)
-      : IterNode(parent ? std::vector<std::shared_ptr<const DatasetNode>>{std::move(parent)}
-                        : std::vector<std::shared_ptr<const DatasetNode>>{},
-                 /*serial_self=*/true),
+  PyIterNode(nb::handle ds, ParentNodes parents)
+      : IterNode(std::move(parents), /*serial_self=*/true),
         ds_(MakePyRef(ds)),
         name_(Py_TYPE(ds.ptr())->tp_name) {}
   std::string Name() const override { return name_; }
@@ -340,12 +338,12 @@ std::unique_ptr<DatasetIterator> PyDatasetIterator(nb::handle it) {
   return std::make_unique<PyIterator>(it);
 }
 
-MapDataset PyMapDataset(nb::handle dataset) {
-  return MapDataset(std::make_shared<PyMapNode>(dataset));
+MapDataset PyMapDataset(nb::handle dataset, ParentNodes parents) {
+  return MapDataset(std::make_shared<PyMapNode>(dataset, std::move(parents)));
 }
 
-IterDataset PyIterDataset(nb::handle dataset, std::shared_ptr<const MapNode> parent) {
-  return IterDataset(std::make_shared<PyIterNode>(dataset, std::move(parent)));
+IterDataset PyIterDataset(nb::handle dataset, ParentNodes parents) {
+  return IterDataset(std::make_shared<PyIterNode>(dataset, std::move(parents)));
 }
 
 }  // namespace spelt::python

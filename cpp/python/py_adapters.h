@@ -40,16 +40,19 @@ std::shared_ptr<const RandomAccessSource> PySource(nb::handle source);
 // Any object with __getitem__(index) -> RecordMetadata (record_key) and optional __len__
 // (else found by binary search for the first IndexError, as Grain does).
 std::shared_ptr<const Sampler> PySampler(nb::handle sampler, ShardOptions shard_options);
+// The engine nodes of a user dataset's parents (Grain's `parents`): what later default seeds
+// derive from (DatasetNode::DefaultSeed) and what checks such as batch-after-filter walk, as
+// if the Python stage were a native one.
+using ParentNodes = std::vector<std::shared_ptr<const DatasetNode>>;
+
 // A user's MapDataset subclass: __len__ and __getitem__(global index) -> element or None.
-MapDataset PyMapDataset(nb::handle dataset);
+MapDataset PyMapDataset(nb::handle dataset, ParentNodes parents = {});
 // An object with __next__, get_state() and set_state(state) as an engine iterator (Grain's
 // CheckpointableIterator).
 std::unique_ptr<DatasetIterator> PyDatasetIterator(nb::handle it);
 // A user's IterDataset subclass: __iter__() returning an iterator with __next__, get_state()
-// and set_state(state). `parent`, if given, is the engine node the Python dataset reads
-// (e.g. the MapDataset below a process-prefetch stage): default seeds of later random
-// transformations are derived through it, as if the Python stage were a native one.
-IterDataset PyIterDataset(nb::handle dataset, std::shared_ptr<const MapNode> parent = nullptr);
+// and set_state(state).
+IterDataset PyIterDataset(nb::handle dataset, ParentNodes parents = {});
 
 }  // namespace spelt::python
 

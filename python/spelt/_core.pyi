@@ -112,12 +112,14 @@ def mix_iter(datasets: Sequence[IterDataset], weights: Sequence[float] | None, k
     Grain's MixedIterDataset; keys: one per dataset for a mapping of parents, or empty.
     """
 
-def python_map_dataset(dataset: object) -> MapDataset:
-    """A user's MapDataset subclass (__len__, __getitem__) as an engine node."""
-
-def python_iter_dataset(dataset: object, parent: MapDataset | None = None) -> IterDataset:
+def python_map_dataset(dataset: object, parents: Sequence[object]) -> MapDataset:
     """
-    A user's IterDataset subclass (__iter__ -> DatasetIterator) as an engine node.
+    A user's MapDataset subclass (__len__, __getitem__) as an engine node; parents: the engine datasets (MapDataset / IterDataset) of its parents.
+    """
+
+def python_iter_dataset(dataset: object, parents: Sequence[object]) -> IterDataset:
+    """
+    A user's IterDataset subclass (__iter__ -> DatasetIterator) as an engine node; parents: the engine datasets (MapDataset / IterDataset) of its parents.
     """
 
 class IterDataset:

@@ -118,6 +118,11 @@ class _Transformations(_Node):
         """The first parent (Grain's ``_parent``, which user subclasses read)."""
         return self._parents[0]
 
+    def _parent_nodes(self) -> list[Any]:
+        # The engine nodes of a user subclass's parents: later default seeds derive through
+        # them, as Grain's derive through any dataset's parents.
+        return [p._node for p in self.parents if isinstance(p, _Transformations)]
+
     def seed(self, seed: int) -> Any:
         """Sets the seed from which later random transformations derive default seeds (Grain's
         ``seed()``): any non-negative int. TypeError if not an int, ValueError if negative."""
@@ -189,7 +194,7 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
     """
 
     def _make_node(self):
-        return _core.python_map_dataset(self)
+        return _core.python_map_dataset(self, self._parent_nodes())
 
     # Factories.
     @classmethod
@@ -311,7 +316,7 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
     """
 
     def _make_node(self):
-        return _core.python_iter_dataset(self)
+        return _core.python_iter_dataset(self, self._parent_nodes())
 
     def __iter__(self) -> DatasetIterator:
         if _summary.tracking_enabled(self):  # debug mode or STAGE_TIMING: count per stage
