@@ -386,6 +386,10 @@ def main() -> None:
 
     bench_regroup.main(["-k", args.k])
 
+    import bench_blocking  # Python code on the read threads (B1, B2), Spelt vs Grain
+
+    bench_blocking.main(["-k", args.k])
+
 
 if __name__ == "__main__":
     main()

@@ -867,3 +867,19 @@ def test_map_dataset_is_thread_safe():
     assert parallel == serial
     threaded = ds.to_iter_dataset(spelt.ReadOptions(num_threads=8, prefetch_buffer_size=32))
     assert list(threaded) == serial[:200]
+
+
+@pytest.mark.parametrize("next_index", [11, -1, 2**64 - 1, 2**70])
+@pytest.mark.parametrize("top", ["plain", "map", "batch", "map_batch"])
+def test_set_state_out_of_range_raises_index_error_like_grain(next_index, top):
+    def build(g):
+        ds = g.MapDataset.range(10)
+        if "map" in top:
+            ds = ds.map(lambda x: x + 1)
+        ds = ds.to_iter_dataset()
+        return ds.batch(2) if "batch" in top else ds
+
+    for g in (grain, spelt):
+        it = iter(build(g))
+        with pytest.raises(IndexError, match="out of range for dataset of length 10"):
+            it.set_state({"next_index": next_index})

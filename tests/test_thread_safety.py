@@ -223,7 +223,8 @@ def test_close_waits_for_a_next_in_progress():
             release.wait(10)
         return x
 
-    it = iter(spelt.MapDataset.range(5).map(slow).to_iter_dataset())
+    # Computed in the consumer's next() (no read-ahead threads).
+    it = iter(spelt.MapDataset.range(5).map(slow).to_iter_dataset(spelt.ReadOptions(num_threads=0)))
     assert next(it) == 0
     results = []
     consumer = threading.Thread(target=lambda: results.append(next(it)))
@@ -254,3 +255,29 @@ def test_use_from_inside_its_own_pipeline_raises():
     assert [next(it), next(it)] == [0, 1]
     with pytest.raises(RuntimeError, match="re-entrant"):
         next(it)
+
+
+@pytest.mark.parametrize("where", ["source", "map"])
+def test_python_code_runs_on_the_read_threads(where):
+    """Python sources and maps run on ReadOptions.num_threads threads at once, as in Grain (so
+    I/O and native code that releases the GIL overlap): the calls for the first elements of
+    the first two chunks (0 and 1) meet at a barrier."""
+    barrier = threading.Barrier(2, timeout=20)
+
+    def meet(x):
+        if x < 2:
+            barrier.wait()  # BrokenBarrierError unless both calls run at the same time
+        return x
+
+    class Source:
+        def __len__(self):
+            return 40
+
+        def __getitem__(self, i):
+            return meet(i) if where == "source" else i
+
+    ds = spelt.MapDataset.source(Source())
+    if where == "map":
+        ds = ds.map(meet)
+    options = spelt.ReadOptions(num_threads=4, prefetch_buffer_size=40)
+    assert list(ds.to_iter_dataset(options)) == list(range(40))

@@ -28,8 +28,9 @@ namespace {
 // Python threads are serialised (as Grain's PrefetchDatasetIterator does with its lock), each
 // element goes to exactly one caller, and a state is always taken between two elements.
 // A thread never waits for `mu` while holding the GIL (the owner may need the GIL to run
-// the pipeline's Python code), and a call made from inside the iterator's own pipeline (a
-// callable that uses the iterator it runs in) raises RuntimeError instead of deadlocking.
+// the pipeline's Python code), and a call made from inside a pipeline's callable on an
+// iterator that is busy (e.g. the iterator the callable runs in) raises RuntimeError
+// instead of deadlocking.
 struct Iterator {
   std::unique_ptr<DatasetIterator> it;
   bool serial = false;
@@ -52,9 +53,12 @@ class Lock {
  public:
   explicit Lock(Iterator& self) : self_(self) {
     if (!self_.mu.try_lock()) {
-      if (self_.owner.load() == std::this_thread::get_id()) {
+      // The owner may be waiting for this very callable (a chunk computed on a pool thread):
+      // a pipeline's callable never waits for a busy iterator.
+      if (self_.owner.load() == std::this_thread::get_id() || InEngineCallback()) {
         throw std::runtime_error(
-            "DatasetIterator used from inside its own pipeline (re-entrant call)");
+            "DatasetIterator used from inside its own pipeline, or from a pipeline's callable "
+            "while another thread uses it (re-entrant call)");
       }
       GilRelease release;
       self_.mu.lock();

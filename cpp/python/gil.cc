@@ -101,6 +101,8 @@ TryGil::~TryGil() {
   in_python.fetch_sub(1);
 }
 
+bool InEngineCallback() { return depth > 0; }
+
 void RegisterExitHook() {
   nb::module_::import_("atexit").attr("register")(
       nb::cpp_function([] { MarkExiting(); }, nb::name("_mark_exiting")));

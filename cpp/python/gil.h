@@ -78,6 +78,10 @@ class TryGil {
   PyGILState_STATE state_{};
 };
 
+// Whether this thread is inside a GilAcquire scope: running Python called from Spelt's C++
+// code (a pipeline's callable, on an engine thread or on the consumer).
+bool InEngineCallback();
+
 // Registers the atexit hook described above (once, at import).
 void RegisterExitHook();
 

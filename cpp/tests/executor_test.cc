@@ -72,12 +72,10 @@ TEST(InlineExecutorTest, ChunksGrowFromOneToTheMaximum) {
   EXPECT_EQ(node->sizes(), (std::vector<int64_t>{1, 2, 4, 8, 16, 16, 16, 16, 16, 5}));
 }
 
-TEST(ThreadPoolExecutorTest, RejectsSerialNodesAndBadOptions) {
+TEST(ThreadPoolExecutorTest, RejectsBadOptions) {
   auto node = std::make_shared<RecordingNode>(10, -1);
   EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{0, 10}), std::invalid_argument);
   EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{2, 0}), std::invalid_argument);
-  MapDataset serial = MapDataset::Range(10).Map([](Value v) { return v; }, /*serial=*/true);
-  EXPECT_THROW(MakeThreadPoolExecutor(serial.node(), ReadOptions{2, 10}), std::invalid_argument);
 }
 
 // An executor whose Take() fails once at the chunk that starts at `fail_at` (as a dead

@@ -189,8 +189,10 @@ TEST(PrefetchIterTest, MalformedStateThrowsInvalidArgument) {
     EXPECT_THROW(it->SetState(State{{"next_index", "3"}}), std::invalid_argument);
     EXPECT_THROW(it->SetState(State{{"next_index", 1.5}}), std::invalid_argument);
     EXPECT_THROW(it->SetState(State{{"next_index", nullptr}}), std::invalid_argument);
-    EXPECT_THROW(it->SetState(State{{"next_index", -1}}), std::invalid_argument);
-    EXPECT_THROW(it->SetState(State{{"next_index", 11}}), std::out_of_range);  // Grain: IndexError
+    // Grain: IndexError, for any int outside [0, length].
+    EXPECT_THROW(it->SetState(State{{"next_index", -1}}), std::out_of_range);
+    EXPECT_THROW(it->SetState(State{{"next_index", 11}}), std::out_of_range);
+    EXPECT_THROW(it->SetState(State{{"next_index", 1e21}}), std::out_of_range);
     EXPECT_THROW(it->SetState(State::array({1, 2})), std::invalid_argument);
     EXPECT_THROW(it->SetState(State(5)), std::invalid_argument);
     EXPECT_THROW(it->SetState(State()), std::invalid_argument);
@@ -309,36 +311,30 @@ TEST(PrefetchIterTest, IteratorOutlivesDatasetHandle) {
   EXPECT_EQ(got.back(), 50);
 }
 
-TEST(PrefetchIterTest, SerialPipelinesRunInTheCallingThread) {
+TEST(PrefetchIterTest, ThreadsComputeSerialAndParallelPipelinesAlike) {
   const std::thread::id main_id = std::this_thread::get_id();
   std::atomic<int> off_thread{0}, on_thread{0};
   auto record = [&](Value v) {
     (std::this_thread::get_id() == main_id ? on_thread : off_thread).fetch_add(1);
     return v;
   };
-  {
-    auto it = MapDataset::Range(50).Map(record, /*serial=*/true).ToIter(Opts(8, 64)).MakeIterator();
-    EXPECT_EQ(DrainInts(*it).size(), 50u);
-    EXPECT_EQ(off_thread.load(), 0);
-    EXPECT_EQ(on_thread.load(), 50);
-  }
-  on_thread = 0;
-  {
-    // A serial map upstream of a parallel one makes the whole pipeline serial.
-    auto it = MapDataset::Range(20)
-                  .Map(record, /*serial=*/true)
-                  .Map([](Value v) { return v; })
-                  .ToIter(Opts(8, 64))
-                  .MakeIterator();
-    EXPECT_EQ(DrainInts(*it).size(), 20u);
-    EXPECT_EQ(off_thread.load(), 0);
-  }
-  on_thread = 0;
-  {
-    auto it = MapDataset::Range(50).Map(record).ToIter(Opts(4, 64)).MakeIterator();
-    EXPECT_EQ(DrainInts(*it).size(), 50u);
-    EXPECT_EQ(on_thread.load(), 0);
-    EXPECT_EQ(off_thread.load(), 50);
+  Ints expected(50);
+  for (int64_t i = 0; i < 50; ++i) expected[static_cast<size_t>(i)] = i;
+  for (const bool serial : {true, false}) {
+    {  // num_threads 0: every element computed by the consumer
+      on_thread = off_thread = 0;
+      auto it = MapDataset::Range(50).Map(record, serial).ToIter(Opts(0, 64)).MakeIterator();
+      EXPECT_EQ(DrainInts(*it), expected);
+      EXPECT_EQ(on_thread.load(), 50);
+      EXPECT_EQ(off_thread.load(), 0);
+    }
+    {  // threads: in index order, each element computed once (serial: by whoever is free)
+      on_thread = off_thread = 0;
+      auto it = MapDataset::Range(50).Map(record, serial).ToIter(Opts(8, 64)).MakeIterator();
+      EXPECT_EQ(DrainInts(*it), expected);
+      EXPECT_EQ(on_thread.load() + off_thread.load(), 50);
+      if (!serial) EXPECT_EQ(on_thread.load(), 0);
+    }
   }
 }
 

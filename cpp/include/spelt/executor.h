@@ -4,9 +4,9 @@
 // same iterator: it asks an *executor* to compute chunks of consecutive global
 // indices of a MapDataset, keeps several in flight, and hands out their elements strictly in
 // index order. Executors differ only in where a chunk is computed:
-//   - MakeInlineExecutor: in the calling thread, when the consumer asks for it (num_threads 0,
-//     or pipelines that call Python and so hold the GIL);
-//   - MakeThreadPoolExecutor: on the process-wide thread pool (pipelines that call no Python);
+//   - MakeInlineExecutor: in the calling thread, when the consumer asks for it (num_threads 0);
+//   - MakeThreadPoolExecutor: on the process-wide thread pool (Python code of the pipeline
+//     takes the GIL there);
 //   - worker processes, or Ray actors behind the same interface (the Python package plugs
 //     them in, cpp/python/process_executor.cc).
 // The state rules are written once, in MakeOrderedIterator: the state is Grain's
@@ -77,11 +77,14 @@ std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode>
 // ArrayRecord reader; it grows to the largest num_threads asked for). At most
 // options.num_threads chunks of this iterator run at once, and about
 // options.prefetch_buffer_size elements are read ahead, in chunks of
-// prefetch_buffer_size / (2 * min(num_threads, cores)) elements (1 to 64). Destroying the
-// executor drops the chunks not started and waits for those being computed: no callable of
-// the pipeline runs after it is gone.
-// REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1; the node must not be
-// Serial().
+// prefetch_buffer_size / (2 * min(num_threads, cores)) elements (1 to 64), or of
+// prefetch_buffer_size / (2 * num_threads) for a Serial() node (Python code may block, so
+// every thread may help; its chunks start at 1 element and double, and one that no pool
+// thread has started when the consumer reaches it is computed by the consumer). Waits go
+// through BlockingWait (spelt/blocking_wait.h).
+// Destroying the executor drops the chunks not started and waits for those being computed:
+// no callable of the pipeline runs after it is gone.
+// REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1.
 std::unique_ptr<ChunkExecutor> MakeThreadPoolExecutor(std::shared_ptr<const MapNode> node,
                                                       ReadOptions options);
 

@@ -24,6 +24,10 @@ inline std::optional<Value> NoneAsFiltered(Value v) {
 // node and the field).
 const State& StateField(const State& state, const char* field, const char* node);
 int64_t StateInt(const State& state, const char* field, const char* node);
+// The "next_index" of a position state ({"next_index": n}) of a dataset of `length` elements.
+// std::out_of_range (Python's IndexError) with Grain's message (PrefetchDatasetIterator) if
+// it is not in [0, length], including integers beyond int64 (which arrive as JSON doubles).
+int64_t StateNextIndex(const State& state, int64_t length, const char* node);
 
 }  // namespace spelt::internal
 

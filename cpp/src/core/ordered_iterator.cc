@@ -48,17 +48,7 @@ class OrderedIterator final : public DatasetIterator {
   State GetState() const override { return State{{"next_index", next_index_}}; }
 
   void SetState(const State& state) override {
-    const int64_t n = internal::StateInt(state, "next_index", kName);
-    if (n < 0) {
-      throw std::invalid_argument(std::string(kName) + ": next_index " + std::to_string(n) +
-                                  " is negative");
-    }
-    if (n > length_) {  // IndexError with Grain's message
-      throw std::out_of_range("Checkpoint `next_index` " + std::to_string(n) +
-                              " is out of range for dataset of length " +
-                              std::to_string(length_) + ".");
-    }
-    next_index_ = n;
+    next_index_ = internal::StateNextIndex(state, length_, kName);
     Restart();
   }
 

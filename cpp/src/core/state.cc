@@ -1,4 +1,7 @@
 // Helpers to read iterator states with errors that name the node and the field.
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
@@ -26,6 +29,21 @@ int64_t StateInt(const State& state, const char* field, const char* node) {
                                 "' must be an integer, got " + v.dump());
   }
   return v.get<int64_t>();
+}
+
+int64_t StateNextIndex(const State& state, int64_t length, const char* node) {
+  const State& v = StateField(state, "next_index", node);
+  const bool huge = (v.is_number_unsigned() &&
+                     v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) ||
+                    (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                     std::trunc(v.get<double>()) == v.get<double>());
+  const int64_t n = huge ? -1 : StateInt(state, "next_index", node);
+  if (huge || n < 0 || n > length) {
+    throw std::out_of_range("Checkpoint `next_index` " + (huge ? v.dump() : std::to_string(n)) +
+                            " is out of range for dataset of length " + std::to_string(length) +
+                            ".");
+  }
+  return n;
 }
 
 }  // namespace spelt::internal

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "core/thread_pool.h"
+#include "spelt/blocking_wait.h"
 #include "spelt/executor.h"
 
 namespace spelt {
@@ -50,6 +51,10 @@ void RunQueue(const std::shared_ptr<Queue>& queue) {
       task->done = true;
     }
     task->done_cv.notify_one();
+    // Dropped before taking the lock: if the consumer abandoned the chunk, this frees its
+    // elements, which may take the GIL (Python objects), and the consumer may hold the GIL
+    // while it waits for the lock.
+    task.reset();
     lock.lock();
     if (--queue->computing == 0) queue->idle_cv.notify_all();
   }
@@ -58,15 +63,35 @@ void RunQueue(const std::shared_ptr<Queue>& queue) {
 
 class PoolChunk final : public PendingChunk {
  public:
-  explicit PoolChunk(std::shared_ptr<ChunkTask> task) : task_(std::move(task)) {}
+  PoolChunk(std::shared_ptr<Queue> queue, std::shared_ptr<ChunkTask> task)
+      : queue_(std::move(queue)), task_(std::move(task)) {}
   ~PoolChunk() override { task_->abandoned.store(true, std::memory_order_relaxed); }
+  // A serial chunk (Python) that no runner has started is computed here, by the consumer, so
+  // that a pipeline used from inside another's pool task never waits for a free pool thread.
+  // Else waits for it through BlockingWait (a runner may need the GIL the consumer holds).
   ChunkResult Take() override {
-    std::unique_lock<std::mutex> lock(task_->mu);
-    task_->done_cv.wait(lock, [this] { return task_->done; });
+    if (queue_->node->Serial()) {
+      std::unique_lock<std::mutex> lock(queue_->mu);
+      auto queued = std::find(queue_->tasks.begin(), queue_->tasks.end(), task_);
+      if (queued != queue_->tasks.end()) {
+        queue_->tasks.erase(queued);
+        ++queue_->computing;
+        lock.unlock();
+        ChunkResult result = ComputeChunk(*queue_->node, task_->begin, task_->count);
+        lock.lock();
+        if (--queue_->computing == 0) queue_->idle_cv.notify_all();
+        return result;
+      }
+    }
+    BlockingWait([this] {
+      std::unique_lock<std::mutex> lock(task_->mu);
+      task_->done_cv.wait(lock, [this] { return task_->done; });
+    });
     return std::move(task_->result);
   }
 
  private:
+  std::shared_ptr<Queue> queue_;
   std::shared_ptr<ChunkTask> task_;
 };
 
@@ -78,18 +103,20 @@ class ThreadPoolExecutor final : public ChunkExecutor {
       throw std::invalid_argument(
           "MakeThreadPoolExecutor: num_threads and prefetch_buffer_size must be >= 1");
     }
-    if (node->Serial()) {
-      throw std::invalid_argument("MakeThreadPoolExecutor: " + node->Name() +
-                                  " must be computed serially");
-    }
+    // Two chunks in flight per thread that can actually run at once. For a pipeline that
+    // calls no Python, more threads than cores only make chunks smaller (a thread hand-off
+    // every few elements) without more parallelism. Python code may block instead (I/O, sleep,
+    // native code that releases the GIL), so every thread of a serial pipeline may help.
+    const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
+    const int64_t parallel =
+        node->Serial() ? options.num_threads : std::min(options.num_threads, cores);
+    chunk_size_ = std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
-    // Two chunks in flight per thread that can actually run at once: more threads than cores
-    // only make chunks smaller (a thread hand-off every few elements) without more parallelism.
-    const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
-    chunk_size_ = std::clamp<int64_t>(
-        options.prefetch_buffer_size / (2 * std::min(options.num_threads, cores)), 1, 64);
     max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
+    // Python code may be slow per element: chunks grow 1, 2, 4, ... so the first elements
+    // come without waiting for a whole chunk.
+    next_size_ = queue_->node->Serial() ? 1 : chunk_size_;
     internal::SharedThreadPool().Reserve(
         static_cast<int>(std::min<int64_t>(options.num_threads, 1024)));
   }
@@ -97,12 +124,18 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   // the pipeline runs after the iterator is gone (a C++ callable may refer to the caller's
   // locals). Runners that start later find nothing to do.
   ~ThreadPoolExecutor() override {
-    std::unique_lock<std::mutex> lock(queue_->mu);
-    queue_->tasks.clear();
-    queue_->idle_cv.wait(lock, [&] { return queue_->computing == 0; });
+    BlockingWait([this] {
+      std::unique_lock<std::mutex> lock(queue_->mu);
+      queue_->tasks.clear();
+      queue_->idle_cv.wait(lock, [&] { return queue_->computing == 0; });
+    });
   }
   int64_t MaxInFlight() const override { return max_in_flight_; }
-  int64_t NextChunkSize() override { return chunk_size_; }
+  int64_t NextChunkSize() override {
+    const int64_t size = next_size_;
+    next_size_ = std::min(next_size_ * 2, chunk_size_);
+    return size;
+  }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
     auto task = std::make_shared<ChunkTask>();
     task->begin = begin;
@@ -117,12 +150,12 @@ class ThreadPoolExecutor final : public ChunkExecutor {
       }
     }
     if (start_runner) internal::SharedThreadPool().Submit([queue = queue_] { RunQueue(queue); });
-    return std::make_unique<PoolChunk>(std::move(task));
+    return std::make_unique<PoolChunk>(queue_, std::move(task));
   }
 
  private:
   std::shared_ptr<Queue> queue_;
-  int64_t chunk_size_ = 1, max_in_flight_ = 1;
+  int64_t chunk_size_ = 1, max_in_flight_ = 1, next_size_ = 1;
 };
 
 }  // namespace

@@ -56,11 +56,7 @@ class BatchedReadAheadIterator final : public DatasetIterator {
   }
 
   void SetState(const State& state) override {
-    const int64_t n = StateInt(state, "next_index", kName);
-    if (n < 0 || n > length_) {
-      throw std::invalid_argument(std::string(kName) + ": next_index " + std::to_string(n) +
-                                  " out of range [0, " + std::to_string(length_) + "]");
-    }
+    const int64_t n = StateNextIndex(state, length_, kName);
     fallback_.reset();
     Start(n);
   }

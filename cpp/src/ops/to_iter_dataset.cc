@@ -1,7 +1,8 @@
 // PrefetchIterDataset (Grain's to_iter_dataset): the MapDataset read in index order by the
-// ordered core (spelt/executor.h). Pipelines that call no Python read ahead on
-// ReadOptions.num_threads threads of the process-wide pool; serial pipelines (see
-// DatasetNode::Serial) and num_threads == 0 compute chunks in the calling thread.
+// ordered core (spelt/executor.h), ahead on ReadOptions.num_threads threads of the
+// process-wide pool, as Grain reads with its thread pool; a pipeline's Python code takes the
+// GIL on those threads (so I/O and native code that releases the GIL overlap). With
+// num_threads == 0 or prefetch_buffer_size == 0, chunks are computed in the calling thread.
 // State: {"next_index": n}.
 #include "ops/to_iter_dataset.h"
 #include "ops/batched_read_ahead.h"
@@ -26,7 +27,7 @@ class PrefetchNode final : public IterNode {
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
       int64_t batch_size, bool drop_remainder,
       std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
-    if (!Threads() || parent_->Filters() || allow_nones_) return nullptr;
+    if (!Threads() || parent_->Serial() || parent_->Filters() || allow_nones_) return nullptr;
     return MakeBatchedReadAheadIterator(parent_, options_, batch_size, drop_remainder,
                                         std::move(elementwise));
   }
@@ -41,7 +42,7 @@ class PrefetchNode final : public IterNode {
   }
 
   bool Threads() const {
-    return !parent_->Serial() && options_.num_threads > 0 && options_.prefetch_buffer_size > 0;
+    return options_.num_threads > 0 && options_.prefetch_buffer_size > 0;
   }
 
   MapNodePtr parent_;
