@@ -258,26 +258,46 @@ def test_use_from_inside_its_own_pipeline_raises():
 
 
 @pytest.mark.parametrize("where", ["source", "map"])
-def test_python_code_runs_on_the_read_threads(where):
-    """Python sources and maps run on ReadOptions.num_threads threads at once, as in Grain (so
-    I/O and native code that releases the GIL overlap): the calls for the first elements of
-    the first two chunks (0 and 1) meet at a barrier."""
-    barrier = threading.Barrier(2, timeout=20)
+def test_python_code_that_waits_runs_on_the_read_threads(where):
+    """Python sources and maps that wait (here: sleep) move to ReadOptions.num_threads threads,
+    as in Grain, so that their waits overlap; the output keeps its order."""
+    lock = threading.Lock()
+    running = [0, 0]  # calls running now, most at once
 
-    def meet(x):
-        if x < 2:
-            barrier.wait()  # BrokenBarrierError unless both calls run at the same time
+    def wait(x):
+        with lock:
+            running[0] += 1
+            running[1] = max(running)
+        time.sleep(0.01)
+        with lock:
+            running[0] -= 1
         return x
 
     class Source:
         def __len__(self):
-            return 40
+            return 60
 
         def __getitem__(self, i):
-            return meet(i) if where == "source" else i
+            return wait(i) if where == "source" else i
 
     ds = spelt.MapDataset.source(Source())
     if where == "map":
-        ds = ds.map(meet)
+        ds = ds.map(wait)
     options = spelt.ReadOptions(num_threads=4, prefetch_buffer_size=40)
-    assert list(ds.to_iter_dataset(options)) == list(range(40))
+    assert list(ds.to_iter_dataset(options)) == list(range(60))
+    assert running[1] >= 2
+
+
+def test_python_code_that_computes_stays_on_the_consumer():
+    """A Python map that holds the GIL is computed by the consumer (threads would only
+    contend for the GIL)."""
+    consumer = threading.get_ident()
+    threads = set()
+
+    def compute(x):
+        threads.add(threading.get_ident())
+        return sum(range(2000)) * 0 + x
+
+    ds = spelt.MapDataset.range(300).map(compute).to_iter_dataset()
+    assert list(ds) == list(range(300))
+    assert threads == {consumer}

@@ -78,9 +78,11 @@ std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode>
 // options.num_threads chunks of this iterator run at once, and about
 // options.prefetch_buffer_size elements are read ahead, in chunks of
 // prefetch_buffer_size / (2 * min(num_threads, cores)) elements (1 to 64), or of
-// prefetch_buffer_size / (2 * num_threads) for a Serial() node (Python code may block, so
-// every thread may help; its chunks start at 1 element and double, and one that no pool
-// thread has started when the consumer reaches it is computed by the consumer). Waits go
+// prefetch_buffer_size / (2 * num_threads) for a Serial() node. A Serial() node's chunks
+// start at 1 element and double, and are computed by the consumer (Python holding the GIL
+// gains nothing from threads) until they are seen to use under a quarter of their wall time
+// in CPU (Python code that waits: I/O, sleep, native code without the GIL); from then on the
+// pool computes them too, and the consumer still computes any it reaches unstarted. Waits go
 // through BlockingWait (spelt/blocking_wait.h).
 // Destroying the executor drops the chunks not started and waits for those being computed:
 // no callable of the pipeline runs after it is gone.

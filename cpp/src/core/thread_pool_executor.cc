@@ -1,7 +1,10 @@
 // MakeThreadPoolExecutor (spelt/executor.h): chunks computed on the process-wide thread pool,
 // at most num_threads of one iterator at a time, in submission (= index) order.
+#include <time.h>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -28,6 +31,9 @@ struct ChunkTask {
 struct Queue {
   std::shared_ptr<const MapNode> node;
   int64_t max_runners = 1;
+  // Runners allowed now: max_runners, or for a serial node 0 until its Python code is seen
+  // to block (see PoolChunk::Take).
+  int64_t allowed_runners = 1;
   std::mutex mu;
   std::condition_variable idle_cv;  // signalled when `computing` drops to 0
   std::deque<std::shared_ptr<ChunkTask>> tasks;
@@ -61,14 +67,43 @@ void RunQueue(const std::shared_ptr<Queue>& queue) {
   --queue->runners;
 }
 
+// Claims up to `wanted` more runners, within the allowed number; returns how many to submit
+// (with SubmitRunners, after releasing queue.mu). REQUIRES: queue.mu held.
+int64_t ClaimRunners(Queue& queue, int64_t wanted) {
+  const int64_t n = std::max<int64_t>(0, std::min(queue.allowed_runners - queue.runners, wanted));
+  queue.runners += n;
+  return n;
+}
+
+void SubmitRunners(const std::shared_ptr<Queue>& queue, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    internal::SharedThreadPool().Submit([queue] { RunQueue(queue); });
+  }
+}
+
+int64_t ThreadCpuNs() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+}
+
+// What the consumer measured of the serial chunks it computed alone (only it touches this).
+struct ConsumerTimes {
+  int64_t cpu_ns = 0, wall_ns = 0;
+};
+
 class PoolChunk final : public PendingChunk {
  public:
-  PoolChunk(std::shared_ptr<Queue> queue, std::shared_ptr<ChunkTask> task)
-      : queue_(std::move(queue)), task_(std::move(task)) {}
+  PoolChunk(std::shared_ptr<Queue> queue, std::shared_ptr<ChunkTask> task, ConsumerTimes* times)
+      : queue_(std::move(queue)), task_(std::move(task)), times_(times) {}
   ~PoolChunk() override { task_->abandoned.store(true, std::memory_order_relaxed); }
   // A serial chunk (Python) that no runner has started is computed here, by the consumer, so
   // that a pipeline used from inside another's pool task never waits for a free pool thread.
-  // Else waits for it through BlockingWait (a runner may need the GIL the consumer holds).
+  // Python code that holds the GIL gains nothing from threads and loses the hand-offs (2x on
+  // cheap sources), so a serial pipeline starts with no runners: the consumer computes every
+  // chunk, timing them, and once its chunks have used under a quarter of their wall time in
+  // CPU (the code waits: I/O, sleep, native code without the GIL), runners start for good.
+  // Other chunks are waited for through BlockingWait (a runner may need the consumer's GIL).
   ChunkResult Take() override {
     if (queue_->node->Serial()) {
       std::unique_lock<std::mutex> lock(queue_->mu);
@@ -77,9 +112,22 @@ class PoolChunk final : public PendingChunk {
         queue_->tasks.erase(queued);
         ++queue_->computing;
         lock.unlock();
+        const auto start = std::chrono::steady_clock::now();
+        const int64_t cpu_start = ThreadCpuNs();
         ChunkResult result = ComputeChunk(*queue_->node, task_->begin, task_->count);
+        times_->cpu_ns += ThreadCpuNs() - cpu_start;
+        times_->wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start).count();
         lock.lock();
         if (--queue_->computing == 0) queue_->idle_cv.notify_all();
+        int64_t start_runners = 0;
+        if (queue_->allowed_runners == 0 && times_->wall_ns >= kMinTimedNs &&
+            times_->cpu_ns * 4 < times_->wall_ns) {
+          queue_->allowed_runners = queue_->max_runners;
+          start_runners = ClaimRunners(*queue_, static_cast<int64_t>(queue_->tasks.size()));
+        }
+        lock.unlock();
+        SubmitRunners(queue_, start_runners);
         return result;
       }
     }
@@ -91,8 +139,12 @@ class PoolChunk final : public PendingChunk {
   }
 
  private:
+  // Consumer time measured before runners may start for a serial pipeline.
+  static constexpr int64_t kMinTimedNs = 2'000'000;
+
   std::shared_ptr<Queue> queue_;
   std::shared_ptr<ChunkTask> task_;
+  ConsumerTimes* times_;  // the executor's, which outlives its chunks
 };
 
 class ThreadPoolExecutor final : public ChunkExecutor {
@@ -113,6 +165,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     chunk_size_ = std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
+    queue_->allowed_runners = queue_->node->Serial() ? 0 : options.num_threads;
     max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
     // Python code may be slow per element: chunks grow 1, 2, 4, ... so the first elements
     // come without waiting for a whole chunk.
@@ -140,22 +193,20 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     auto task = std::make_shared<ChunkTask>();
     task->begin = begin;
     task->count = count;
-    bool start_runner = false;
+    int64_t start_runners = 0;
     {
       std::lock_guard<std::mutex> lock(queue_->mu);
       queue_->tasks.push_back(task);
-      if (queue_->runners < queue_->max_runners) {
-        ++queue_->runners;
-        start_runner = true;
-      }
+      start_runners = ClaimRunners(*queue_, 1);
     }
-    if (start_runner) internal::SharedThreadPool().Submit([queue = queue_] { RunQueue(queue); });
-    return std::make_unique<PoolChunk>(queue_, std::move(task));
+    SubmitRunners(queue_, start_runners);
+    return std::make_unique<PoolChunk>(queue_, std::move(task), &times_);
   }
 
  private:
   std::shared_ptr<Queue> queue_;
   int64_t chunk_size_ = 1, max_in_flight_ = 1, next_size_ = 1;
+  ConsumerTimes times_;
 };
 
 }  // namespace
