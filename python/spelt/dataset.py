@@ -44,29 +44,39 @@ def _check_seed(seed: Any, what: str) -> int:
     return seed
 
 
-def _seed_words(seed: Any) -> list[int]:
-    """The 32-bit words of a ``ds.seed()`` seed, least significant first: any non-negative int,
-    as Grain (numpy's SeedSequence) accepts. TypeError if not an int, ValueError if negative."""
+def _seed_words(seed: Any, what: str = "seed") -> list[int]:
+    """The 32-bit words of a ``ds.seed()`` or ``random_map`` seed, least significant first: any
+    non-negative int, as Grain (numpy's SeedSequence) accepts. TypeError if not an int,
+    ValueError if negative."""
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
-        raise TypeError(f"seed: seed must be an int, got {type(seed).__name__}")
+        raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
     seed = operator.index(seed)
     if seed < 0:
-        raise ValueError(f"seed: seed must be non-negative, got {seed}")
+        raise ValueError(f"{what}: seed must be non-negative, got {seed}")
     words = [seed & 0xFFFFFFFF]
     while seed := seed >> 32:
         words.append(seed & 0xFFFFFFFF)
     return words
 
 
-def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
-    if seed is not None:
-        return _check_seed(seed, what)
+def _default_seed(parent_node: Any, what: str) -> int:
     derived = parent_node.default_seed()
     if derived is None:
         raise ValueError(
             f"{what} requires a seed: pass seed=... or call ds.seed(...) earlier in the pipeline"
         )
     return derived
+
+
+def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
+    """A 32-bit seed (shuffle): ``seed`` if given, else the default seed from ``ds.seed()``."""
+    return _default_seed(parent_node, what) if seed is None else _check_seed(seed, what)
+
+
+def _resolve_seed_words(seed: int | None, parent_node: Any, what: str) -> list[int]:
+    """A seed of any size (random_map), as its 32-bit words: ``seed`` if given, else the
+    default seed from ``ds.seed()``."""
+    return [_default_seed(parent_node, what)] if seed is None else _seed_words(seed, what)
 
 
 class _Node:
@@ -137,10 +147,11 @@ class _Transformations(_Node):
     ) -> Any:
         """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, k], where k
         is the global index on a MapDataset and the element count on an IterDataset (Grain's
-        scheme, so draws equal Grain's). Without ``seed``, the default seed derived from
-        ``seed()`` upstream; ValueError if there is none."""
+        scheme, so draws equal Grain's). ``seed``: any non-negative int, as Grain accepts (TypeError
+        if not an int, ValueError if negative); without it, the default seed derived from
+        ``seed()`` upstream (ValueError if there is none)."""
         fn = _callables.random_map_fn(transform)
-        return self._RandomMap(self, fn, _resolve_seed(seed, self._node, "random_map"))
+        return self._RandomMap(self, fn, _resolve_seed_words(seed, self._node, "random_map"))
 
     def map_with_index(self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]) -> Any:
         """fn(index, element): the global index on a MapDataset, the running element count on an
@@ -316,7 +327,18 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
     def __iter__(self) -> DatasetIterator:
         if _summary.tracking_enabled(self):  # debug mode or STAGE_TIMING: count per stage
             return _summary.profiled_iterator(self)
-        return _NativeDatasetIterator(self._engine_iterator())
+        return _NativeDatasetIterator(self._engine_iterator(), self)
+
+    def _next_index(self, state: dict[str, Any]) -> int:
+        """Grain's ``get_next_index`` of an iterator of this dataset in ``state``: the index of
+        the element it returns next. NotImplementedError where Grain's iterator cannot tell."""
+        raise NotImplementedError(f"{type(self).__name__} cannot tell its next index")
+
+    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        """Grain's ``set_next_index``: the state, from ``state``, of an iterator of this dataset
+        about to return element ``index``, reached without reading any element.
+        NotImplementedError where Grain's iterator cannot move so."""
+        raise NotImplementedError(f"{type(self).__name__} cannot move to an index")
 
     def _engine_iterator(self) -> _core.DatasetIterator:
         """The engine's iterator of this pipeline, whose filters check the filter thresholds of
@@ -472,9 +494,12 @@ class _Unpicklable:
 class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
     """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
 
-    def __init__(self, it: Any):
+    def __init__(self, it: Any, ds: IterDataset | None = None):
+        """it: the engine's iterator; ds: the dataset it iterates (None: an iterator over
+        another iterator, whose next index it cannot tell)."""
         super().__init__()
         self._it = it
+        self._ds = ds
         self._closed = False
         self._closed_state: dict[str, Any] | None = None
 
@@ -494,16 +519,14 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         self._it.set_state(state)
 
     def _get_next_index(self) -> int:
-        # A position-only state ({"next_index": n}: to_iter_dataset, map, batch of it) is the
-        # index of the next element; stateful ops above it cannot tell.
-        state = self.get_state()
-        if set(state) != {"next_index"}:
+        if self._ds is None:
             return super()._get_next_index()
-        return state["next_index"]
+        return self._ds._next_index(self.get_state())
 
     def _set_next_index(self, index: int) -> None:
-        self._get_next_index()  # NotImplementedError where the state is not a position
-        self.set_state({"next_index": index})
+        if self._ds is None:
+            return super()._set_next_index(index)
+        self.set_state(self._ds._state_at(index, self.get_state()))
 
     def start_prefetch(self) -> None:
         if self._closed:
@@ -698,14 +721,56 @@ class _OpIterDataset(IterDataset):
         return self._node.name()
 
 
-def _op(base: type, name: str, build: Callable[..., Any]) -> type:
+def _op(base: type, name: str, build: Callable[..., Any], *mixins: type) -> type:
     """A module-level transformation class (picklable by reference) built by ``build``."""
-    cls = type(name, (base,), {"_build": staticmethod(build), "__module__": __name__})
+    cls = type(name, (*mixins, base), {"_build": staticmethod(build), "__module__": __name__})
     cls.__qualname__ = name
     return cls
 
 
-_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed_words)
+class _SameIndex:
+    """Next index of an op whose iterator state is its parent's (Grain's map)."""
+
+    def _next_index(self, state: dict[str, Any]) -> int:
+        return self._parents[0]._next_index(state)
+
+    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return self._parents[0]._state_at(index, state)
+
+
+class _CountedIndex:
+    """Next index of an op that counts the elements it returned in ``state[_COUNT]`` next to
+    its parent's state (Grain's random_map, map_with_index, limit)."""
+
+    _COUNT: str
+
+    def _next_index(self, state: dict[str, Any]) -> int:
+        return state[self._COUNT]
+
+    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return {"parent": self._parents[0]._state_at(index, state["parent"]), self._COUNT: index}
+
+
+class _RngCount(_CountedIndex):
+    _COUNT = "index_for_rng"
+
+
+class _Counter(_CountedIndex):
+    _COUNT = "counter"
+
+
+class _BatchIndex:
+    """Next index of a batch, whose state is its parent's: batches of batch_size parent
+    elements (Grain's BatchDatasetIterator)."""
+
+    def _next_index(self, state: dict[str, Any]) -> int:
+        return -(-self._parents[0]._next_index(state) // self._args[0])
+
+    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return self._parents[0]._state_at(index * self._args[0], state)
+
+
+_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
 _ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle)
 _SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice)
 _RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat)
@@ -716,13 +781,15 @@ _MapWithIndexMapDataset = _op(
 )
 _FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter)
 _BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch)
-_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed_words)
-_MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map)
-_RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map)
-_MapWithIndexIterDataset = _op(
-    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index
+_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed)
+_MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map, _SameIndex)
+_RandomMapIterDataset = _op(
+    _OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map, _RngCount
 )
-_BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch)
+_MapWithIndexIterDataset = _op(
+    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index, _Counter
+)
+_BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch, _BatchIndex)
 
 
 class _FilterIterDataset(_OpIterDataset):
@@ -766,6 +833,12 @@ class _PrefetchIterDataset(IterDataset):
 
     def __str__(self) -> str:
         return f"PrefetchIterDataset(read_options={self._read_options})"
+
+    def _next_index(self, state: dict[str, Any]) -> int:
+        return state["next_index"]
+
+    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return {"next_index": index}
 
 
 class ProcessPrefetchIterDataset(_PrefetchIterDataset):

@@ -75,7 +75,7 @@ IterNodePtr MakeIterMapNode(IterNodePtr parent, MapFn fn) {
                                       });
 }
 
-IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, uint32_t seed) {
+IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, const AnySeed& seed) {
   constexpr const char* kName = "RandomMapIterDataset";
   return std::make_shared<IterOpNode>(
       std::move(parent), kName, [fn = std::move(fn), rng = Philox(seed)](auto p) {
