@@ -131,9 +131,10 @@ class DatasetIterator {
   // Restores a state from GetState() of an iterator of the same pipeline.
   // Throws std::invalid_argument if the state is malformed, naming the missing/bad field.
   virtual void SetState(const State& state) = 0;
-  // Starts background read-ahead before the first Next() (Grain's start_prefetch); iterators
-  // that read ahead on threads of their own (thread prefetch, interleave) override it. The
-  // default does nothing. Idempotent.
+  // Starts background read-ahead before the first Next() (Grain's start_prefetch): iterators
+  // that read ahead on threads of their own (thread prefetch, interleave) start it, and
+  // iterators over other iterators pass it on to them, as Grain's do. The default (sources)
+  // does nothing. Idempotent.
   virtual void StartPrefetch() {}
 };
 

@@ -18,6 +18,7 @@ class MapIterator final : public DatasetIterator {
     if (!v) return v;
     return fn_(std::move(*v));
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override { return parent_->GetState(); }
   void SetState(const State& state) override { parent_->SetState(state); }
 
@@ -38,6 +39,7 @@ class CountingIterator final : public DatasetIterator {
     if (!v) return v;
     return call_(counter_++, std::move(*v));
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", parent_->GetState()}, {field_, counter_}};
   }
