@@ -46,6 +46,7 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
 
     def __init__(self, it: Any, ds: InterleaveIterDataset):
         super().__init__(it, ds)
+        self._ds = ds
         self._start_states: dict[int, Any] = {}
 
     def get_state(self) -> dict[str, Any]:
@@ -123,17 +124,20 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
     def _get_next_index(self) -> int:
         self._single_dataset("get_next_index")
         it_state = self.get_state()["iterators_in_use_states"][0]
-        return 0 if it_state is None else self._only_dataset()._next_index(it_state)
+        return 0 if it_state is None else self._only_plan().next_index(it_state)
 
     def _set_next_index(self, index: int) -> None:
         self._single_dataset("set_next_index")
         state = self.get_state()
         it_state = state["iterators_in_use_states"][0] or self._start_state(0)
-        it_state = self._only_dataset()._state_at(index, it_state)
+        it_state = self._only_plan().state_at(index, it_state)
         self.set_state(dict(state, iterators_in_use_states=[it_state], exhausted=[0]))
 
-    def _only_dataset(self) -> dataset.IterDataset:
-        return _iter_dataset(self._ds._datasets, 0)  # pylint: disable=protected-access
+    def _only_plan(self) -> Any:
+        plan = _iter_dataset(self._ds._datasets, 0)._index_plan()  # pylint: disable=protected-access
+        if plan is None:
+            raise NotImplementedError("the interleaved dataset cannot tell its next index")
+        return plan
 
     def _single_dataset(self, what: str) -> None:
         if len(self._ds._datasets) != 1:  # pylint: disable=protected-access

@@ -329,16 +329,10 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
             return _summary.profiled_iterator(self)
         return _NativeDatasetIterator(self._engine_iterator(), self)
 
-    def _next_index(self, state: dict[str, Any]) -> int:
-        """Grain's ``get_next_index`` of an iterator of this dataset in ``state``: the index of
-        the element it returns next. NotImplementedError where Grain's iterator cannot tell."""
-        raise NotImplementedError(f"{type(self).__name__} cannot tell its next index")
-
-    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
-        """Grain's ``set_next_index``: the state, from ``state``, of an iterator of this dataset
-        about to return element ``index``, reached without reading any element.
-        NotImplementedError where Grain's iterator cannot move so."""
-        raise NotImplementedError(f"{type(self).__name__} cannot move to an index")
+    def _index_plan(self) -> _IndexPlan | None:
+        """How the state of this dataset's iterators encodes the index of their next element
+        (Grain's get_next_index / set_next_index); None where Grain's iterator cannot tell."""
+        return None
 
     def _engine_iterator(self) -> _core.DatasetIterator:
         """The engine's iterator of this pipeline, whose filters check the filter thresholds of
@@ -496,10 +490,11 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
 
     def __init__(self, it: Any, ds: IterDataset | None = None):
         """it: the engine's iterator; ds: the dataset it iterates (None: an iterator over
-        another iterator, whose next index it cannot tell)."""
+        another iterator, whose next index it cannot tell). Only ds's index plan is kept: the
+        dataset itself would keep its worker pools alive."""
         super().__init__()
         self._it = it
-        self._ds = ds
+        self._index_plan = None if ds is None else ds._index_plan()
         self._closed = False
         self._closed_state: dict[str, Any] | None = None
 
@@ -519,14 +514,14 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         self._it.set_state(state)
 
     def _get_next_index(self) -> int:
-        if self._ds is None:
+        if self._index_plan is None:
             return super()._get_next_index()
-        return self._ds._next_index(self.get_state())
+        return self._index_plan.next_index(self.get_state())
 
     def _set_next_index(self, index: int) -> None:
-        if self._ds is None:
+        if self._index_plan is None:
             return super()._set_next_index(index)
-        self.set_state(self._ds._state_at(index, self.get_state()))
+        self.set_state(self._index_plan.state_at(index, self.get_state()))
 
     def start_prefetch(self) -> None:
         if self._closed:
@@ -728,27 +723,61 @@ def _op(base: type, name: str, build: Callable[..., Any], *mixins: type) -> type
     return cls
 
 
+class _IndexPlan:
+    """The index of an iterator's next element in its state, as Grain's iterators keep it:
+    ``{"next_index": n}`` (to_iter_dataset)."""
+
+    def next_index(self, state: dict[str, Any]) -> int:
+        return state["next_index"]
+
+    def state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        """The state of the same iterator about to return element ``index``, reached without
+        reading any element."""
+        return {"next_index": index}
+
+
+class _CountedPlan(_IndexPlan):
+    """``state[field]`` counts the elements returned, next to the parent's state (Grain's
+    random_map, map_with_index, limit)."""
+
+    def __init__(self, parent: _IndexPlan, field: str):
+        self._parent, self._field = parent, field
+
+    def next_index(self, state: dict[str, Any]) -> int:
+        return state[self._field]
+
+    def state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return {"parent": self._parent.state_at(index, state["parent"]), self._field: index}
+
+
+class _BatchedPlan(_IndexPlan):
+    """Batches of batch_size parent elements; the state is the parent's (Grain's batch)."""
+
+    def __init__(self, parent: _IndexPlan, batch_size: int):
+        self._parent, self._batch_size = parent, batch_size
+
+    def next_index(self, state: dict[str, Any]) -> int:
+        return -(-self._parent.next_index(state) // self._batch_size)
+
+    def state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return self._parent.state_at(index * self._batch_size, state)
+
+
 class _SameIndex:
-    """Next index of an op whose iterator state is its parent's (Grain's map)."""
+    """An op whose iterator state is its parent's (Grain's map, thread prefetch)."""
 
-    def _next_index(self, state: dict[str, Any]) -> int:
-        return self._parents[0]._next_index(state)
-
-    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
-        return self._parents[0]._state_at(index, state)
+    def _index_plan(self) -> _IndexPlan | None:
+        return self._parents[0]._index_plan()
 
 
 class _CountedIndex:
-    """Next index of an op that counts the elements it returned in ``state[_COUNT]`` next to
-    its parent's state (Grain's random_map, map_with_index, limit)."""
+    """An op that counts the elements it returned in ``state[_COUNT]``."""
 
     _COUNT: str
 
-    def _next_index(self, state: dict[str, Any]) -> int:
-        return state[self._COUNT]
-
-    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
-        return {"parent": self._parents[0]._state_at(index, state["parent"]), self._COUNT: index}
+    def _index_plan(self) -> _IndexPlan | None:
+        parent = self._parents[0]._index_plan()
+        return None if parent is None else _CountedPlan(parent, self._COUNT)
 
 
 class _RngCount(_CountedIndex):
@@ -760,14 +789,9 @@ class _Counter(_CountedIndex):
 
 
 class _BatchIndex:
-    """Next index of a batch, whose state is its parent's: batches of batch_size parent
-    elements (Grain's BatchDatasetIterator)."""
-
-    def _next_index(self, state: dict[str, Any]) -> int:
-        return -(-self._parents[0]._next_index(state) // self._args[0])
-
-    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
-        return self._parents[0]._state_at(index * self._args[0], state)
+    def _index_plan(self) -> _IndexPlan | None:
+        parent = self._parents[0]._index_plan()
+        return None if parent is None else _BatchedPlan(parent, self._args[0])
 
 
 _SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
@@ -834,11 +858,8 @@ class _PrefetchIterDataset(IterDataset):
     def __str__(self) -> str:
         return f"PrefetchIterDataset(read_options={self._read_options})"
 
-    def _next_index(self, state: dict[str, Any]) -> int:
-        return state["next_index"]
-
-    def _state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
-        return {"next_index": index}
+    def _index_plan(self) -> _IndexPlan:
+        return _IndexPlan()
 
 
 class ProcessPrefetchIterDataset(_PrefetchIterDataset):
