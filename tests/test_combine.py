@@ -217,3 +217,47 @@ def test_dataset_options_merge_like_grain():
     )
     assert list(ds) == list(range(5))
     assert ds.merged_options.filter_raise_threshold_ratio == 0.5
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda g: g.MapDataset.range(20).to_iter_dataset().batch(3),
+        lambda g: g.MapDataset.range(20).to_iter_dataset().map(lambda x: x + 1).batch(2),
+        lambda g: g.MapDataset.range(20).to_iter_dataset().random_map(lambda x, r: x, seed=3),
+        lambda g: g.MapDataset.range(20).to_iter_dataset().map_with_index(lambda i, x: (i, x)),
+        lambda g: g.experimental.LimitIterDataset(
+            g.MapDataset.range(20).batch(3).to_iter_dataset(), count=5
+        ),
+        lambda g: g.experimental.ThreadPrefetchIterDataset(
+            g.MapDataset.range(20).to_iter_dataset().batch(4), prefetch_buffer_size=2
+        ),
+    ],
+    ids=["batch", "map_batch", "random_map", "map_with_index", "limit", "thread_prefetch"],
+)
+def test_next_index_through_ops_matches_grain(build):
+    # Grain's get_next_index / set_next_index go through each iterator: a batch counts
+    # batches, random_map / map_with_index / limit count their elements.
+    def run(g):
+        it = iter(build(g))
+        out = [next(it), next(it)]
+        out.append(g.experimental.get_next_index(it))
+        g.experimental.set_next_index(it, 4)
+        out += [g.experimental.get_next_index(it), next(it), it.get_state()]
+        return out
+
+    g_out, s_out = both(run)
+    assert_same(s_out, g_out)
+
+
+def test_element_spec_skips_filtered_out_elements_as_grain():
+    # Grain's FilterMapDataset has its parent's element spec; Spelt reads the first element
+    # the filter keeps (index 0 is filtered out here).
+    specs = [
+        g.experimental.get_element_spec(g.MapDataset.range(1, 10).filter(lambda x: x % 2 == 0))
+        for g in (grain, spelt)
+    ]
+    assert specs[1].shape == specs[0].shape == ()
+    assert np.dtype(specs[1].dtype) == np.dtype(specs[0].dtype) == np.int64
+    with pytest.raises(ValueError):
+        spelt.experimental.get_element_spec(spelt.MapDataset.range(3).filter(lambda x: False))

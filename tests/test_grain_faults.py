@@ -74,7 +74,9 @@ def test_none_leaves_batch_as_np_stack(elements):  # 3
     assert describe(ours) == describe(theirs)
 
 
-@pytest.mark.parametrize("seed", [0, 2**32 - 1, 2**32, 2**63, 2**100 + 7, np.uint64(2**40)])
+@pytest.mark.parametrize(
+    "seed", [0, 2**32 - 1, 2**32, 893247023984, 2**63, 2**64 - 1, 2**100 + 7, np.uint64(2**40)]
+)
 def test_any_non_negative_seed(seed):  # 4
     theirs, ours = _both(lambda g: list(g.MapDataset.range(6).seed(seed).shuffle()))
     assert ours == theirs
@@ -86,6 +88,17 @@ def test_any_non_negative_seed(seed):  # 4
         )
     )
     assert ours == theirs
+    # An explicit random_map seed is any non-negative int too (Grain: numpy's Philox(seed)).
+    for make in (
+        lambda g: g.MapDataset.range(5).random_map(lambda x, r: r.random(), seed=seed),
+        lambda g: (
+            g.MapDataset.range(5).to_iter_dataset().random_map(lambda x, r: r.random(), seed=seed)
+        ),
+    ):
+        theirs, ours = _both(lambda g: list(make(g)))
+        assert ours == theirs
+    with pytest.raises(ValueError):
+        spelt.MapDataset.range(3).random_map(lambda x, r: x, seed=-1)
     with pytest.raises(ValueError):
         spelt.MapDataset.range(3).seed(-1)
     with pytest.raises(ValueError):  # Grain limits shuffle(seed=...) to 32 bits

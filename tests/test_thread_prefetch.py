@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 
 import grain
@@ -89,6 +90,23 @@ def test_thread_prefetch_errors_in_order():
                 break
         outputs[g] = out
     assert outputs[spelt] == outputs[grain] == [0, 1, 2, 3, ("error", {"next_index": 4}), 5, 6, 7]
+
+
+def test_start_prefetch_passes_through_ops_above_a_thread_prefetch():
+    # Grain's DatasetIterator.start_prefetch calls its parents' start_prefetch, so the thread
+    # prefetch under map and batch starts reading before the first next().
+    started = threading.Event()
+
+    def mark(x):
+        started.set()
+        return x
+
+    inner = spelt.MapDataset.range(10).to_iter_dataset().map(mark)
+    ds = spelt.experimental.ThreadPrefetchIterDataset(inner, prefetch_buffer_size=2)
+    it = iter(ds.map(lambda x: x + 1).batch(2))
+    it.start_prefetch()
+    assert started.wait(timeout=60)
+    assert next(it).tolist() == [1, 2]
 
 
 def test_thread_prefetch_bad_buffer_size():

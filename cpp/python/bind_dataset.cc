@@ -52,16 +52,19 @@ void BindTransformations(nb::class_<D>& cls) {
           "Grain's class name of the node, e.g. 'ShuffleMapDataset'.")
       .def("default_seed", [](const D& d) { return d.node()->DefaultSeed(); },
            "Grain's default seed for a random transformation on top (None if unseeded).")
-      .def("seed", &D::Seed, "seed"_a, "Marks the node as the source of default seeds.")
-      .def("seed_words", &D::SeedWords, "words"_a,
-           "seed() for a seed of any size, given as its 32-bit words (least significant first).")
+      .def("seed", [](const D& d, std::vector<uint32_t> words) {
+        return d.Seed(AnySeed(std::move(words)));
+      }, "words"_a, "Marks the node as the source of default seeds; the seed (any size) as its "
+         "32-bit words, least significant first.")
       .def("map", [=](const D& d, nb::callable fn) {
         return with_serial([&](auto... serial) { return d.Map(PyMapFn(fn), serial...); });
       }, "fn"_a)
-      .def("random_map", [=](const D& d, nb::callable fn, int64_t seed) {
-        return with_serial(
-            [&](auto... serial) { return d.RandomMap(PyRandomMapFn(fn), seed, serial...); });
-      }, "fn"_a, "seed"_a, "fn(element, numpy.random.Generator) with Grain's Philox scheme.")
+      .def("random_map", [=](const D& d, nb::callable fn, std::vector<uint32_t> words) {
+        return with_serial([&](auto... serial) {
+          return d.RandomMap(PyRandomMapFn(fn), AnySeed(std::move(words)), serial...);
+        });
+      }, "fn"_a, "words"_a, "fn(element, numpy.random.Generator) with Grain's Philox scheme; "
+         "the seed (any size) as its 32-bit words, least significant first.")
       .def("map_with_index", [=](const D& d, nb::callable fn) {
         return with_serial(
             [&](auto... serial) { return d.MapWithIndex(PyMapWithIndexFn(fn), serial...); });

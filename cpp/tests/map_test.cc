@@ -141,6 +141,30 @@ TEST(MapDatasetRandomMapTest, DeterministicPerIndexAndDifferentAcrossIndices) {
   EXPECT_NE(other.Get(0)->AsInt(), (*ds.Get(0))[1].AsInt());
 }
 
+TEST(MapDatasetRandomMapTest, SeedsOfAnySizeMatchGrain) {
+  // Grain 0.2.18: MapDataset.range(3).random_map(lambda x, rng: rng.bit_generator.random_raw(),
+  // seed=s)[0] and [2]; Grain takes any non-negative seed (numpy's Philox(seed)). The same
+  // draws from the IterDataset's first element (to_iter_dataset().random_map(..., seed=s)).
+  struct Case {
+    AnySeed seed;
+    uint64_t first, third;
+  };
+  const Case kCases[] = {
+      {uint64_t{1} << 32, 11203925021116910928ULL, 17358881401536524014ULL},
+      {uint64_t{1} << 63, 5044243011692706972ULL, 7751354549969373835ULL},
+      {~uint64_t{0}, 10924362251224890726ULL, 10684922937744214717ULL},
+      // 2**100 + 7
+      {AnySeed({7u, 0u, 0u, 16u}), 15573633258962870868ULL, 7986676883317411746ULL},
+  };
+  for (const Case& c : kCases) {
+    MapDataset ds = MapDataset::Range(3).RandomMap(FirstRaw, c.seed);
+    EXPECT_EQ(ds.Get(0)->AsInt(), static_cast<int64_t>(c.first));
+    EXPECT_EQ(ds.Get(2)->AsInt(), static_cast<int64_t>(c.third));
+    auto it = MapDataset::Range(3).ToIter().RandomMap(FirstRaw, c.seed).MakeIterator();
+    EXPECT_EQ(it->Next()->AsInt(), static_cast<int64_t>(c.first));
+  }
+}
+
 TEST(MapDatasetRandomMapTest, WithoutSeedThrows) {
   EXPECT_THROW(MapDataset::Range(5).RandomMap(FirstRaw), std::invalid_argument);
   EXPECT_THROW(MapDataset::Range(5).RandomMap(FirstRaw, -1), std::invalid_argument);

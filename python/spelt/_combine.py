@@ -18,7 +18,7 @@ def _count(value: Any, what: str) -> int:
     return value
 
 
-class LimitIterDataset(dataset.IterDataset):
+class LimitIterDataset(dataset._CountedIndex, dataset.IterDataset):  # pylint: disable=protected-access
     """The first ``count`` elements of ``parent``. State: ``{"parent", "count_elements_read"}``.
     ValueError if count <= 0 (Grain's message)."""
 
@@ -29,6 +29,8 @@ class LimitIterDataset(dataset.IterDataset):
 
     def _make_node(self):
         return self._parents[0]._node.limit(self._count)
+
+    _COUNT = "count_elements_read"
 
     def __str__(self) -> str:
         return f"LimitIterDataset(count={self._count})"

@@ -37,18 +37,17 @@ class MapDataset:
         Grain's default seed for a random transformation on top (None if unseeded).
         """
 
-    def seed(self, seed: int) -> MapDataset:
-        """Marks the node as the source of default seeds."""
-
-    def seed_words(self, words: Sequence[int]) -> MapDataset:
+    def seed(self, words: Sequence[int]) -> MapDataset:
         """
-        seed() for a seed of any size, given as its 32-bit words (least significant first).
+        Marks the node as the source of default seeds; the seed (any size) as its 32-bit words, least significant first.
         """
 
     def map(self, fn: Callable) -> MapDataset: ...
 
-    def random_map(self, fn: Callable, seed: int) -> MapDataset:
-        """fn(element, numpy.random.Generator) with Grain's Philox scheme."""
+    def random_map(self, fn: Callable, words: Sequence[int]) -> MapDataset:
+        """
+        fn(element, numpy.random.Generator) with Grain's Philox scheme; the seed (any size) as its 32-bit words, least significant first.
+        """
 
     def map_with_index(self, fn: Callable) -> MapDataset: ...
 
@@ -133,18 +132,17 @@ class IterDataset:
         Grain's default seed for a random transformation on top (None if unseeded).
         """
 
-    def seed(self, seed: int) -> IterDataset:
-        """Marks the node as the source of default seeds."""
-
-    def seed_words(self, words: Sequence[int]) -> IterDataset:
+    def seed(self, words: Sequence[int]) -> IterDataset:
         """
-        seed() for a seed of any size, given as its 32-bit words (least significant first).
+        Marks the node as the source of default seeds; the seed (any size) as its 32-bit words, least significant first.
         """
 
     def map(self, fn: Callable) -> IterDataset: ...
 
-    def random_map(self, fn: Callable, seed: int) -> IterDataset:
-        """fn(element, numpy.random.Generator) with Grain's Philox scheme."""
+    def random_map(self, fn: Callable, words: Sequence[int]) -> IterDataset:
+        """
+        fn(element, numpy.random.Generator) with Grain's Philox scheme; the seed (any size) as its 32-bit words, least significant first.
+        """
 
     def map_with_index(self, fn: Callable) -> IterDataset: ...
 

@@ -45,7 +45,7 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
     management for elastic restores (``get_shard_states`` / ``set_shard_states``)."""
 
     def __init__(self, it: Any, ds: InterleaveIterDataset):
-        super().__init__(it)
+        super().__init__(it, ds)
         self._ds = ds
         self._start_states: dict[int, Any] = {}
 
@@ -124,16 +124,20 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
     def _get_next_index(self) -> int:
         self._single_dataset("get_next_index")
         it_state = self.get_state()["iterators_in_use_states"][0]
-        if it_state is None:
-            return 0
-        if set(it_state) != {"next_index"}:
-            return super()._get_next_index()
-        return it_state["next_index"]
+        return 0 if it_state is None else self._only_plan().next_index(it_state)
 
     def _set_next_index(self, index: int) -> None:
         self._single_dataset("set_next_index")
         state = self.get_state()
-        self.set_state(dict(state, iterators_in_use_states=[{"next_index": index}], exhausted=[0]))
+        it_state = state["iterators_in_use_states"][0] or self._start_state(0)
+        it_state = self._only_plan().state_at(index, it_state)
+        self.set_state(dict(state, iterators_in_use_states=[it_state], exhausted=[0]))
+
+    def _only_plan(self) -> Any:
+        plan = _iter_dataset(self._ds._datasets, 0)._index_plan()  # pylint: disable=protected-access
+        if plan is None:
+            raise NotImplementedError("the interleaved dataset cannot tell its next index")
+        return plan
 
     def _single_dataset(self, what: str) -> None:
         if len(self._ds._datasets) != 1:  # pylint: disable=protected-access

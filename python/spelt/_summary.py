@@ -398,7 +398,7 @@ def profiled_iterator(ds: Any) -> Any:
     from spelt import dataset  # pylint: disable=import-outside-toplevel
 
     # Through the profiled node, so that a Python dataset on top (custom __iter__) is counted.
-    it = dataset._NativeDatasetIterator(twin._engine_iterator())  # pylint: disable=protected-access
+    it = dataset._NativeDatasetIterator(twin._engine_iterator(), twin)  # pylint: disable=protected-access
     it._spelt_tracker = tracker  # pylint: disable=protected-access
     tracker.start = time.perf_counter()
     if _config.config.py_debug_mode:

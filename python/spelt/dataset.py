@@ -44,29 +44,39 @@ def _check_seed(seed: Any, what: str) -> int:
     return seed
 
 
-def _seed_words(seed: Any) -> list[int]:
-    """The 32-bit words of a ``ds.seed()`` seed, least significant first: any non-negative int,
-    as Grain (numpy's SeedSequence) accepts. TypeError if not an int, ValueError if negative."""
+def _seed_words(seed: Any, what: str = "seed") -> list[int]:
+    """The 32-bit words of a ``ds.seed()`` or ``random_map`` seed, least significant first: any
+    non-negative int, as Grain (numpy's SeedSequence) accepts. TypeError if not an int,
+    ValueError if negative."""
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
-        raise TypeError(f"seed: seed must be an int, got {type(seed).__name__}")
+        raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
     seed = operator.index(seed)
     if seed < 0:
-        raise ValueError(f"seed: seed must be non-negative, got {seed}")
+        raise ValueError(f"{what}: seed must be non-negative, got {seed}")
     words = [seed & 0xFFFFFFFF]
     while seed := seed >> 32:
         words.append(seed & 0xFFFFFFFF)
     return words
 
 
-def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
-    if seed is not None:
-        return _check_seed(seed, what)
+def _default_seed(parent_node: Any, what: str) -> int:
     derived = parent_node.default_seed()
     if derived is None:
         raise ValueError(
             f"{what} requires a seed: pass seed=... or call ds.seed(...) earlier in the pipeline"
         )
     return derived
+
+
+def _resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
+    """A 32-bit seed (shuffle): ``seed`` if given, else the default seed from ``ds.seed()``."""
+    return _default_seed(parent_node, what) if seed is None else _check_seed(seed, what)
+
+
+def _resolve_seed_words(seed: int | None, parent_node: Any, what: str) -> list[int]:
+    """A seed of any size (random_map), as its 32-bit words: ``seed`` if given, else the
+    default seed from ``ds.seed()``."""
+    return [_default_seed(parent_node, what)] if seed is None else _seed_words(seed, what)
 
 
 class _Node:
@@ -142,10 +152,11 @@ class _Transformations(_Node):
     ) -> Any:
         """fn(element, rng): rng is numpy Generator(Philox(seed)) at counter [0, 0, 0, k], where k
         is the global index on a MapDataset and the element count on an IterDataset (Grain's
-        scheme, so draws equal Grain's). Without ``seed``, the default seed derived from
-        ``seed()`` upstream; ValueError if there is none."""
+        scheme, so draws equal Grain's). ``seed``: any non-negative int, as Grain accepts (TypeError
+        if not an int, ValueError if negative); without it, the default seed derived from
+        ``seed()`` upstream (ValueError if there is none)."""
         fn = _callables.random_map_fn(transform)
-        return self._RandomMap(self, fn, _resolve_seed(seed, self._node, "random_map"))
+        return self._RandomMap(self, fn, _resolve_seed_words(seed, self._node, "random_map"))
 
     def map_with_index(self, transform: transforms.MapWithIndex | Callable[[int, Any], Any]) -> Any:
         """fn(index, element): the global index on a MapDataset, the running element count on an
@@ -321,7 +332,12 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
     def __iter__(self) -> DatasetIterator:
         if _summary.tracking_enabled(self):  # debug mode or STAGE_TIMING: count per stage
             return _summary.profiled_iterator(self)
-        return _NativeDatasetIterator(self._engine_iterator())
+        return _NativeDatasetIterator(self._engine_iterator(), self)
+
+    def _index_plan(self) -> _IndexPlan | None:
+        """How the state of this dataset's iterators encodes the index of their next element
+        (Grain's get_next_index / set_next_index); None where Grain's iterator cannot tell."""
+        return None
 
     def _engine_iterator(self) -> _core.DatasetIterator:
         """The engine's iterator of this pipeline, whose filters check the filter thresholds of
@@ -477,9 +493,13 @@ class _Unpicklable:
 class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
     """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
 
-    def __init__(self, it: Any):
+    def __init__(self, it: Any, ds: IterDataset | None = None):
+        """it: the engine's iterator; ds: the dataset it iterates (None: an iterator over
+        another iterator, whose next index it cannot tell). Only ds's index plan is kept: the
+        dataset itself would keep its worker pools alive."""
         super().__init__()
         self._it = it
+        self._index_plan = None if ds is None else ds._index_plan()
         self._closed = False
         self._closed_state: dict[str, Any] | None = None
 
@@ -499,16 +519,14 @@ class _NativeDatasetIterator(_Unpicklable, DatasetIterator):
         self._it.set_state(state)
 
     def _get_next_index(self) -> int:
-        # A position-only state ({"next_index": n}: to_iter_dataset, map, batch of it) is the
-        # index of the next element; stateful ops above it cannot tell.
-        state = self.get_state()
-        if set(state) != {"next_index"}:
+        if self._index_plan is None:
             return super()._get_next_index()
-        return state["next_index"]
+        return self._index_plan.next_index(self.get_state())
 
     def _set_next_index(self, index: int) -> None:
-        self._get_next_index()  # NotImplementedError where the state is not a position
-        self.set_state({"next_index": index})
+        if self._index_plan is None:
+            return super()._set_next_index(index)
+        self.set_state(self._index_plan.state_at(index, self.get_state()))
 
     def start_prefetch(self) -> None:
         if self._closed:
@@ -703,14 +721,85 @@ class _OpIterDataset(IterDataset):
         return self._node.name()
 
 
-def _op(base: type, name: str, build: Callable[..., Any]) -> type:
+def _op(base: type, name: str, build: Callable[..., Any], *mixins: type) -> type:
     """A module-level transformation class (picklable by reference) built by ``build``."""
-    cls = type(name, (base,), {"_build": staticmethod(build), "__module__": __name__})
+    cls = type(name, (*mixins, base), {"_build": staticmethod(build), "__module__": __name__})
     cls.__qualname__ = name
     return cls
 
 
-_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed_words)
+class _IndexPlan:
+    """The index of an iterator's next element in its state, as Grain's iterators keep it:
+    ``{"next_index": n}`` (to_iter_dataset)."""
+
+    def next_index(self, state: dict[str, Any]) -> int:
+        return state["next_index"]
+
+    def state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        """The state of the same iterator about to return element ``index``, reached without
+        reading any element."""
+        return {"next_index": index}
+
+
+class _CountedPlan(_IndexPlan):
+    """``state[field]`` counts the elements returned, next to the parent's state (Grain's
+    random_map, map_with_index, limit)."""
+
+    def __init__(self, parent: _IndexPlan, field: str):
+        self._parent, self._field = parent, field
+
+    def next_index(self, state: dict[str, Any]) -> int:
+        return state[self._field]
+
+    def state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return {"parent": self._parent.state_at(index, state["parent"]), self._field: index}
+
+
+class _BatchedPlan(_IndexPlan):
+    """Batches of batch_size parent elements; the state is the parent's (Grain's batch)."""
+
+    def __init__(self, parent: _IndexPlan, batch_size: int):
+        self._parent, self._batch_size = parent, batch_size
+
+    def next_index(self, state: dict[str, Any]) -> int:
+        return -(-self._parent.next_index(state) // self._batch_size)
+
+    def state_at(self, index: int, state: dict[str, Any]) -> dict[str, Any]:
+        return self._parent.state_at(index * self._batch_size, state)
+
+
+class _SameIndex:
+    """An op whose iterator state is its parent's (Grain's map, thread prefetch)."""
+
+    def _index_plan(self) -> _IndexPlan | None:
+        return self._parents[0]._index_plan()
+
+
+class _CountedIndex:
+    """An op that counts the elements it returned in ``state[_COUNT]``."""
+
+    _COUNT: str
+
+    def _index_plan(self) -> _IndexPlan | None:
+        parent = self._parents[0]._index_plan()
+        return None if parent is None else _CountedPlan(parent, self._COUNT)
+
+
+class _RngCount(_CountedIndex):
+    _COUNT = "index_for_rng"
+
+
+class _Counter(_CountedIndex):
+    _COUNT = "counter"
+
+
+class _BatchIndex:
+    def _index_plan(self) -> _IndexPlan | None:
+        parent = self._parents[0]._index_plan()
+        return None if parent is None else _BatchedPlan(parent, self._args[0])
+
+
+_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
 _ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle)
 _SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice)
 _RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat)
@@ -721,13 +810,15 @@ _MapWithIndexMapDataset = _op(
 )
 _FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter)
 _BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch)
-_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed_words)
-_MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map)
-_RandomMapIterDataset = _op(_OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map)
-_MapWithIndexIterDataset = _op(
-    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index
+_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed)
+_MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map, _SameIndex)
+_RandomMapIterDataset = _op(
+    _OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map, _RngCount
 )
-_BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch)
+_MapWithIndexIterDataset = _op(
+    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index, _Counter
+)
+_BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch, _BatchIndex)
 
 
 class _FilterIterDataset(_OpIterDataset):
@@ -771,6 +862,9 @@ class _PrefetchIterDataset(IterDataset):
 
     def __str__(self) -> str:
         return f"PrefetchIterDataset(read_options={self._read_options})"
+
+    def _index_plan(self) -> _IndexPlan:
+        return _IndexPlan()
 
 
 class ProcessPrefetchIterDataset(_PrefetchIterDataset):

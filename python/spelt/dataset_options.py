@@ -91,7 +91,7 @@ class DatasetOptions:
         return DatasetOptions(**merged)
 
 
-class WithOptionsIterDataset(dataset.IterDataset):
+class WithOptionsIterDataset(dataset._SameIndex, dataset.IterDataset):  # pylint: disable=protected-access
     """``parent`` with ``options`` for the whole pipeline (merged with options set further
     down; the latest set value wins). Output and state are the parent's."""
 

@@ -37,13 +37,16 @@ def _leaf_spec(leaf: Any) -> ShapeDtypeStruct:
 def get_element_spec(ds: Any) -> Any:
     """The tree of ``ShapeDtypeStruct`` of the elements of ``ds`` (a MapDataset or an
     IterDataset), read from its first element: dataset's ``_element_spec`` if it defines one
-    (as Grain's datasets may), else ``ds[0]`` or the first element of ``iter(ds)``.
-    ValueError if the dataset is empty."""
+    (as Grain's datasets may), else the first element that is not filtered out (None) of a
+    MapDataset, or the first element of ``iter(ds)``. ValueError if there is none."""
     spec = getattr(ds, "_element_spec", None)
     if spec is not None:
         return spec
-    try:
-        element = ds[0] if hasattr(ds, "__getitem__") else next(iter(ds))
-    except (IndexError, StopIteration) as e:
-        raise ValueError(f"cannot infer the element spec of an empty dataset {ds}") from e
+    if hasattr(ds, "__getitem__"):
+        elements = (ds[i] for i in range(len(ds)))
+        element = next((e for e in elements if e is not None), None)
+    else:
+        element = next(iter(ds), None)
+    if element is None:
+        raise ValueError(f"cannot infer the element spec of an empty dataset {ds}")
     return _tree.map_structure(_leaf_spec, element)

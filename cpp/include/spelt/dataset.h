@@ -131,9 +131,10 @@ class DatasetIterator {
   // Restores a state from GetState() of an iterator of the same pipeline.
   // Throws std::invalid_argument if the state is malformed, naming the missing/bad field.
   virtual void SetState(const State& state) = 0;
-  // Starts background read-ahead before the first Next() (Grain's start_prefetch); iterators
-  // that read ahead on threads of their own (thread prefetch, interleave) override it. The
-  // default does nothing. Idempotent.
+  // Starts background read-ahead before the first Next() (Grain's start_prefetch): iterators
+  // that read ahead on threads of their own (thread prefetch, interleave) start it, and
+  // iterators over other iterators pass it on to them, as Grain's do. The default (sources)
+  // does nothing. Idempotent.
   virtual void StartPrefetch() {}
 };
 
@@ -184,11 +185,9 @@ class MapDataset {
   // Element at global index (see MapNode::Get). Throws std::out_of_range if index < 0.
   std::optional<Value> Get(int64_t index) const;
 
-  // Marks this dataset as the seed of default seeds of later random transformations.
-  // REQUIRES: seed >= 0 (std::invalid_argument otherwise); any size, as Grain (numpy's
-  // SeedSequence) accepts: SeedWords() takes a seed's 32-bit words, least significant first.
-  MapDataset Seed(int64_t seed) const;
-  MapDataset SeedWords(std::vector<uint32_t> words) const;
+  // Marks this dataset as the seed of default seeds of later random transformations (any
+  // non-negative size, as Grain accepts).
+  MapDataset Seed(AnySeed seed) const;
   // Global shuffle by index_shuffle; epoch e uses seed + e. Without `seed`, the default seed
   // derived from Seed() (std::invalid_argument if there is none).
   MapDataset Shuffle(std::optional<int64_t> seed = std::nullopt) const;
@@ -200,8 +199,10 @@ class MapDataset {
                     bool reseed_each_epoch = true) const;
   // `serial`: the function must be called from one thread at a time (see DatasetNode::Serial).
   MapDataset Map(MapFn fn, bool serial = false) const;
-  // fn gets an rng keyed by the seed with counter [0, 0, 0, global index] (Grain's scheme).
-  MapDataset RandomMap(RandomMapFn fn, std::optional<int64_t> seed = std::nullopt,
+  // fn gets an rng keyed by the seed with counter [0, 0, 0, global index] (Grain's scheme:
+  // numpy's Philox(seed), any non-negative seed). Without `seed`, the default seed derived
+  // from Seed() (std::invalid_argument if there is none).
+  MapDataset RandomMap(RandomMapFn fn, std::optional<AnySeed> seed = std::nullopt,
                        bool serial = false) const;
   MapDataset MapWithIndex(MapWithIndexFn fn, bool serial = false) const;
   MapDataset Filter(FilterFn fn, bool serial = false) const;
@@ -245,11 +246,10 @@ class IterDataset {
                          std::optional<std::vector<double>> weights = std::nullopt,
                          std::vector<std::string> keys = {});
 
-  IterDataset Seed(int64_t seed) const;
-  IterDataset SeedWords(std::vector<uint32_t> words) const;
+  IterDataset Seed(AnySeed seed) const;
   IterDataset Map(MapFn fn) const;
   // The k-th element seen by an iterator gets an rng with counter [0, 0, 0, k].
-  IterDataset RandomMap(RandomMapFn fn, std::optional<int64_t> seed = std::nullopt) const;
+  IterDataset RandomMap(RandomMapFn fn, std::optional<AnySeed> seed = std::nullopt) const;
   // fn gets the running count of elements seen by the iterator.
   IterDataset MapWithIndex(MapWithIndexFn fn) const;
   // `transform_name` names fn in the filter-threshold messages (spelt/dataset_options.h).

@@ -18,16 +18,47 @@
 #define SPELT_RANDOM_H_
 
 #include <array>
+#include <concepts>
 #include <cstdint>
 #include <span>
+#include <stdexcept>
+#include <string>
 #include <string_view>
 #include <vector>
 
 namespace spelt {
 
-// Every seed of Spelt (shuffle, random_map, samplers, index_shuffle) is a uint32, as in Grain.
+// The seeds of shuffle, window shuffle, samplers and index_shuffle are uint32s, as in Grain.
 // Returns `seed` as one; throws std::invalid_argument naming `what` if it is outside [0, 2^32).
 uint32_t CheckSeed(int64_t seed, std::string_view what);
+
+// A non-negative seed of any size, as Grain takes for ds.seed() and random_map (numpy's
+// SeedSequence takes any non-negative int): its 32-bit words, least significant first, as
+// numpy splits an int (0 is one word, 0). Immutable; thread-safe.
+class AnySeed {
+ public:
+  // Implicit from any integer type; throws std::invalid_argument if negative.
+  template <std::integral T>
+  AnySeed(T seed) {  // NOLINT(google-explicit-constructor)
+    if constexpr (std::signed_integral<T>) {
+      if (seed < 0) {
+        throw std::invalid_argument("seed must be non-negative, got " + std::to_string(seed));
+      }
+    }
+    auto v = static_cast<uint64_t>(seed);
+    do {
+      words_.push_back(static_cast<uint32_t>(v));
+      v >>= 32;
+    } while (v != 0);
+  }
+  // From its words (e.g. of a Python int); throws std::invalid_argument if `words` is empty.
+  explicit AnySeed(std::vector<uint32_t> words);
+
+  const std::vector<uint32_t>& words() const { return words_; }
+
+ private:
+  std::vector<uint32_t> words_;
+};
 
 // Returns the position of `index` in a pseudo-random permutation of [0, max_index].
 // REQUIRES: index <= max_index; rounds even and in [4, 1024] (throws std::invalid_argument).
@@ -39,11 +70,11 @@ std::vector<uint32_t> SeedSequenceGenerateState(std::span<const uint64_t> entrop
 
 // numpy.random.Philox4x64-10 bit generator.
 // Philox(seed) builds the 128-bit key as numpy.random.Philox(seed) does:
-// SeedSequence([seed]).generate_state(4, uint32) packed little-endian into two uint64.
+// SeedSequence(seed).generate_state(4, uint32) packed little-endian into two uint64.
 // Not thread-safe (it is a generator); cheap to copy.
 class Philox {
  public:
-  explicit Philox(uint64_t seed);
+  explicit Philox(const AnySeed& seed);
   Philox(std::array<uint64_t, 2> key, std::array<uint64_t, 4> counter);
 
   // Sets the counter to {c0, c1, c2, c3} and empties the output buffer, as Grain does with

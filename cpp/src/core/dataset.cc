@@ -36,32 +36,22 @@ namespace {
 using internal::IterNodePtr;
 using internal::MapNodePtr;
 
-// The explicit seed if given, else the default seed derived from ds.seed() upstream.
-uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, const char* what) {
-  if (seed) return CheckSeed(*seed, what);
+// The default seed derived from ds.seed() upstream of `parent`; throws if there is none.
+uint32_t DefaultSeedOf(const DatasetNode& parent, const char* what) {
   if (auto derived = parent.DefaultSeed()) return *derived;
   throw std::invalid_argument(std::string(what) +
                               ": no seed given and no upstream dataset has one; pass seed= "
                               "or call .seed(...) earlier in the pipeline");
 }
 
-
-// The 32-bit words of a seed, least significant first (at least one, as numpy makes them).
-std::vector<uint32_t> SeedWordsOf(int64_t seed) {
-  if (seed < 0) {
-    throw std::invalid_argument("seed: seed must be non-negative, got " + std::to_string(seed));
-  }
-  std::vector<uint32_t> words;
-  auto v = static_cast<uint64_t>(seed);
-  do {
-    words.push_back(static_cast<uint32_t>(v));
-    v >>= 32;
-  } while (v != 0);
-  return words;
+// A 32-bit seed: the explicit one if given, else the default seed.
+uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, const char* what) {
+  return seed ? CheckSeed(*seed, what) : DefaultSeedOf(parent, what);
 }
 
-void CheckSeedWords(const std::vector<uint32_t>& words) {
-  if (words.empty()) throw std::invalid_argument("seed: no seed words");
+// A random_map seed (any size): the explicit one if given, else the default seed.
+AnySeed ResolveAnySeed(std::optional<AnySeed> seed, const DatasetNode& parent) {
+  return seed ? std::move(*seed) : AnySeed(DefaultSeedOf(parent, "random_map"));
 }
 
 // Grain's message for MapDataset.batch over a node that may discard elements, naming the first
@@ -175,11 +165,8 @@ std::optional<Value> MapDataset::Get(int64_t index) const {
   return node_->Get(index);
 }
 
-MapDataset MapDataset::Seed(int64_t seed) const { return SeedWords(SeedWordsOf(seed)); }
-
-MapDataset MapDataset::SeedWords(std::vector<uint32_t> words) const {
-  CheckSeedWords(words);
-  return MapDataset(internal::MakeSeedMapNode(node_, std::move(words)));
+MapDataset MapDataset::Seed(AnySeed seed) const {
+  return MapDataset(internal::MakeSeedMapNode(node_, seed.words()));
 }
 
 MapDataset MapDataset::Shuffle(std::optional<int64_t> seed) const {
@@ -224,10 +211,10 @@ MapDataset MapDataset::Map(MapFn fn, bool serial) const {
   return MapDataset(internal::MakeMapNode(node_, std::move(fn), serial));
 }
 
-MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<int64_t> seed, bool serial) const {
+MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed, bool serial) const {
   if (!fn) throw std::invalid_argument("random_map: empty function");
-  uint32_t s = ResolveSeed(seed, *node_, "random_map");
-  return MapDataset(internal::MakeRandomMapNode(node_, std::move(fn), s, serial));
+  return MapDataset(internal::MakeRandomMapNode(
+      node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_), serial));
 }
 
 MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool serial) const {
@@ -271,11 +258,8 @@ IterDataset::IterDataset(std::shared_ptr<const IterNode> node) : node_(std::move
   if (!node_) throw std::invalid_argument("IterDataset: null node");
 }
 
-IterDataset IterDataset::Seed(int64_t seed) const { return SeedWords(SeedWordsOf(seed)); }
-
-IterDataset IterDataset::SeedWords(std::vector<uint32_t> words) const {
-  CheckSeedWords(words);
-  return IterDataset(internal::MakeSeedIterNode(node_, std::move(words)));
+IterDataset IterDataset::Seed(AnySeed seed) const {
+  return IterDataset(internal::MakeSeedIterNode(node_, seed.words()));
 }
 
 IterDataset IterDataset::Map(MapFn fn) const {
@@ -283,10 +267,10 @@ IterDataset IterDataset::Map(MapFn fn) const {
   return IterDataset(internal::MakeIterMapNode(node_, std::move(fn)));
 }
 
-IterDataset IterDataset::RandomMap(RandomMapFn fn, std::optional<int64_t> seed) const {
+IterDataset IterDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed) const {
   if (!fn) throw std::invalid_argument("random_map: empty function");
-  uint32_t s = ResolveSeed(seed, *node_, "random_map");
-  return IterDataset(internal::MakeIterRandomMapNode(node_, std::move(fn), s));
+  return IterDataset(
+      internal::MakeIterRandomMapNode(node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_)));
 }
 
 IterDataset IterDataset::MapWithIndex(MapWithIndexFn fn) const {

@@ -6,6 +6,7 @@
 #include <bit>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace spelt {
 namespace {
@@ -107,6 +108,10 @@ uint32_t CheckSeed(int64_t seed, std::string_view what) {
                                 std::to_string(seed));
   }
   return static_cast<uint32_t>(seed);
+}
+
+AnySeed::AnySeed(std::vector<uint32_t> words) : words_(std::move(words)) {
+  if (words_.empty()) throw std::invalid_argument("seed: no seed words");
 }
 
 uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_t rounds) {
@@ -224,8 +229,9 @@ constexpr uint64_t kPhiloxM1 = 0xCA5A826395121157;
 constexpr uint64_t kPhiloxW0 = 0x9E3779B97F4A7C15;
 constexpr uint64_t kPhiloxW1 = 0xBB67AE8584CAA73B;
 
-std::array<uint64_t, 2> KeyFromSeed(uint64_t seed) {
-  const uint64_t entropy[] = {seed};
+std::array<uint64_t, 2> KeyFromSeed(const AnySeed& seed) {
+  // One entropy word per 32-bit word gives numpy the same word list as the int itself.
+  const std::vector<uint64_t> entropy(seed.words().begin(), seed.words().end());
   const std::vector<uint32_t> w = SeedSequenceGenerateState(entropy, 4);
   return {w[0] | (uint64_t{w[1]} << 32), w[2] | (uint64_t{w[3]} << 32)};
 }
@@ -247,7 +253,7 @@ std::array<uint64_t, 4> PhiloxBlock(std::array<uint64_t, 4> ctr, std::array<uint
 
 }  // namespace
 
-Philox::Philox(uint64_t seed) : Philox(KeyFromSeed(seed), {0, 0, 0, 0}) {}
+Philox::Philox(const AnySeed& seed) : Philox(KeyFromSeed(seed), {0, 0, 0, 0}) {}
 
 Philox::Philox(std::array<uint64_t, 2> key, std::array<uint64_t, 4> counter)
     : key_(key), counter_(counter), buffer_{} {}

@@ -80,6 +80,7 @@ class ProfiledIterator final : public DatasetIterator {
       return Counts{Rows(*v), stats_->BytesOf(*v)};
     });
   }
+  void StartPrefetch() override { inner_->StartPrefetch(); }
   State GetState() const override { return inner_->GetState(); }
   void SetState(const State& state) override { inner_->SetState(state); }
 

@@ -135,6 +135,7 @@ class BatchIterator final : public DatasetIterator {
     }
     return fn_(std::move(elements));
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override { return parent_->GetState(); }
   void SetState(const State& state) override { parent_->SetState(state); }
 

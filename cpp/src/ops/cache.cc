@@ -39,6 +39,7 @@ class CacheIterator final : public DatasetIterator {
     ++position_;
     return v;
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", parent_->GetState()}, {"position", position_},
                  {"cache_filled", filled_ || refill_}};

@@ -104,6 +104,7 @@ class ConcatThenSplitIterator final : public DatasetIterator {
     return std::nullopt;
   }
 
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override { return state_; }
 
   void SetState(const State& state) override {

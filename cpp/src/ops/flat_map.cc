@@ -25,6 +25,7 @@ class FlatMapIterator final : public DatasetIterator {
     return std::move(buffer_[next_in_buffer_++]);
   }
 
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", last_parent_state_},
                  {"next_index_in_buffer", static_cast<int64_t>(next_in_buffer_)}};

@@ -23,6 +23,7 @@ class FilterIterator final : public DatasetIterator {
       if (passed) return v;
     }
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override { return parent_->GetState(); }
   void SetState(const State& state) override { parent_->SetState(state); }
 

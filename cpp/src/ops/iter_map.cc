@@ -18,6 +18,7 @@ class MapIterator final : public DatasetIterator {
     if (!v) return v;
     return fn_(std::move(*v));
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override { return parent_->GetState(); }
   void SetState(const State& state) override { parent_->SetState(state); }
 
@@ -38,6 +39,7 @@ class CountingIterator final : public DatasetIterator {
     if (!v) return v;
     return call_(counter_++, std::move(*v));
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", parent_->GetState()}, {field_, counter_}};
   }
@@ -75,7 +77,7 @@ IterNodePtr MakeIterMapNode(IterNodePtr parent, MapFn fn) {
                                       });
 }
 
-IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, uint32_t seed) {
+IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, const AnySeed& seed) {
   constexpr const char* kName = "RandomMapIterDataset";
   return std::make_shared<IterOpNode>(
       std::move(parent), kName, [fn = std::move(fn), rng = Philox(seed)](auto p) {

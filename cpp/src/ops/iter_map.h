@@ -8,7 +8,7 @@
 namespace spelt::internal {
 
 IterNodePtr MakeIterMapNode(IterNodePtr parent, MapFn fn);
-IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, uint32_t seed);
+IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, const AnySeed& seed);
 IterNodePtr MakeIterMapWithIndexNode(IterNodePtr parent, MapWithIndexFn fn);
 
 }  // namespace spelt::internal

@@ -34,6 +34,9 @@ class MixIterator final : public DatasetIterator {
     if (!v) stop_ = true;
     return v;
   }
+  void StartPrefetch() override {
+    for (const auto& parent : parents_) parent->StartPrefetch();
+  }
   State GetState() const override {
     State parents = keys_.empty() ? State::array() : State::object();
     for (size_t i = 0; i < parents_.size(); ++i) {

@@ -28,6 +28,7 @@ class RepeatIterator final : public DatasetIterator {
       restarted_empty = true;
     }
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", parent_->GetState()}, {"epoch", epoch_}};
   }

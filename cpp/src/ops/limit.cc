@@ -20,6 +20,7 @@ class LimitIterator final : public DatasetIterator {
     if (v) ++read_;
     return v;
   }
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", parent_->GetState()}, {"count_elements_read", read_}};
   }

@@ -25,7 +25,7 @@ class MapNodeImpl final : public ElementwiseNode {
 
 class RandomMapNode final : public ElementwiseNode {
  public:
-  RandomMapNode(MapNodePtr parent, RandomMapFn fn, uint32_t seed, bool serial)
+  RandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool serial)
       : ElementwiseNode(std::move(parent), serial), fn_(std::move(fn)), rng_(seed) {}
   std::string Name() const override { return "RandomMapMapDataset"; }
 
@@ -62,7 +62,7 @@ MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool serial) {
   return std::make_shared<MapNodeImpl>(std::move(parent), std::move(fn), serial);
 }
 
-MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, uint32_t seed, bool serial) {
+MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool serial) {
   return std::make_shared<RandomMapNode>(std::move(parent), std::move(fn), seed, serial);
 }
 

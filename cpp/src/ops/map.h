@@ -8,7 +8,7 @@
 namespace spelt::internal {
 
 MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool serial);
-MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, uint32_t seed, bool serial);
+MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool serial);
 MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool serial);
 
 }  // namespace spelt::internal

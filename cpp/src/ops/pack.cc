@@ -58,6 +58,7 @@ class PackIterator final : public DatasetIterator {
     }
   }
 
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", last_emitted_state_}, {"next_row", next_row_}, {"counter", counter_}};
   }

@@ -109,6 +109,7 @@ class RebatchIterator final : public DatasetIterator {
     return RebuildTree(*treedef_, leaves);
   }
 
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent", last_parent_state_}, {"batch_idx", batch_idx_}};
   }

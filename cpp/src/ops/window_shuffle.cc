@@ -80,6 +80,7 @@ class WindowShuffleIterator final : public DatasetIterator {
     return v;
   }
 
+  void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     return State{{"parent_window_start_state", window_start_state_},
                  {"window_index", window_index_},

@@ -94,6 +94,9 @@ class ZipIterator final : public DatasetIterator {
     }
     return Value::Tuple(std::move(items));
   }
+  void StartPrefetch() override {
+    for (const auto& parent : parents_) parent->StartPrefetch();
+  }
   State GetState() const override {
     State parents = State::array();
     for (const auto& p : parents_) parents.push_back(p->GetState());

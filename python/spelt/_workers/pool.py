@@ -35,6 +35,11 @@ from spelt._workers import launcher
 from spelt._workers import protocol
 
 _POLL_SECONDS = 0.5
+# How long a worker whose connection broke may take to exit before the consumer reports the
+# broken connection instead of its exit status: interpreter shutdown (atexit hooks, the
+# engine's exit grace of up to 2 s, spelt/gil.h) can take seconds on a loaded machine. The
+# wait ends as soon as the worker exits.
+_EXIT_WAIT_SECONDS = 10.0
 _CLOSE_GRACE_SECONDS = 0.5
 
 
@@ -297,7 +302,7 @@ class WorkerPool:
     # Failures.
     def _raise_connection_lost(self, worker: int) -> NoReturn:
         """The connection broke, so the worker is exiting: raises how it ended."""
-        self._workers[worker].wait(2 * _POLL_SECONDS)
+        self._workers[worker].wait(_EXIT_WAIT_SECONDS)
         self._raise_if_any_died()
         raise RuntimeError(f"spelt: worker process {worker} closed its connection")
 
