@@ -162,7 +162,7 @@ def mixed(i):
     return kinds[i % len(kinds)]
 
 
-def loader(num_workers: int):
+def loader(num_workers: int, **kwargs):
     ops = [spelt.transforms.Batch(4, drop_remainder=True)]
     return spelt.DataLoader(
         data_source=[record(i) for i in range(150)],
@@ -171,6 +171,7 @@ def loader(num_workers: int):
         ),
         operations=[_LoaderFilter(), *ops],
         worker_count=num_workers,
+        **kwargs,
     )
 
 

@@ -791,16 +791,36 @@ class ProcessPrefetchIterDataset(_PrefetchIterDataset):
         super().__init__(parent, read_options, allow_nones)
         self._options = options
         self._worker_init_fn = worker_init_fn
+        self._keeper = self._new_keeper()
+
+    def _new_keeper(self) -> keeper_lib.PoolKeeper:
+        """The stage's PoolKeeper. Shallow copies (the profiled twin of the execution summary)
+        share it, so that tracked and untracked iterators lease the same warm pool."""
+        return keeper_lib.PoolKeeper(
+            self._parents[0],
+            self._worker_init_fn,
+            self._options.num_workers,
+            capacity=self._options.per_worker_buffer_size + 1,
+            anchor=self,
+        )
+
+    def __copy__(self):
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(super().__getstate__())  # the keeper is shared
+        return twin
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        del state["_keeper"]  # the workers are this process's: an unpickled copy has its own
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._keeper = self._new_keeper()
 
     def _make_node(self):
         parent, options = self._parents[0], self._options
-        keeper = keeper_lib.PoolKeeper(
-            parent,
-            self._worker_init_fn,
-            options.num_workers,
-            capacity=options.per_worker_buffer_size + 1,
-            anchor=self,
-        )
+        keeper = self._keeper
         if self._keeper_observer is not None:  # the execution summary counts worker time
             keeper = self._keeper_observer(keeper)
         return _core.process_prefetch(
