@@ -1,0 +1,351 @@
+"""Autotuning of a worker pool: ``mp_prefetch(..., autotune=True)``, ``DataLoader(autotune=True)``.
+
+Beyond Grain 0.2.18, whose ``pick_performance_config`` (prefetch_autotune.py) picks a worker count
+and buffer once, from element sizes, and whose ``autotune()`` (autotune.py) is a stub. Here the
+worker count and the per-worker buffer are picked under a RAM budget when the pool starts and
+then adapted while the iterator runs, from what the consumer measures per chunk (no thread of its
+own, nothing per element). Which worker computes a chunk, and when, never changes the elements
+or the state: the ordered core merges chunks by index (docs/workers.md).
+
+Measured over windows of ``WINDOW_SECONDS`` (the quantities of the execution summary's worker
+stage, docs/observability.md):
+
+* the consumer's *wait share*: the time it spent blocked in ``take()`` for a chunk, over the
+  window's wall time (the worker stage's wait share);
+* the workers' *utilisation*: their compute seconds (from the replies) over active workers x wall;
+* the *rate*: elements taken per second; and the bytes per chunk;
+* the pool's *memory*: the workers' PSS plus their shared-memory share again (the consumer maps
+  each arena too and holds the other half of its pages), from /proc/PID/smaps_rollup.
+
+Decisions, at most one per window, each kept only if it pays (hill climbing):
+
+* the consumer waits (wait share > ``WAIT_HIGH``) and the workers are busy (utilisation >=
+  ``BUSY``): one more worker (a parked one, else a new process) if the measured memory plus one
+  more worker's fits the budget; if they are not busy, one more chunk in flight per worker
+  (the buffer) if it fits;
+* the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker (it
+  gets no more chunks; its process stays, to come back without a restart);
+* over the budget: one less chunk in flight per worker, else park a worker.
+
+A growth must raise the rate by ``GAIN`` in the window after the next (the next one settles), a
+parking must not lower it by as much, or it is undone and not tried again for ``BACKOFF``
+windows. Windows while an active worker is starting are skipped. Thread-safety: as the pool's,
+one lease (one consumer thread) at a time.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import time
+from typing import Any, Callable
+
+from spelt import monitoring
+from spelt import options as options_lib
+from spelt._workers import keeper as keeper_lib
+from spelt._workers import pool as pool_lib
+
+_log = logging.getLogger("spelt")
+
+WINDOW_SECONDS = 0.5
+MIN_CHUNKS = 4  # chunks taken in a window for it to count
+WAIT_HIGH = 0.05
+WAIT_LOW = 0.01
+BUSY = 0.75
+IDLE = 0.5
+GAIN = 0.05
+BACKOFF = 10  # windows
+DEFAULT_MAX_BUFFER_SIZE = 8
+WORKER_MB_GUESS = 64  # a worker's memory before one is measured (numpy imported: ~40 MiB)
+NODE_NAME = "ProcessPrefetchIterDataset"  # the node named in spelt.monitoring's records
+
+
+def configure(
+    options: options_lib.MultiprocessingOptions | None, ram_budget_mb: int | None
+) -> tuple[options_lib.MultiprocessingOptions, Limits]:
+    """The options of an autotuned ``mp_prefetch(options, autotune=True, ram_budget_mb=...)``
+    stage (num_workers: the most workers) and its Limits. ValueError on negative sizes or a
+    budget <= 0."""
+    options = options or options_lib.MultiprocessingOptions()
+    if options.num_workers < 0 or options.per_worker_buffer_size < 0:
+        raise ValueError(f"mp_prefetch: negative worker count or buffer size in {options}")
+    if ram_budget_mb is not None and ram_budget_mb <= 0:
+        raise ValueError(f"mp_prefetch: ram_budget_mb must be > 0, got {ram_budget_mb}")
+    buffer_size = max(options.per_worker_buffer_size, 1)
+    limits = Limits(
+        max_workers=options.num_workers or pool_lib.usable_cpus(),
+        max_buffer_size=max(buffer_size, DEFAULT_MAX_BUFFER_SIZE),
+        buffer_size=buffer_size,
+        ram_budget_mb=ram_budget_mb or default_ram_budget_mb(),
+    )
+    return dataclasses.replace(options, num_workers=limits.max_workers), limits
+
+
+def default_ram_budget_mb() -> int:
+    """Half of the memory available now (MemAvailable), as tf.data's autotuning does by default
+    (Grain's own ``pick_performance_config`` takes the budget as a required argument)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) // 1024 // 2
+    except OSError:
+        pass
+    return 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class Limits:
+    """The bounds of one autotuned stage: at most `max_workers` processes and
+    `max_buffer_size` chunks ready per worker (starting at `buffer_size`), the pool's memory
+    within `ram_budget_mb` MiB."""
+
+    max_workers: int
+    max_buffer_size: int
+    buffer_size: int
+    ram_budget_mb: float
+
+    def initial_workers(self) -> int:
+        """The workers started at once: as many as there are CPUs, within max_workers and, at
+        ``WORKER_MB_GUESS`` each, the budget (at least one)."""
+        fit = int(self.ram_budget_mb // WORKER_MB_GUESS)
+        return max(1, min(self.max_workers, pool_lib.usable_cpus(), fit))
+
+
+@dataclasses.dataclass(frozen=True)
+class Decision:
+    """A change of the pool's settings (``TunedKeeper.history``): seconds since the lease
+    began, the active workers and per-worker buffer after it, and why."""
+
+    time_s: float
+    workers: int
+    buffer_size: int
+    reason: str
+
+
+def process_memory_bytes(pid: int) -> int:
+    """PSS of `pid` plus its shared-memory PSS once more (see module doc); 0 if it is gone."""
+    fields = {}
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                name, _, rest = line.partition(":")
+                if name in ("Pss", "Pss_Shmem"):
+                    fields[name] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError):
+        return 0
+    return fields.get("Pss", 0) + fields.get("Pss_Shmem", 0)
+
+
+@dataclasses.dataclass
+class _Window:
+    start: float
+    ready: bool  # every active worker had started when the window began
+    chunks: int = 0
+    elements: int = 0
+    waited: float = 0.0
+    busy: float = 0.0
+    nbytes: int = 0
+
+
+@dataclasses.dataclass
+class _Trial:
+    move: str  # "workers" or "buffer"
+    grew: bool
+    rate: float  # elements/s before the change
+    settling: bool = True
+
+
+class Tuner:
+    """Measures one lease's chunks and adapts its pool (see module doc). `memory` returns the
+    pool's bytes (a parameter for tests)."""
+
+    def __init__(
+        self,
+        pool: pool_lib.WorkerPool,
+        limits: Limits,
+        history: collections.deque[Decision],
+        clock: Callable[[], float] = time.perf_counter,
+        memory: Callable[[pool_lib.WorkerPool], int] | None = None,
+    ):
+        self._pool = pool
+        self._limits = limits
+        self._history = history
+        self._clock = clock
+        self._memory = memory or (lambda p: sum(process_memory_bytes(pid) for pid in p.pids))
+        self._began = clock()
+        self._window = _Window(self._began, ready=False)
+        self._trial: _Trial | None = None
+        self._blocked: dict[str, int] = {}
+        self.peak_memory_bytes = 0
+
+    def observe(self, count: int, waited_s: float, busy_s: float, nbytes: int) -> None:
+        """One chunk taken: `count` elements, the consumer blocked `waited_s` for it, a worker
+        computed it in `busy_s`, `nbytes` bytes. Decides at the end of each window."""
+        w = self._window
+        w.chunks += 1
+        w.elements += count
+        w.waited += waited_s
+        w.busy += busy_s
+        w.nbytes += nbytes
+        now = self._clock()
+        if now - w.start < WINDOW_SECONDS or w.chunks < MIN_CHUNKS:
+            return
+        ready = not self._pool.closed and self._pool.all_ready()
+        self._window = _Window(now, ready)
+        if w.ready and ready:  # else a worker was starting: the window says nothing
+            self._step(w, now - w.start)
+
+    # Decisions.
+    def _step(self, w: _Window, wall: float) -> None:
+        for move in list(self._blocked):
+            self._blocked[move] -= 1
+            if self._blocked[move] <= 0:
+                del self._blocked[move]
+        pool, limits = self._pool, self._limits
+        rate = w.elements / wall
+        wait_share = w.waited / wall
+        utilization = w.busy / (pool.active_workers * wall)
+        monitoring.record_autotune_node_throughput(NODE_NAME, rate)
+        memory = self._memory(pool)
+        self.peak_memory_bytes = max(self.peak_memory_bytes, memory)
+        if self._trial is not None:
+            self._judge(self._trial, rate)
+            return
+        budget = limits.ram_budget_mb * 2**20
+        chunk_bytes = w.nbytes / w.chunks
+        measures = f"waited {wait_share:.0%}, workers busy {utilization:.0%}, {rate:.0f}/s"
+        if memory > budget:
+            if pool.capacity > 1:
+                self._set("buffer", pool.capacity - 1, f"over the RAM budget ({measures})")
+            elif pool.active_workers > 1:
+                self._set("workers", pool.active_workers - 1, f"over the RAM budget ({measures})")
+        elif wait_share > WAIT_HIGH:
+            per_worker = chunk_bytes * pool.capacity
+            if pool.active_workers == pool.num_workers:  # a new process
+                per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
+            can_grow = {
+                "workers": pool.active_workers < limits.max_workers
+                and memory + per_worker <= budget,
+                "buffer": pool.capacity <= limits.max_buffer_size
+                and memory + chunk_bytes * pool.active_workers <= budget,
+            }
+            # Busy workers: more of them first; idle ones: more chunks in flight first.
+            order = ("workers", "buffer") if utilization >= BUSY else ("buffer", "workers")
+            for move in order:
+                if can_grow[move] and move not in self._blocked:
+                    self._try(move, self._value(move) + 1, rate, measures)
+                    break
+        elif (
+            wait_share < WAIT_LOW
+            and utilization < IDLE
+            and pool.active_workers > 1
+            and "workers" not in self._blocked
+        ):
+            self._try("workers", pool.active_workers - 1, rate, measures)
+
+    def _judge(self, trial: _Trial, rate: float) -> None:
+        if trial.settling:
+            trial.settling = False
+            return
+        self._trial = None
+        kept = rate >= trial.rate * (1 + GAIN) if trial.grew else rate >= trial.rate * (1 - GAIN)
+        if not kept:
+            value = self._value(trial.move) + (-1 if trial.grew else 1)
+            self._set(trial.move, value, f"undone: {rate:.0f}/s against {trial.rate:.0f}/s")
+            self._blocked[trial.move] = BACKOFF
+
+    def _try(self, move: str, value: int, rate: float, measures: str) -> None:
+        grew = value > self._value(move)
+        self._set(move, value, measures)
+        self._trial = _Trial(move, grew, rate)
+
+    def _value(self, move: str) -> int:
+        return self._pool.active_workers if move == "workers" else self._pool.capacity
+
+    def _set(self, move: str, value: int, reason: str) -> None:
+        pool = self._pool
+        if move == "buffer":
+            pool.capacity = value
+        elif value > pool.num_workers:
+            pool.add_worker()
+        else:
+            pool.active_workers = value
+        self.record(reason)
+
+    def record(self, reason: str) -> None:
+        """Adds the pool's current settings to the history, the log and spelt.monitoring."""
+        pool = self._pool
+        decision = Decision(
+            self._clock() - self._began, pool.active_workers, pool.capacity - 1, reason
+        )
+        self._history.append(decision)
+        monitoring.record_autotune_parameter(NODE_NAME, "num_workers", decision.workers)
+        monitoring.record_autotune_parameter(
+            NODE_NAME, "per_worker_buffer_size", decision.buffer_size
+        )
+        _log.info(
+            "spelt autotune: %d workers, buffer %d (%s)",
+            decision.workers,
+            decision.buffer_size,
+            reason,
+        )
+
+
+class TunedKeeper:
+    """A PoolKeeper (keeper.py) whose leases are autotuned: the interface of
+    process_executor.cc (``acquire() -> lease``). A warm pool keeps the settings its last
+    iterator reached. ``history`` holds the last decisions (``Decision``), ``tuner`` the
+    Tuner of the latest lease."""
+
+    def __init__(
+        self,
+        dataset: Any,
+        worker_init_fn: Callable[[int, int], None] | None,
+        limits: Limits,
+        anchor: Any,
+    ):
+        self.limits = limits
+        self._keeper = keeper_lib.PoolKeeper(
+            dataset,
+            worker_init_fn,
+            limits.initial_workers(),
+            capacity=limits.buffer_size + 1,
+            anchor=anchor,
+            max_workers=limits.max_workers,
+        )
+        self.history: collections.deque[Decision] = collections.deque(maxlen=256)
+        self.tuner: Tuner | None = None
+
+    def acquire(self) -> _TunedLease:
+        lease = self._keeper.acquire()
+        self.tuner = Tuner(lease.pool, self.limits, self.history)
+        self.tuner.record("started")
+        return _TunedLease(lease, self.tuner)
+
+
+class _TunedLease:
+    def __init__(self, lease: keeper_lib.Lease, tuner: Tuner):
+        self._lease = lease
+        self._tuner = tuner
+
+    def submit(self, begin: int, count: int) -> _TunedTicket:
+        return _TunedTicket(self._lease.submit(begin, count), count, self._tuner)
+
+    def close(self) -> None:
+        self._lease.close()
+
+
+class _TunedTicket:
+    def __init__(self, ticket: pool_lib.Ticket, count: int, tuner: Tuner):
+        self._ticket = ticket
+        self._count = count
+        self._tuner = tuner
+
+    def take(self) -> tuple[Any, BaseException | None, float, int]:
+        start = time.perf_counter()
+        reply = self._ticket.take()
+        self._tuner.observe(self._count, time.perf_counter() - start, reply[2], reply[3])
+        return reply
