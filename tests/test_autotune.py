@@ -44,28 +44,46 @@ class _FakePool:
         self.active_workers = self.num_workers
 
 
+class _Probe:
+    def __init__(self, memory_mb):
+        self.memory = memory_mb * 2**20
+        self.cpu = self.idle = 0.0
+
+    def memory_bytes(self, pids):
+        return self.memory
+
+    def cpu_seconds(self, pids):
+        return self.cpu
+
+    def idle_seconds(self):
+        return self.idle
+
+
 class _Run:
-    """A Tuner over a _FakePool; each window() feeds one window of 8 chunks."""
+    """A Tuner over a _FakePool and _Probe; each window() feeds one window of 8 chunks."""
 
     def __init__(self, memory_mb=100, budget_mb=1000, max_workers=4, workers=2):
         self.now = 0.0
-        self.memory = memory_mb * 2**20
+        self.probe = _Probe(memory_mb)
         self.pool = _FakePool(workers)
         limits = autotune.Limits(
             max_workers=max_workers, max_buffer_size=4, buffer_size=1, ram_budget_mb=budget_mb
         )
         self.history = collections.deque()
         self.tuner = autotune.Tuner(
-            self.pool, limits, self.history, clock=lambda: self.now, memory=lambda _: self.memory
+            self.pool, limits, self.history, clock=lambda: self.now, probe=self.probe
         )
 
-    def window(self, rate, wait_share, utilization, nbytes=2**20):
-        """One window of the tuner: 8 chunks, `rate` elements/s; returns (workers, buffer)."""
+    def window(self, rate, wait_share, busy, cpu=None, spare=1.0, nbytes=2**20):
+        """One window of the tuner: 8 chunks, `rate` elements/s, the workers `busy` with `cpu`
+        of a CPU (default: all of busy), `spare` CPUs idle; returns (workers, buffer)."""
         step = autotune.WINDOW_SECONDS / 7.9  # the 8th chunk ends the window
-        busy = utilization * self.pool.active_workers
+        active = self.pool.active_workers
         for _ in range(8):
             self.now += step
-            self.tuner.observe(rate * step, wait_share * step, busy * step, nbytes)
+            self.probe.cpu += (busy if cpu is None else cpu) * active * step
+            self.probe.idle += spare * step
+            self.tuner.observe(rate * step, wait_share * step, busy * active * step, nbytes)
         return self.pool.active_workers, self.pool.capacity - 1
 
 
@@ -73,29 +91,35 @@ def test_busy_workers_and_a_waiting_consumer_get_one_more_worker_kept_if_faster(
     run = _Run()
     run.window(1000, 0.5, 0.9)  # the first window: workers were starting
     assert run.window(1000, 0.5, 0.9) == (3, 1)  # a third worker (started)
-    assert run.window(1000, 0.5, 0.9) == (3, 1)  # settling
+    assert run.window(1000, 0.5, 0.9) == (3, 1)  # settling (a new process)
     assert run.window(1400, 0.3, 0.9) == (3, 1)  # kept: 40% faster
     assert run.window(1400, 0.3, 0.9) == (4, 1)
     run.window(1400, 0.3, 0.9)
     assert run.window(1410, 0.3, 0.9) == (3, 1)  # not 5% faster: parked again
     assert run.pool.num_workers == 4
     assert "undone" in run.history[-1].reason
-    assert run.window(1400, 0.3, 0.9) == (3, 2)  # workers blocked for a while: the buffer
+    assert run.window(1400, 0.3, 0.9) == (3, 1)  # not tried again for a while
+
+
+def test_no_more_workers_without_idle_cpus_and_fewer_when_starved():
+    run = _Run(workers=3)
+    run.window(1000, 0.5, 0.9, spare=0.1)
+    assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
+    assert run.window(1000, 0.5, 0.9, cpu=0.5, spare=0.0) == (2, 1)  # waiting for CPUs
+    assert run.window(1100, 0.5, 0.9, spare=0.0) == (2, 1)  # kept: faster
 
 
 def test_idle_workers_with_a_waiting_consumer_get_a_deeper_buffer():
     run = _Run()
     run.window(1000, 0.5, 0.4)
     assert run.window(1000, 0.5, 0.4) == (2, 2)
-    run.window(1000, 0.5, 0.4)
-    assert run.window(900, 0.5, 0.4) == (2, 1)  # slower: undone
+    assert run.window(900, 0.5, 0.4) == (2, 1)  # slower (no settling for a buffer): undone
 
 
 def test_idle_workers_and_a_consumer_that_never_waits_lose_a_worker():
     run = _Run(workers=3)
     run.window(1000, 0.0, 0.3)
     assert run.window(1000, 0.0, 0.3) == (2, 1)
-    run.window(1000, 0.0, 0.3)
     assert run.window(980, 0.0, 0.45) == (2, 1)  # kept: not 5% slower
     assert run.pool.num_workers == 3  # parked, not stopped
 
@@ -103,14 +127,15 @@ def test_idle_workers_and_a_consumer_that_never_waits_lose_a_worker():
 def test_growth_stays_within_the_ram_budget_and_shrinks_when_over():
     run = _Run(memory_mb=150, budget_mb=200)  # 75 MiB per worker: a third does not fit
     run.window(1000, 0.5, 0.9)
-    assert run.window(1000, 0.5, 0.9) == (2, 2)  # only the buffer (2 x 1 MiB) fits
-    run.window(1000, 0.5, 0.9)
-    run.window(1200, 0.5, 0.9)  # kept
-    run.memory = 250 * 2**20
+    assert run.window(1000, 0.5, 0.9) == (2, 1)
+    assert run.window(1000, 0.5, 0.4) == (2, 2)  # a buffer (2 x 1 MiB) fits
+    assert run.window(1200, 0.5, 0.4) == (2, 2)  # kept
+    run.probe.memory = 250 * 2**20
     assert run.window(1200, 0.5, 0.9) == (2, 1)  # over: one chunk less per worker
     assert run.window(1200, 0.5, 0.9) == (2, 0)
     assert run.window(1200, 0.5, 0.9) == (1, 0)  # then a worker parked
     assert monitoring._autotune_parameters.Get(autotune.NODE_NAME, "num_workers") == 1
+    assert run.tuner.peak_memory_bytes == 250 * 2**20
 
 
 def test_limits_start_within_cpus_and_budget():
@@ -141,9 +166,9 @@ _SCRIPT = [
 ]
 
 
-def _scripted_step(self, window, wall):
+def _scripted_step(self, measures):
     """A policy that changes the settings at every window (the real one, made predictable)."""
-    del window, wall
+    del measures
     move, value = _SCRIPT[sum(d.reason == "scripted" for d in self._history) % len(_SCRIPT)]
     self._set(move, value, "scripted")
 

@@ -8,29 +8,35 @@ own, nothing per element). Which worker computes a chunk, and when, never change
 or the state: the ordered core merges chunks by index (docs/workers.md).
 
 Measured over windows of ``WINDOW_SECONDS`` (the quantities of the execution summary's worker
-stage, docs/observability.md):
+stage, docs/observability.md, plus the CPU):
 
 * the consumer's *wait share*: the time it spent blocked in ``take()`` for a chunk, over the
   window's wall time (the worker stage's wait share);
-* the workers' *utilisation*: their compute seconds (from the replies) over active workers x wall;
+* the workers' *utilisation* (busy): their compute seconds (from the replies) over active
+  workers x wall; and their *CPU share*: their CPU seconds (/proc/PID/stat) over the same;
+* the machine's *spare CPUs*: idle CPU seconds (/proc/stat) over wall;
 * the *rate*: elements taken per second; and the bytes per chunk;
 * the pool's *memory*: the workers' PSS plus their shared-memory share again (the consumer maps
   each arena too and holds the other half of its pages), from /proc/PID/smaps_rollup.
 
 Decisions, at most one per window, each kept only if it pays (hill climbing):
 
-* the consumer waits (wait share > ``WAIT_HIGH``) and the workers are busy (utilisation >=
-  ``BUSY``): one more worker (a parked one, else a new process) if the measured memory plus one
-  more worker's fits the budget; if they are not busy, one more chunk in flight per worker
-  (the buffer) if it fits;
-* the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker (it
-  gets no more chunks; its process stays, to come back without a restart);
-* over the budget: one less chunk in flight per worker, else park a worker.
+* over the budget: one less chunk in flight per worker, else park a worker;
+* the consumer waits (wait share > ``WAIT_HIGH``) and the workers are busy (>= ``BUSY``):
+  if they get less than ``STARVED`` of a CPU while computing, the machine is oversubscribed:
+  park a worker (fewer processes compete for the CPUs); else, if ``SPARE_CPUS`` are idle, one
+  more worker (a parked one, else a new process) if the measured memory plus one more
+  worker's fits the budget;
+* the consumer waits and the workers are not busy: one more chunk in flight per worker (the
+  buffer), if it fits;
+* the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker.
 
-A growth must raise the rate by ``GAIN`` in the window after the next (the next one settles), a
-parking must not lower it by as much, or it is undone and not tried again for ``BACKOFF``
-windows. Windows while an active worker is starting are skipped. Thread-safety: as the pool's,
-one lease (one consumer thread) at a time.
+A parked worker gets no more chunks; its process stays (its memory too), to come back without a
+restart. A growth must raise the rate by ``GAIN`` in the next window (the one after the next
+when a new process starts: the next one settles), a parking must not lower it by as much, or it
+is undone and that kind of move is not tried again for ``BACKOFF`` windows. Windows while an
+active worker is starting are skipped. Thread-safety: as the pool's, one lease (one consumer
+thread) at a time.
 """
 
 from __future__ import annotations
@@ -55,10 +61,14 @@ WAIT_HIGH = 0.05
 WAIT_LOW = 0.01
 BUSY = 0.75
 IDLE = 0.5
+STARVED = 0.7  # workers that get less than this share of a CPU while computing are starved
+SPARE_CPUS = 0.5  # idle CPUs on the machine needed to try one more worker
 GAIN = 0.05
 BACKOFF = 10  # windows
 DEFAULT_MAX_BUFFER_SIZE = 8
-WORKER_MB_GUESS = 64  # a worker's memory before one is measured (numpy imported: ~40 MiB)
+# A worker's memory before one is measured, on the high side: a worker handing over 1 MiB
+# records measured ~200 MiB (its PSS plus its arena pages, counted for both processes).
+WORKER_MB_GUESS = 256
 NODE_NAME = "ProcessPrefetchIterDataset"  # the node named in spelt.monitoring's records
 
 
@@ -139,10 +149,45 @@ def process_memory_bytes(pid: int) -> int:
     return fields.get("Pss", 0) + fields.get("Pss_Shmem", 0)
 
 
+def _cpu_ticks(pid: int) -> int:
+    """utime + stime of `pid` in clock ticks; 0 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return int(fields[11]) + int(fields[12])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+class SystemProbe:
+    """What a Tuner reads from /proc (Linux): the pool's memory, its workers' CPU time and the
+    machine's idle CPU time (a parameter of Tuner, for tests)."""
+
+    _TICK = 1 / os.sysconf("SC_CLK_TCK")
+
+    def memory_bytes(self, pids: list[int]) -> int:
+        return sum(process_memory_bytes(pid) for pid in pids)
+
+    def cpu_seconds(self, pids: list[int]) -> float:
+        """CPU seconds the processes `pids` have used so far."""
+        return sum(_cpu_ticks(pid) for pid in pids) * self._TICK
+
+    def idle_seconds(self) -> float:
+        """CPU seconds the machine's CPUs have been idle (idle + iowait) since boot."""
+        try:
+            with open("/proc/stat") as f:
+                fields = f.readline().split()
+            return (int(fields[4]) + int(fields[5])) * self._TICK
+        except (OSError, ValueError, IndexError):
+            return 0.0
+
+
 @dataclasses.dataclass
 class _Window:
     start: float
     ready: bool  # every active worker had started when the window began
+    cpu: float  # the workers' CPU seconds when it began
+    idle: float  # the machine's idle CPU seconds when it began
     chunks: int = 0
     elements: int = 0
     waited: float = 0.0
@@ -150,17 +195,34 @@ class _Window:
     nbytes: int = 0
 
 
+@dataclasses.dataclass(frozen=True)
+class _Measures:
+    """One window's figures (see module doc)."""
+
+    rate: float  # elements/s
+    wait_share: float  # of the consumer's time, blocked on a chunk
+    busy: float  # the workers' compute time / (active workers x wall), wall clock
+    cpu: float  # the workers' CPU time / (active workers x wall)
+    spare: float  # idle CPUs on the machine
+    chunk_bytes: float
+
+    def __str__(self) -> str:
+        return (
+            f"waited {self.wait_share:.0%}, workers busy {self.busy:.0%} with {self.cpu:.0%} of"
+            f" a CPU, {self.spare:.1f} CPUs idle, {self.rate:.0f}/s"
+        )
+
+
 @dataclasses.dataclass
 class _Trial:
     move: str  # "workers" or "buffer"
     grew: bool
     rate: float  # elements/s before the change
-    settling: bool = True
+    settling: bool  # the next window is skipped (a new process is starting)
 
 
 class Tuner:
-    """Measures one lease's chunks and adapts its pool (see module doc). `memory` returns the
-    pool's bytes (a parameter for tests)."""
+    """Measures one lease's chunks and adapts its pool (see module doc)."""
 
     def __init__(
         self,
@@ -168,18 +230,22 @@ class Tuner:
         limits: Limits,
         history: collections.deque[Decision],
         clock: Callable[[], float] = time.perf_counter,
-        memory: Callable[[pool_lib.WorkerPool], int] | None = None,
+        probe: SystemProbe | None = None,
     ):
         self._pool = pool
         self._limits = limits
         self._history = history
         self._clock = clock
-        self._memory = memory or (lambda p: sum(process_memory_bytes(pid) for pid in p.pids))
+        self._probe = probe or SystemProbe()
         self._began = clock()
-        self._window = _Window(self._began, ready=False)
+        self._window = self._new_window(self._began, ready=False)
         self._trial: _Trial | None = None
         self._blocked: dict[str, int] = {}
         self.peak_memory_bytes = 0
+
+    def _new_window(self, start: float, ready: bool) -> _Window:
+        probe = self._probe
+        return _Window(start, ready, probe.cpu_seconds(self._pool.pids), probe.idle_seconds())
 
     def observe(self, count: int, waited_s: float, busy_s: float, nbytes: int) -> None:
         """One chunk taken: `count` elements, the consumer blocked `waited_s` for it, a worker
@@ -194,57 +260,64 @@ class Tuner:
         if now - w.start < WINDOW_SECONDS or w.chunks < MIN_CHUNKS:
             return
         ready = not self._pool.closed and self._pool.all_ready()
-        self._window = _Window(now, ready)
+        self._window = self._new_window(now, ready)
         if w.ready and ready:  # else a worker was starting: the window says nothing
-            self._step(w, now - w.start)
+            wall, active = now - w.start, self._pool.active_workers
+            self._step(
+                _Measures(
+                    rate=w.elements / wall,
+                    wait_share=w.waited / wall,
+                    busy=w.busy / (active * wall),
+                    cpu=(self._window.cpu - w.cpu) / (active * wall),
+                    spare=(self._window.idle - w.idle) / wall,
+                    chunk_bytes=w.nbytes / w.chunks,
+                )
+            )
 
     # Decisions.
-    def _step(self, w: _Window, wall: float) -> None:
+    def _step(self, m: _Measures) -> None:
         for move in list(self._blocked):
             self._blocked[move] -= 1
             if self._blocked[move] <= 0:
                 del self._blocked[move]
         pool, limits = self._pool, self._limits
-        rate = w.elements / wall
-        wait_share = w.waited / wall
-        utilization = w.busy / (pool.active_workers * wall)
-        monitoring.record_autotune_node_throughput(NODE_NAME, rate)
-        memory = self._memory(pool)
+        monitoring.record_autotune_node_throughput(NODE_NAME, m.rate)
+        memory = self._probe.memory_bytes(pool.pids)
         self.peak_memory_bytes = max(self.peak_memory_bytes, memory)
         if self._trial is not None:
-            self._judge(self._trial, rate)
+            self._judge(self._trial, m.rate)
             return
         budget = limits.ram_budget_mb * 2**20
-        chunk_bytes = w.nbytes / w.chunks
-        measures = f"waited {wait_share:.0%}, workers busy {utilization:.0%}, {rate:.0f}/s"
         if memory > budget:
             if pool.capacity > 1:
-                self._set("buffer", pool.capacity - 1, f"over the RAM budget ({measures})")
+                self._set("buffer", pool.capacity - 1, f"over the RAM budget ({m})")
             elif pool.active_workers > 1:
-                self._set("workers", pool.active_workers - 1, f"over the RAM budget ({measures})")
-        elif wait_share > WAIT_HIGH:
-            per_worker = chunk_bytes * pool.capacity
+                self._set("workers", pool.active_workers - 1, f"over the RAM budget ({m})")
+        elif m.wait_share > WAIT_HIGH and m.busy >= BUSY:  # the workers are the bottleneck
+            per_worker = m.chunk_bytes * pool.capacity
             if pool.active_workers == pool.num_workers:  # a new process
                 per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
-            can_grow = {
-                "workers": pool.active_workers < limits.max_workers
-                and memory + per_worker <= budget,
-                "buffer": pool.capacity <= limits.max_buffer_size
-                and memory + chunk_bytes * pool.active_workers <= budget,
-            }
-            # Busy workers: more of them first; idle ones: more chunks in flight first.
-            order = ("workers", "buffer") if utilization >= BUSY else ("buffer", "workers")
-            for move in order:
-                if can_grow[move] and move not in self._blocked:
-                    self._try(move, self._value(move) + 1, rate, measures)
-                    break
-        elif (
-            wait_share < WAIT_LOW
-            and utilization < IDLE
-            and pool.active_workers > 1
-            and "workers" not in self._blocked
-        ):
-            self._try("workers", pool.active_workers - 1, rate, measures)
+            if m.cpu < STARVED * m.busy:  # they wait for a CPU: fewer processes compete
+                self._try_workers(pool.active_workers - 1, m)
+            elif (
+                m.spare >= SPARE_CPUS
+                and pool.active_workers < limits.max_workers
+                and memory + per_worker <= budget
+            ):
+                self._try_workers(pool.active_workers + 1, m)
+        elif m.wait_share > WAIT_HIGH:  # idle workers, a waiting consumer: too few requests
+            if (
+                pool.capacity <= limits.max_buffer_size
+                and "buffer" not in self._blocked
+                and memory + m.chunk_bytes * pool.active_workers <= budget
+            ):
+                self._try("buffer", pool.capacity + 1, m)
+        elif m.wait_share < WAIT_LOW and m.busy < IDLE:  # more workers than needed
+            self._try_workers(pool.active_workers - 1, m)
+
+    def _try_workers(self, value: int, m: _Measures) -> None:
+        if value >= 1 and "workers" not in self._blocked:
+            self._try("workers", value, m)
 
     def _judge(self, trial: _Trial, rate: float) -> None:
         if trial.settling:
@@ -257,10 +330,11 @@ class Tuner:
             self._set(trial.move, value, f"undone: {rate:.0f}/s against {trial.rate:.0f}/s")
             self._blocked[trial.move] = BACKOFF
 
-    def _try(self, move: str, value: int, rate: float, measures: str) -> None:
+    def _try(self, move: str, value: int, m: _Measures) -> None:
         grew = value > self._value(move)
-        self._set(move, value, measures)
-        self._trial = _Trial(move, grew, rate)
+        starts = move == "workers" and value > self._pool.num_workers
+        self._set(move, value, str(m))
+        self._trial = _Trial(move, grew, m.rate, settling=starts)
 
     def _value(self, move: str) -> int:
         return self._pool.active_workers if move == "workers" else self._pool.capacity
