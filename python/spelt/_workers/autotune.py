@@ -22,9 +22,10 @@ stage, docs/observability.md, plus the CPU):
 Decisions, at most one per window, each kept only if it pays (hill climbing):
 
 * over the budget: one less chunk in flight per worker, else park a worker;
-* the consumer waits (wait share > ``WAIT_HIGH``) and the workers are busy (>= ``BUSY``):
-  if they get less than ``STARVED`` of a CPU while computing, the machine is oversubscribed:
-  park a worker (fewer processes compete for the CPUs); else, if ``SPARE_CPUS`` are idle, one
+* the consumer waits (wait share > ``WAIT_HIGH``) and the workers get less than ``STARVED``
+  of a CPU while computing: the machine is oversubscribed, park a worker (fewer processes
+  compete for the CPUs);
+* the consumer waits and the workers are busy (>= ``BUSY``): if ``SPARE_CPUS`` are idle, one
   more worker (a parked one, else a new process) if the measured memory plus one more
   worker's fits the budget;
 * the consumer waits and the workers are not busy: one more chunk in flight per worker (the
@@ -293,13 +294,13 @@ class Tuner:
                 self._set("buffer", pool.capacity - 1, f"over the RAM budget ({m})")
             elif pool.active_workers > 1:
                 self._set("workers", pool.active_workers - 1, f"over the RAM budget ({m})")
+        elif m.wait_share > WAIT_HIGH and m.cpu < STARVED * m.busy:
+            self._try_workers(pool.active_workers - 1, m)  # they wait for CPUs: fewer compete
         elif m.wait_share > WAIT_HIGH and m.busy >= BUSY:  # the workers are the bottleneck
             per_worker = m.chunk_bytes * pool.capacity
             if pool.active_workers == pool.num_workers:  # a new process
                 per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
-            if m.cpu < STARVED * m.busy:  # they wait for a CPU: fewer processes compete
-                self._try_workers(pool.active_workers - 1, m)
-            elif (
+            if (
                 m.spare >= SPARE_CPUS
                 and pool.active_workers < limits.max_workers
                 and memory + per_worker <= budget
