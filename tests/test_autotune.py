@@ -101,12 +101,12 @@ def test_busy_workers_and_a_waiting_consumer_get_one_more_worker_kept_if_faster(
     assert run.window(1400, 0.3, 0.9) == (3, 1)  # not tried again for a while
 
 
-def test_no_more_workers_without_idle_cpus_and_fewer_when_starved():
+def test_no_move_without_idle_cpus_or_when_starved():
     run = _Run(workers=3)
     run.window(1000, 0.5, 0.9, spare=0.1)
     assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
-    assert run.window(1000, 0.5, 0.9, cpu=0.5, spare=0.0) == (2, 1)  # waiting for CPUs
-    assert run.window(1100, 0.5, 0.9, spare=0.0) == (2, 1)  # kept: faster
+    assert run.window(1000, 0.5, 0.4, cpu=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
+    assert run.window(1000, 0.5, 0.4, cpu=0.4, spare=0.0) == (3, 2)  # idle with a CPU: buffer
 
 
 def test_idle_workers_with_a_waiting_consumer_get_a_deeper_buffer():
