@@ -26,14 +26,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
-import sys
 import time
 from typing import Any
 
-import numpy as np
-
 import bench_workers
+import numpy as np
 
 SWEEP_WORKERS = (1, 2, 4)
 SWEEP_BUFFERS = (1, 4)
@@ -102,19 +99,6 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         memory.stop()
         out["added_pss"] = memory.peak_pss - base
     return out
-
-
-def run_child(spec: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"{spec}: child failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 def _label(config: tuple[int, int, bool]) -> str:
@@ -197,7 +181,7 @@ def main(argv: list[str] | None = None) -> None:
                     "autotune": config[2],
                     "memory": memory,
                 }
-                results[config].append(run_child(spec))
+                results[config].append(bench_workers.run_child(spec, os.path.abspath(__file__)))
         _report(case, results)
     print(
         f"\nload average during the runs: median {statistics.median(loads):.2f}"

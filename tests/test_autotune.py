@@ -6,15 +6,14 @@ count and buffers while running never changes the output or the states, restores
 import collections
 import os
 
-import pytest
-
 import pipelines
-from pipelines import timeout  # noqa: F401  (autouse fixture)
+import pytest
 import spelt
+import worker_pipelines as wp
+from pipelines import timeout
 from spelt import monitoring
 from spelt._workers import autotune
-import worker_pipelines as wp
-from test_workers import _normalized, _restore_in_child, no_workers_left_behind  # noqa: F401
+from test_workers import _normalized, _restore_in_child, no_workers_left_behind
 
 
 def _stage(ds):
@@ -106,6 +105,7 @@ def test_no_move_without_idle_cpus_or_when_starved():
     run.window(1000, 0.5, 0.9, spare=0.1)
     assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
     assert run.window(1000, 0.5, 0.4, cpu=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
+    assert run.window(1000, 0.0, 0.3, cpu=0.1, spare=0.0) == (3, 1)  # not even parking
     assert run.window(1000, 0.5, 0.4, cpu=0.4, spare=0.0) == (3, 2)  # idle with a CPU: buffer
 
 
@@ -180,7 +180,7 @@ def scripted(monkeypatch):
     monkeypatch.setattr(autotune.Tuner, "_step", _scripted_step)
 
 
-def test_changes_while_running_keep_output_states_and_restores(scripted):  # noqa: ARG001
+def test_changes_while_running_keep_output_states_and_restores(scripted):
     slow = {"slow_records": True}
     want, want_states = pipelines.run_with_states(iter(wp.pipeline("all", 0, **slow)), None)
     ds = wp.pipeline("all", 3, autotune=True, **slow)

@@ -22,9 +22,9 @@ stage, docs/observability.md, plus the CPU):
 Decisions, at most one per window, each kept only if it pays (hill climbing):
 
 * over the budget: one less chunk in flight per worker, else park a worker;
-* the consumer waits (wait share > ``WAIT_HIGH``) but the workers get less than ``STARVED``
-  of a CPU while computing: the machine is oversubscribed, no move would help: hold (parking
-  one would only give other jobs a larger share: measured, A1);
+* the workers get less than ``STARVED`` of a CPU while computing: the machine is
+  oversubscribed, and what the window measured says more about the other jobs than about the
+  settings: hold (parking a worker then only gave other jobs a larger share: A1);
 * the consumer waits and the workers are busy (>= ``BUSY``): if ``SPARE_CPUS`` are idle, one
   more worker (a parked one, else a new process) if the measured memory plus one more
   worker's fits the budget;
@@ -294,7 +294,7 @@ class Tuner:
                 self._set("buffer", pool.capacity - 1, f"over the RAM budget ({m})")
             elif pool.active_workers > 1:
                 self._set("workers", pool.active_workers - 1, f"over the RAM budget ({m})")
-        elif m.wait_share > WAIT_HIGH and m.cpu < STARVED * m.busy:
+        elif m.cpu < STARVED * m.busy:
             pass  # the workers wait for CPUs (the machine is oversubscribed): hold
         elif m.wait_share > WAIT_HIGH and m.busy >= BUSY:  # the workers are the bottleneck
             per_worker = m.chunk_bytes * pool.capacity
