@@ -2,8 +2,8 @@
 
 Beyond Grain 0.2.18, whose ``pick_performance_config`` (prefetch_autotune.py) picks a worker count
 and buffer once, from element sizes, and whose ``autotune()`` (autotune.py) is a stub. Here the
-worker count and the per-worker buffer are picked under a RAM budget when the pool starts and
-then adapted while the iterator runs, from what the consumer measures per chunk (no thread of its
+pool starts one worker and the worker count and the per-worker buffer are then adapted under a
+RAM budget while the iterator runs, from what the consumer measures per chunk (no thread of its
 own, nothing per element). Which worker computes a chunk, and when, never changes the elements
 or the state: the ordered core merges chunks by index (docs/workers.md).
 
@@ -67,7 +67,7 @@ SPARE_CPUS = 0.5  # idle CPUs on the machine needed to try one more worker
 GAIN = 0.05
 BACKOFF = 10  # windows
 DEFAULT_MAX_BUFFER_SIZE = 8
-# A worker's memory before one is measured, on the high side: a worker handing over 1 MiB
+# A worker's memory while none is measured, on the high side: a worker handing over 1 MiB
 # records measured ~200 MiB (its PSS plus its arena pages, counted for both processes).
 WORKER_MB_GUESS = 256
 NODE_NAME = "ProcessPrefetchIterDataset"  # the node named in spelt.monitoring's records
@@ -117,12 +117,6 @@ class Limits:
     max_buffer_size: int
     buffer_size: int
     ram_budget_mb: float
-
-    def initial_workers(self) -> int:
-        """The workers started at once: as many as there are CPUs, within max_workers and, at
-        ``WORKER_MB_GUESS`` each, the budget (at least one)."""
-        fit = int(self.ram_budget_mb // WORKER_MB_GUESS)
-        return max(1, min(self.max_workers, pool_lib.usable_cpus(), fit))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -386,7 +380,7 @@ class TunedKeeper:
         self._keeper = keeper_lib.PoolKeeper(
             dataset,
             worker_init_fn,
-            limits.initial_workers(),
+            1,  # more as long as they pay and fit (A1: starting at the CPU count cost ~15%)
             capacity=limits.buffer_size + 1,
             anchor=anchor,
             max_workers=limits.max_workers,
