@@ -46,13 +46,13 @@ class _FakePool:
 class _Probe:
     def __init__(self, memory_mb):
         self.memory = memory_mb * 2**20
-        self.cpu = self.idle = 0.0
+        self.cpu = self.queued = self.idle = 0.0
 
     def memory_bytes(self, pids):
         return self.memory
 
-    def cpu_seconds(self, pids):
-        return self.cpu
+    def run_seconds(self, pids):
+        return self.cpu, self.queued
 
     def idle_seconds(self):
         return self.idle
@@ -73,14 +73,15 @@ class _Run:
             self.pool, limits, self.history, clock=lambda: self.now, probe=self.probe
         )
 
-    def window(self, rate, wait_share, busy, cpu=None, spare=1.0, nbytes=2**20):
-        """One window of the tuner: 8 chunks, `rate` elements/s, the workers `busy` with `cpu`
-        of a CPU (default: all of busy), `spare` CPUs idle; returns (workers, buffer)."""
+    def window(self, rate, wait_share, busy, queued=0.0, spare=1.0, nbytes=2**20):
+        """One window of the tuner: 8 chunks, `rate` elements/s, the workers `busy`, waiting
+        `queued` for a CPU (on one the rest), `spare` CPUs idle; returns (workers, buffer)."""
         step = autotune.WINDOW_SECONDS / 7.9  # the 8th chunk ends the window
         active = self.pool.active_workers
         for _ in range(8):
             self.now += step
-            self.probe.cpu += (busy if cpu is None else cpu) * active * step
+            self.probe.cpu += (busy - queued) * active * step
+            self.probe.queued += queued * active * step
             self.probe.idle += spare * step
             self.tuner.observe(rate * step, wait_share * step, busy * active * step, nbytes)
         return self.pool.active_workers, self.pool.capacity - 1
@@ -104,9 +105,9 @@ def test_no_move_without_idle_cpus_or_when_starved():
     run = _Run(workers=3)
     run.window(1000, 0.5, 0.9, spare=0.1)
     assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
-    assert run.window(1000, 0.5, 0.4, cpu=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
-    assert run.window(1000, 0.0, 0.3, cpu=0.1, spare=0.0) == (3, 1)  # not even parking
-    assert run.window(1000, 0.5, 0.4, cpu=0.4, spare=0.0) == (3, 2)  # idle with a CPU: buffer
+    assert run.window(1000, 0.5, 0.4, queued=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
+    assert run.window(1000, 0.0, 0.3, queued=0.2, spare=0.0) == (3, 1)  # not even parking
+    assert run.window(1000, 0.5, 0.4, spare=0.0) == (3, 2)  # idle, with a CPU: buffer
 
 
 def test_idle_workers_with_a_waiting_consumer_get_a_deeper_buffer():

@@ -13,7 +13,8 @@ stage, docs/observability.md, plus the CPU):
 * the consumer's *wait share*: the time it spent blocked in ``take()`` for a chunk, over the
   window's wall time (the worker stage's wait share);
 * the workers' *utilisation* (busy): their compute seconds (from the replies) over active
-  workers x wall; and their *CPU share*: their CPU seconds (/proc/PID/stat) over the same;
+  workers x wall; and the shares of that wall time they spent on a CPU and waiting on a run
+  queue for one (/proc/PID/schedstat);
 * the machine's *spare CPUs*: idle CPU seconds (/proc/stat) over wall;
 * the *rate*: elements taken per second; and the bytes per chunk;
 * the pool's *memory*: the workers' PSS plus their shared-memory share again (the consumer maps
@@ -22,7 +23,7 @@ stage, docs/observability.md, plus the CPU):
 Decisions, at most one per window, each kept only if it pays (hill climbing):
 
 * over the budget: one less chunk in flight per worker, else park a worker;
-* the workers get less than ``STARVED`` of a CPU while computing: the machine is
+* the workers waited for a CPU more than ``STARVED`` of their busy time: the machine is
   oversubscribed, and what the window measured says more about the other jobs than about the
   settings: hold (parking a worker then only gave other jobs a larger share: A1);
 * the consumer waits and the workers are busy (>= ``BUSY``): if ``SPARE_CPUS`` are idle, one
@@ -62,7 +63,7 @@ WAIT_HIGH = 0.05
 WAIT_LOW = 0.01
 BUSY = 0.75
 IDLE = 0.5
-STARVED = 0.7  # workers that get less than this share of a CPU while computing are starved
+STARVED = 0.3  # workers that wait for a CPU this share of their busy time are starved
 SPARE_CPUS = 0.5  # idle CPUs on the machine needed to try one more worker
 GAIN = 0.05
 BACKOFF = 10  # windows
@@ -144,28 +145,29 @@ def process_memory_bytes(pid: int) -> int:
     return fields.get("Pss", 0) + fields.get("Pss_Shmem", 0)
 
 
-def _cpu_ticks(pid: int) -> int:
-    """utime + stime of `pid` in clock ticks; 0 if it is gone."""
+def _schedstat(pid: int) -> tuple[int, int]:
+    """(ns on a CPU, ns waiting on a run queue) of `pid` (/proc/PID/schedstat); 0s if gone."""
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
-    except (OSError, ValueError, IndexError):
-        return 0
+        with open(f"/proc/{pid}/schedstat") as f:
+            on_cpu, queued = f.read().split()[:2]
+        return int(on_cpu), int(queued)
+    except (OSError, ValueError):
+        return 0, 0
 
 
 class SystemProbe:
-    """What a Tuner reads from /proc (Linux): the pool's memory, its workers' CPU time and the
-    machine's idle CPU time (a parameter of Tuner, for tests)."""
+    """What a Tuner reads from /proc (Linux): the pool's memory, its workers' CPU and run-queue
+    time and the machine's idle CPU time (a parameter of Tuner, for tests)."""
 
     _TICK = 1 / os.sysconf("SC_CLK_TCK")
 
     def memory_bytes(self, pids: list[int]) -> int:
         return sum(process_memory_bytes(pid) for pid in pids)
 
-    def cpu_seconds(self, pids: list[int]) -> float:
-        """CPU seconds the processes `pids` have used so far."""
-        return sum(_cpu_ticks(pid) for pid in pids) * self._TICK
+    def run_seconds(self, pids: list[int]) -> tuple[float, float]:
+        """Seconds the processes `pids` have been on a CPU, and waiting for one, so far."""
+        stats = [_schedstat(pid) for pid in pids]
+        return sum(s[0] for s in stats) / 1e9, sum(s[1] for s in stats) / 1e9
 
     def idle_seconds(self) -> float:
         """CPU seconds the machine's CPUs have been idle (idle + iowait) since boot."""
@@ -181,7 +183,8 @@ class SystemProbe:
 class _Window:
     start: float
     ready: bool  # every active worker had started when the window began
-    cpu: float  # the workers' CPU seconds when it began
+    cpu: float  # the workers' seconds on a CPU when it began
+    queued: float  # and waiting for one
     idle: float  # the machine's idle CPU seconds when it began
     chunks: int = 0
     elements: int = 0
@@ -197,14 +200,16 @@ class _Measures:
     rate: float  # elements/s
     wait_share: float  # of the consumer's time, blocked on a chunk
     busy: float  # the workers' compute time / (active workers x wall), wall clock
-    cpu: float  # the workers' CPU time / (active workers x wall)
+    cpu: float  # the workers' time on a CPU / (active workers x wall)
+    queued: float  # the workers' time waiting for a CPU / (active workers x wall)
     spare: float  # idle CPUs on the machine
     chunk_bytes: float
 
     def __str__(self) -> str:
         return (
-            f"waited {self.wait_share:.0%}, workers busy {self.busy:.0%} with {self.cpu:.0%} of"
-            f" a CPU, {self.spare:.1f} CPUs idle, {self.rate:.0f}/s"
+            f"waited {self.wait_share:.0%}, workers busy {self.busy:.0%}, on a CPU"
+            f" {self.cpu:.0%}, waiting for one {self.queued:.0%}, {self.spare:.1f} CPUs idle,"
+            f" {self.rate:.0f}/s"
         )
 
 
@@ -240,7 +245,7 @@ class Tuner:
 
     def _new_window(self, start: float, ready: bool) -> _Window:
         probe = self._probe
-        return _Window(start, ready, probe.cpu_seconds(self._pool.pids), probe.idle_seconds())
+        return _Window(start, ready, *probe.run_seconds(self._pool.pids), probe.idle_seconds())
 
     def observe(self, count: int, waited_s: float, busy_s: float, nbytes: int) -> None:
         """One chunk taken: `count` elements, the consumer blocked `waited_s` for it, a worker
@@ -264,6 +269,7 @@ class Tuner:
                     wait_share=w.waited / wall,
                     busy=w.busy / (active * wall),
                     cpu=(self._window.cpu - w.cpu) / (active * wall),
+                    queued=(self._window.queued - w.queued) / (active * wall),
                     spare=(self._window.idle - w.idle) / wall,
                     chunk_bytes=w.nbytes / w.chunks,
                 )
@@ -288,7 +294,7 @@ class Tuner:
                 self._set("buffer", pool.capacity - 1, f"over the RAM budget ({m})")
             elif pool.active_workers > 1:
                 self._set("workers", pool.active_workers - 1, f"over the RAM budget ({m})")
-        elif m.cpu < STARVED * m.busy:
+        elif m.queued > STARVED * m.busy:
             pass  # the workers wait for CPUs (the machine is oversubscribed): hold
         elif m.wait_share > WAIT_HIGH and m.busy >= BUSY:  # the workers are the bottleneck
             per_worker = m.chunk_bytes * pool.capacity
