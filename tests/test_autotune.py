@@ -73,14 +73,15 @@ class _Run:
             self.pool, limits, self.history, clock=lambda: self.now, probe=self.probe
         )
 
-    def window(self, rate, wait_share, busy, queued=0.0, spare=1.0, nbytes=2**20):
+    def window(self, rate, wait_share, busy, queued=0.0, spare=1.0, on_cpu=None, nbytes=2**20):
         """One window of the tuner: 8 chunks, `rate` elements/s, the workers `busy`, waiting
-        `queued` for a CPU (on one the rest), `spare` CPUs idle; returns (workers, buffer)."""
+        `queued` for a CPU and `on_cpu` on one (default: the rest of busy), `spare` CPUs idle;
+        returns (workers, buffer)."""
         step = autotune.WINDOW_SECONDS / 7.9  # the 8th chunk ends the window
         active = self.pool.active_workers
         for _ in range(8):
             self.now += step
-            self.probe.cpu += (busy - queued) * active * step
+            self.probe.cpu += (busy - queued if on_cpu is None else on_cpu) * active * step
             self.probe.queued += queued * active * step
             self.probe.idle += spare * step
             self.tuner.observe(rate * step, wait_share * step, busy * active * step, nbytes)
@@ -101,10 +102,18 @@ def test_busy_workers_and_a_waiting_consumer_get_one_more_worker_kept_if_faster(
     assert run.window(1400, 0.3, 0.9) == (3, 1)  # not tried again for a while
 
 
+def test_workers_sleeping_on_io_grow_on_a_busy_machine():
+    run = _Run()
+    run.window(400, 0.9, 1.0, spare=0.0)
+    assert run.window(400, 0.9, 1.0, spare=0.0) == (2, 1)  # on a CPU all the time: no
+    assert run.window(400, 0.9, 1.0, queued=0.0, spare=0.0, on_cpu=0.05) == (3, 1)
+
+
 def test_no_move_without_idle_cpus_or_when_starved():
     run = _Run(workers=3)
     run.window(1000, 0.5, 0.9, spare=0.1)
     assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
+    assert run.window(1000, 0.5, 0.9, queued=0.05, spare=0.0) == (3, 1)
     assert run.window(1000, 0.5, 0.4, queued=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
     assert run.window(1000, 0.0, 0.3, queued=0.2, spare=0.0) == (3, 1)  # not even parking
     assert run.window(1000, 0.5, 0.4, spare=0.0) == (3, 2)  # idle, with a CPU: buffer

@@ -26,8 +26,9 @@ Decisions, at most one per window, each kept only if it pays (hill climbing):
 * the workers waited for a CPU more than ``STARVED`` of their busy time: the machine is
   oversubscribed, and what the window measured says more about the other jobs than about the
   settings: hold (parking a worker then only gave other jobs a larger share: A1);
-* the consumer waits and the workers are busy (>= ``BUSY``): if ``SPARE_CPUS`` are idle, one
-  more worker (a parked one, else a new process) if the measured memory plus one more
+* the consumer waits and the workers are busy (>= ``BUSY``): if ``SPARE_CPUS`` x the CPU
+  share of a worker are idle, or a worker is on a CPU at most ``LIGHT`` of the time (it
+  sleeps on I/O: one more costs the machine little), one more worker (a parked one, else a new process) if the measured memory plus one more
   worker's fits the budget;
 * the consumer waits and the workers are not busy: one more chunk in flight per worker (the
   buffer), if it fits;
@@ -64,7 +65,8 @@ WAIT_LOW = 0.01
 BUSY = 0.75
 IDLE = 0.5
 STARVED = 0.3  # workers that wait for a CPU this share of their busy time are starved
-SPARE_CPUS = 0.5  # idle CPUs on the machine needed to try one more worker
+SPARE_CPUS = 0.5  # idle CPUs needed to try one more worker, per CPU a worker uses
+LIGHT = 0.25  # a worker on a CPU less than this share of the time may start on a busy machine
 GAIN = 0.05
 BACKOFF = 10  # windows
 DEFAULT_MAX_BUFFER_SIZE = 8
@@ -301,7 +303,7 @@ class Tuner:
             if pool.active_workers == pool.num_workers:  # a new process
                 per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
             if (
-                m.spare >= SPARE_CPUS
+                (m.spare >= SPARE_CPUS * m.cpu or m.cpu <= LIGHT)
                 and pool.active_workers < limits.max_workers
                 and memory + per_worker <= budget
             ):
