@@ -366,11 +366,11 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         ``options`` may instead be a ``spelt.experimental.RayOptions``: the MapDataset part is
         then computed by Ray actors, with the same output and state (docs/distributed.md).
 
-        ``autotune=True`` (beyond Grain) starts as many workers as fit the CPUs and
-        ``ram_budget_mb`` (MiB for the workers and their buffered chunks; default half of the
-        available memory), then adds, parks or un-parks workers and grows the per-worker buffer
-        while the iterator runs, from the consumer's waits and the workers' utilisation
-        (docs/workers.md, "Autotuning"). ``options.num_workers`` is then the most workers
+        ``autotune=True`` (beyond Grain) starts one worker, then adds, parks or un-parks
+        workers and grows the per-worker buffer while the iterator runs, from the consumer's
+        waits and the workers' utilisation, within ``ram_budget_mb`` (MiB for the workers and
+        their buffered chunks; default half of the available memory; docs/workers.md,
+        "Autotuning"). ``options.num_workers`` is then the most workers
         (default or 0: the CPU count), ``options.per_worker_buffer_size`` the first buffer size
         (at most 8, or that size if larger). Output and state are unchanged.
         """
