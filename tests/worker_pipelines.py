@@ -114,8 +114,7 @@ def filtered_batches(num_workers: int):
         .batch(7)
     )
     if num_workers:
-        options = spelt.MultiprocessingOptions(num_workers=num_workers)
-        ds = ds.mp_prefetch(options, **mp_prefetch_kwargs)
+        ds = ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=num_workers))
     return ds
 
 
