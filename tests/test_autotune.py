@@ -106,7 +106,10 @@ def test_workers_sleeping_on_io_grow_on_a_busy_machine():
     run = _Run()
     run.window(400, 0.9, 1.0, spare=0.0)
     assert run.window(400, 0.9, 1.0, spare=0.0) == (2, 1)  # on a CPU all the time: no
-    assert run.window(400, 0.9, 1.0, queued=0.0, spare=0.0, on_cpu=0.05) == (3, 1)
+    assert run.window(400, 0.9, 1.0, spare=0.0, on_cpu=0.05) == (4, 1)  # doubled
+    run.window(410, 0.9, 1.0, spare=0.0, on_cpu=0.05)  # settling
+    assert run.window(410, 0.9, 1.0, spare=0.0, on_cpu=0.05) == (2, 1)  # not faster: undone
+    assert run.pool.num_workers == 4
 
 
 def test_no_move_without_idle_cpus_or_when_starved():

@@ -26,10 +26,11 @@ Decisions, at most one per window, each kept only if it pays (hill climbing):
 * the workers waited for a CPU more than ``STARVED`` of their busy time: the machine is
   oversubscribed, and what the window measured says more about the other jobs than about the
   settings: hold (parking a worker then only gave other jobs a larger share: A1);
-* the consumer waits and the workers are busy (>= ``BUSY``): if ``SPARE_CPUS`` x the CPU
-  share of a worker are idle, or a worker is on a CPU at most ``LIGHT`` of the time (it
-  sleeps on I/O: one more costs the machine little), one more worker (a parked one, else a new process) if the measured memory plus one more
-  worker's fits the budget;
+* the consumer waits and the workers are busy (>= ``BUSY``): one more worker (a parked one,
+  else a new process) if ``SPARE_CPUS`` x the CPU share of a worker are idle, or a worker is
+  on a CPU at most ``LIGHT`` of the time (it sleeps on I/O: one more costs the machine
+  little, and such workers scale about linearly, so their number doubles), as long as the
+  measured memory plus the new workers' fits the budget;
 * the consumer waits and the workers are not busy: one more chunk in flight per worker (the
   buffer), if it fits;
 * the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker.
@@ -218,6 +219,7 @@ class _Measures:
 @dataclasses.dataclass
 class _Trial:
     move: str  # "workers" or "buffer"
+    previous: int  # the value before the change
     grew: bool
     rate: float  # elements/s before the change
     settling: bool  # the next window is skipped (a new process is starting)
@@ -302,12 +304,16 @@ class Tuner:
             per_worker = m.chunk_bytes * pool.capacity
             if pool.active_workers == pool.num_workers:  # a new process
                 per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
+            light = m.cpu <= LIGHT
             if (
-                (m.spare >= SPARE_CPUS * m.cpu or m.cpu <= LIGHT)
+                (m.spare >= SPARE_CPUS * m.cpu or light)
                 and pool.active_workers < limits.max_workers
                 and memory + per_worker <= budget
             ):
-                self._try_workers(pool.active_workers + 1, m)
+                step = 1
+                if light:  # workers sleeping on I/O scale about linearly: double them
+                    step = max(1, min(pool.active_workers, int((budget - memory) // per_worker)))
+                self._try_workers(min(pool.active_workers + step, limits.max_workers), m)
         elif m.wait_share > WAIT_HIGH:  # idle workers, a waiting consumer: too few requests
             if (
                 pool.capacity <= limits.max_buffer_size
@@ -329,15 +335,15 @@ class Tuner:
         self._trial = None
         kept = rate >= trial.rate * (1 + GAIN) if trial.grew else rate >= trial.rate * (1 - GAIN)
         if not kept:
-            value = self._value(trial.move) + (-1 if trial.grew else 1)
-            self._set(trial.move, value, f"undone: {rate:.0f}/s against {trial.rate:.0f}/s")
+            reason = f"undone: {rate:.0f}/s against {trial.rate:.0f}/s"
+            self._set(trial.move, trial.previous, reason)
             self._blocked[trial.move] = BACKOFF
 
     def _try(self, move: str, value: int, m: _Measures) -> None:
-        grew = value > self._value(move)
+        previous = self._value(move)
         starts = move == "workers" and value > self._pool.num_workers
         self._set(move, value, str(m))
-        self._trial = _Trial(move, grew, m.rate, settling=starts)
+        self._trial = _Trial(move, previous, value > previous, m.rate, settling=starts)
 
     def _value(self, move: str) -> int:
         return self._pool.active_workers if move == "workers" else self._pool.capacity
@@ -346,9 +352,9 @@ class Tuner:
         pool = self._pool
         if move == "buffer":
             pool.capacity = value
-        elif value > pool.num_workers:
-            pool.add_worker()
         else:
+            while pool.num_workers < value:
+                pool.add_worker()
             pool.active_workers = value
         self.record(reason)
 
