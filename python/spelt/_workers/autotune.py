@@ -36,10 +36,10 @@ Decisions, at most one per window, each kept only if it pays (hill climbing):
 * the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker.
 
 A parked worker gets no more chunks; its process stays (its memory too), to come back without a
-restart. A growth must raise the rate by ``GAIN`` in the next window (the one after the next
-when a new process starts: the next one settles), a parking must not lower it by as much, or it
-is undone and that kind of move is not tried again for ``BACKOFF`` windows. Windows while an
-active worker is starting are skipped. Thread-safety: as the pool's, one lease (one consumer
+restart. A growth must raise the rate by ``GAIN`` in the next window, a parking must not lower
+it by as much, or it is undone and that kind of move is not tried again for ``BACKOFF``
+windows. While an active worker is starting nothing is measured: a window begins when it is
+ready. Thread-safety: as the pool's, one lease (one consumer
 thread) at a time.
 """
 
@@ -222,7 +222,6 @@ class _Trial:
     previous: int  # the value before the change
     grew: bool
     rate: float  # elements/s before the change
-    settling: bool  # the next window is skipped (a new process is starting)
 
 
 class Tuner:
@@ -255,6 +254,8 @@ class Tuner:
         """One chunk taken: `count` elements, the consumer blocked `waited_s` for it, a worker
         computed it in `busy_s`, `nbytes` bytes. Decides at the end of each window."""
         w = self._window
+        if not w.ready and self._pool.all_ready():  # the workers have started: measure from now
+            self._window = w = self._new_window(self._clock(), ready=True)
         w.chunks += 1
         w.elements += count
         w.waited += waited_s
@@ -265,7 +266,7 @@ class Tuner:
             return
         ready = not self._pool.closed and self._pool.all_ready()
         self._window = self._new_window(now, ready)
-        if w.ready and ready:  # else a worker was starting: the window says nothing
+        if ready:  # else a worker was starting: the window says nothing
             wall, active = now - w.start, self._pool.active_workers
             self._step(
                 _Measures(
@@ -329,9 +330,6 @@ class Tuner:
             self._try("workers", value, m)
 
     def _judge(self, trial: _Trial, rate: float) -> None:
-        if trial.settling:
-            trial.settling = False
-            return
         self._trial = None
         kept = rate >= trial.rate * (1 + GAIN) if trial.grew else rate >= trial.rate * (1 - GAIN)
         if not kept:
@@ -341,9 +339,8 @@ class Tuner:
 
     def _try(self, move: str, value: int, m: _Measures) -> None:
         previous = self._value(move)
-        starts = move == "workers" and value > self._pool.num_workers
         self._set(move, value, str(m))
-        self._trial = _Trial(move, previous, value > previous, m.rate, settling=starts)
+        self._trial = _Trial(move, previous, value > previous, m.rate)
 
     def _value(self, move: str) -> int:
         return self._pool.active_workers if move == "workers" else self._pool.capacity
