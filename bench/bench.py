@@ -351,6 +351,9 @@ def main() -> None:
     import bench_workers  # worker processes, Spelt vs Grain; same -k filter
 
     bench_workers.main(["-k", args.k])
+    import bench_autotune  # A1: mp_prefetch(autotune=True) vs a hand-picked sweep; same -k filter
+
+    bench_autotune.main(["-k", args.k])
     import bench_reads  # batched reads through pipelines (M1, R1); same -k filter
 
     bench_reads.main(["-k", args.k])

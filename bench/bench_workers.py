@@ -258,9 +258,10 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     return {"pss": memory.peak_pss, "rss": memory.peak_rss}
 
 
-def run_child(spec: dict[str, Any]) -> dict[str, Any]:
+def run_child(spec: dict[str, Any], script: str = os.path.abspath(__file__)) -> dict[str, Any]:
+    """The JSON result of ``script --child SPEC`` run in a fresh interpreter."""
     proc = subprocess.run(
-        [sys.executable, os.path.abspath(__file__), "--child", json.dumps(spec)],
+        [sys.executable, script, "--child", json.dumps(spec)],
         capture_output=True,
         text=True,
         timeout=600,

@@ -57,14 +57,35 @@ def test_tracking_keeps_output_and_states(name):
     assert _read(it) == _read(iter(ds))
     summary = spelt.experimental.get_execution_summary(it)
     assert summary.output.elements == len(_read(iter(ds)))
-    if name != "workers":  # (each tracked iterator starts its own worker pool: slow)
+    if name != "workers":
         spelt.experimental.assert_equal_output_after_checkpoint(tracked)
-    else:
+    else:  # (two iterators alive at once get two pools: restore once, not from every position)
         it = iter(tracked)
         head = [next(it) for _ in range(7)]
         restored = iter(tracked)
         restored.set_state(it.get_state())
         assert head + list(restored) == list(ds)
+
+
+def test_tracked_iterators_share_the_warm_worker_pool():
+    ds = _pipelines()["workers"]
+    tracked = WithOptionsIterDataset(ds, TRACKED)
+    expected = list(ds)
+    workers = set(worker_pipelines.children(os.getpid()))
+    assert len(workers) == 2
+    for _ in range(2):
+        it = iter(tracked)
+        assert list(it) == expected
+        summary = spelt.experimental.get_execution_summary(it)
+        (stage,) = [s for s in summary.stages if s.kind == "workers"]
+        assert stage.worker_busy_s > 0  # the shared pool's time is still counted
+    assert set(worker_pipelines.children(os.getpid())) == workers
+    profiled = worker_pipelines.loader(2, enable_profiling=True)
+    first = list(profiled)
+    loader_workers = set(worker_pipelines.children(os.getpid())) - workers
+    assert len(loader_workers) == 2
+    assert len(list(profiled)) == len(first)  # the next epoch, on the same workers
+    assert set(worker_pipelines.children(os.getpid())) - workers == loader_workers
 
 
 def test_untracked_iterator_has_no_summary():

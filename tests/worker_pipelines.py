@@ -74,12 +74,16 @@ def split(batch):
 FILTERS = {"two_of_three": keep_two_of_three, "one_in_ten": keep_one_in_ten, "all": keep_all}
 
 
-def pipeline(name: str, num_workers: int, length: int = 400):
+def pipeline(
+    name: str, num_workers: int, length: int = 400, slow_records: bool = False, **mp_prefetch_kwargs
+):
+    """A pipeline with filters, batches, a flat_map and random maps (`slow_records`: 2 ms per
+    record), with `num_workers` workers (mp_prefetch_kwargs: autotune=...)."""
+    ds = spelt.MapDataset.range(length).seed(7).shuffle()
+    if slow_records:
+        ds = ds.map(slow)
     ds = (
-        spelt.MapDataset.range(length)
-        .seed(7)
-        .shuffle()
-        .map(record)
+        ds.map(record)
         .random_map(jitter)
         .filter(FILTERS[name])
         .to_iter_dataset()
@@ -88,7 +92,8 @@ def pipeline(name: str, num_workers: int, length: int = 400):
     ds = spelt.experimental.FlatMapIterDataset(ds, split).random_map(jitter)
     ds = ds.batch(3, drop_remainder=True)
     if num_workers:
-        ds = ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=num_workers))
+        options = spelt.MultiprocessingOptions(num_workers=num_workers)
+        ds = ds.mp_prefetch(options, **mp_prefetch_kwargs)
     return ds
 
 
@@ -162,7 +167,7 @@ def mixed(i):
     return kinds[i % len(kinds)]
 
 
-def loader(num_workers: int):
+def loader(num_workers: int, **kwargs):
     ops = [spelt.transforms.Batch(4, drop_remainder=True)]
     return spelt.DataLoader(
         data_source=[record(i) for i in range(150)],
@@ -171,6 +176,7 @@ def loader(num_workers: int):
         ),
         operations=[_LoaderFilter(), *ops],
         worker_count=num_workers,
+        **kwargs,
     )
 
 
@@ -253,16 +259,18 @@ def restore_main() -> None:
     """Child process for test_workers: restores pipelines from saved states.
 
     stdin: JSON [{"kind": "pipeline" | "loader", "name", "workers", "states": [[k, state]],
-    "limit"}]; stdout: JSON [[k, [describe(element), ...]], ...] per request.
+    "limit", optional "kwargs": {...} for pipeline() or loader()}]; stdout: JSON [[k,
+    [describe(element), ...]], ...] per request.
     """
     import pipelines  # pylint: disable=import-outside-toplevel
 
     results = []
     for request in json.load(sys.stdin):
+        kwargs = request.get("kwargs", {})
         if request["kind"] == "pipeline":
-            it = iter(pipeline(request["name"], request["workers"]))
+            it = iter(pipeline(request["name"], request["workers"], **kwargs))
         else:
-            it = iter(loader(request["workers"]))
+            it = iter(loader(request["workers"], **kwargs))
         runs = []
         for k, state in request["states"]:  # one iterator, restored again and again
             it.set_state(state.encode() if request["kind"] == "loader" else state)

@@ -207,11 +207,15 @@ class DataLoader:
         read_options: options_lib.ReadOptions | None = None,
         enable_profiling: bool = False,
         worker_backend: Any = None,
+        autotune: bool = False,
+        ram_budget_mb: int | None = None,
     ):
-        """Grain's arguments, and ``worker_backend`` (Spelt's): a
+        """Grain's arguments, and Spelt's: ``worker_backend``, a
         ``spelt.experimental.RayOptions`` to compute the operations before the first Batch on
         Ray actors instead of worker processes (then worker_count must be 0; the output and the
-        state are those of worker_count=0; docs/distributed.md)."""
+        state are those of worker_count=0; docs/distributed.md); ``autotune=True``, to pick
+        and adapt the worker count (at most worker_count; 0: the CPU count) and buffer under
+        ``ram_budget_mb`` while running (``IterDataset.mp_prefetch``; same output and state)."""
         if worker_buffer_size < 0:
             raise ValueError(
                 "Worker buffer size must be greater than or equal zero."
@@ -224,6 +228,7 @@ class DataLoader:
                 f" worker_count=0 with it, not {worker_count}"
             )
         self._worker_backend = worker_backend
+        self._autotune = {"autotune": autotune, "ram_budget_mb": ram_budget_mb}
         # an iterator or generator is read once; Grain's *Operation classes become transforms
         operations = [operations_lib.as_transformation(op) for op in operations]
         if shard_options is None:
@@ -318,7 +323,8 @@ class DataLoader:
                 execution_tracking_mode=dataset_options.ExecutionTrackingMode.STAGE_TIMING,
             )
         return dataset_options.WithOptionsIterDataset(
-            ds.mp_prefetch(self._worker_backend or self._multiprocessing_options), options
+            ds.mp_prefetch(self._worker_backend or self._multiprocessing_options, **self._autotune),
+            options,
         )
 
     def __iter__(self) -> DataLoaderIterator:

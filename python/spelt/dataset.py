@@ -28,6 +28,7 @@ from spelt import _core
 from spelt import _summary
 from spelt import options as options_lib
 from spelt import transforms
+from spelt._workers import autotune as autotune_lib
 from spelt._workers import keeper as keeper_lib
 
 
@@ -369,6 +370,9 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         options: options_lib.MultiprocessingOptions | None = None,
         worker_init_fn: Callable[[int, int], None] | None = None,
         sequential_slice: bool = False,
+        *,
+        autotune: bool = False,
+        ram_budget_mb: int | None = None,
     ) -> IterDataset:
         """This pipeline with the MapDataset part (below ``to_iter_dataset``) computed by
         ``options.num_workers`` worker processes (default ``MultiprocessingOptions(num_workers=10)``
@@ -382,12 +386,25 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
 
         ``options`` may instead be a ``spelt.experimental.RayOptions``: the MapDataset part is
         then computed by Ray actors, with the same output and state (docs/distributed.md).
+
+        ``autotune=True`` (beyond Grain) starts one worker, then adds, parks or un-parks
+        workers and grows the per-worker buffer while the iterator runs, from the consumer's
+        waits and the workers' utilisation, within ``ram_budget_mb`` (MiB for the workers and
+        their buffered chunks; default half of the available memory; docs/workers.md,
+        "Autotuning"). ``options.num_workers`` is then the most workers
+        (default or 0: the CPU count), ``options.per_worker_buffer_size`` the first buffer size
+        (at most 8, or that size if larger). Output and state are unchanged.
         """
         del sequential_slice  # chunks are always consecutive indices
         from spelt import ray as ray_lib  # pylint: disable=import-outside-toplevel
 
         if isinstance(options, ray_lib.RayOptions):
+            if autotune:
+                raise ValueError("mp_prefetch: autotune=True needs worker processes, not Ray")
             return ray_lib.prefetch(self, options)
+        limits = None
+        if autotune:
+            options, limits = autotune_lib.configure(options, ram_budget_mb)
         if options is None:
             options = options_lib.MultiprocessingOptions(num_workers=10)
         if options.num_workers < 0:
@@ -399,7 +416,10 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
                 f"`buffer_size` must be greater than 0, got {options.per_worker_buffer_size}."
             )
         return _replace_stages(
-            self, functools.partial(_parallel_stage, options=options, worker_init_fn=worker_init_fn)
+            self,
+            functools.partial(
+                _parallel_stage, options=options, worker_init_fn=worker_init_fn, autotune=limits
+            ),
         )
 
     def prefetch(self, multiprocessing_options: options_lib.MultiprocessingOptions) -> IterDataset:
@@ -886,34 +906,61 @@ class ProcessPrefetchIterDataset(_PrefetchIterDataset):
         allow_nones: bool,
         options: options_lib.MultiprocessingOptions,
         worker_init_fn: Callable[[int, int], None] | None,
+        autotune: autotune_lib.Limits | None = None,
     ):
         super().__init__(parent, read_options, allow_nones)
         self._options = options
         self._worker_init_fn = worker_init_fn
+        self._autotune = autotune
+        self._keeper = self._new_keeper()
+
+    def _new_keeper(self) -> keeper_lib.PoolKeeper | autotune_lib.TunedKeeper:
+        """The stage's PoolKeeper (a TunedKeeper if autotuned). Shallow copies (the profiled
+        twin of the execution summary) share it, so that tracked and untracked iterators lease
+        the same warm pool."""
+        if self._autotune is not None:
+            return autotune_lib.TunedKeeper(
+                self._parents[0], self._worker_init_fn, self._autotune, anchor=self
+            )
+        return keeper_lib.PoolKeeper(
+            self._parents[0],
+            self._worker_init_fn,
+            self._options.num_workers,
+            capacity=self._options.per_worker_buffer_size + 1,
+            anchor=self,
+        )
+
+    def __copy__(self):
+        twin = type(self).__new__(type(self))
+        twin.__dict__.update(super().__getstate__())  # the keeper is shared
+        return twin
+
+    def __getstate__(self):
+        state = super().__getstate__()
+        del state["_keeper"]  # the workers are this process's: an unpickled copy has its own
+        return state
+
+    def __setstate__(self, state):
+        super().__setstate__(state)
+        self._keeper = self._new_keeper()
 
     def _make_node(self):
         parent, options = self._parents[0], self._options
-        keeper = keeper_lib.PoolKeeper(
-            parent,
-            self._worker_init_fn,
-            options.num_workers,
-            capacity=options.per_worker_buffer_size + 1,
-            anchor=self,
-        )
+        keeper = self._keeper
         if self._keeper_observer is not None:  # the execution summary counts worker time
             keeper = self._keeper_observer(keeper)
+        buffer_size = options.per_worker_buffer_size
+        if self._autotune is not None:  # chunks beyond what the pool sends wait in its queue
+            buffer_size = self._autotune.max_buffer_size
         return _core.process_prefetch(
-            parent._node,
-            keeper,
-            self._allow_nones,
-            options.num_workers,
-            options.per_worker_buffer_size,
+            parent._node, keeper, self._allow_nones, options.num_workers, buffer_size
         )
 
     def __str__(self) -> str:
+        tuned = "" if self._autotune is None else ", autotune=True"
         return (
             f"ProcessPrefetchIterDataset(num_workers={self._options.num_workers},"
-            f" per_worker_buffer_size={self._options.per_worker_buffer_size})"
+            f" per_worker_buffer_size={self._options.per_worker_buffer_size}{tuned})"
         )
 
 
@@ -921,6 +968,7 @@ def _parallel_stage(
     stage: _PrefetchIterDataset,
     options: options_lib.MultiprocessingOptions,
     worker_init_fn: Callable[[int, int], None] | None,
+    autotune: autotune_lib.Limits | None = None,
 ) -> IterDataset:
     """A to_iter_dataset stage read in parallel (IterDataset.mp_prefetch): by worker processes
     if its MapDataset calls Python (its engine node is serial), else, since native work runs
@@ -928,7 +976,7 @@ def _parallel_stage(
     parent = stage._parents[0]
     if parent._node.serial():
         return ProcessPrefetchIterDataset(
-            parent, stage._read_options, stage._allow_nones, options, worker_init_fn
+            parent, stage._read_options, stage._allow_nones, options, worker_init_fn, autotune
         )
     if worker_init_fn is not None:
         warnings.warn(

@@ -7,6 +7,8 @@ what that executor talks to, once per chunk; it knows nothing of datasets. Modul
 each:
 
 * keeper.py: the pool of one parallel stage, leased to its iterators and kept warm in between;
+* autotune.py: a keeper whose leases adapt the pool's worker count and buffers while running
+  (``mp_prefetch(..., autotune=True)``);
 * pool.py: the worker processes of a pool (start, chunks sent and received, failures, shutdown);
 * launcher.py: starting one worker process (a fresh interpreter);
 * bootstrap.py: the worker's first code (waiting for its turn to start);

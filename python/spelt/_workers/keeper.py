@@ -94,6 +94,10 @@ class Lease:
         self._slot = slot
         self._pool = pool
 
+    @property
+    def pool(self) -> pool_lib.WorkerPool:
+        return self._pool
+
     def submit(self, begin: int, count: int) -> pool_lib.Ticket:
         return self._pool.submit(begin, count)
 
@@ -109,7 +113,9 @@ class PoolKeeper:
     """Starts and keeps the worker pool of one parallel stage (see module doc).
 
     `dataset` (a MapDataset) and `worker_init_fn` are what the workers run; `capacity` is the
-    number of requests outstanding per worker; `anchor` the object whose life bounds warm reuse.
+    number of requests outstanding per worker; `anchor` the object whose life bounds warm reuse;
+    `max_workers` how many workers a pool may grow to (WorkerPool.add_worker; default
+    `num_workers`).
     """
 
     def __init__(
@@ -119,8 +125,10 @@ class PoolKeeper:
         num_workers: int,
         capacity: int,
         anchor: Any,
+        max_workers: int | None = None,
     ):
         self._dataset = dataset
+        self._max_workers = max_workers
         self._worker_init_fn = worker_init_fn
         self._num_workers = num_workers
         self._capacity = capacity
@@ -142,5 +150,7 @@ class PoolKeeper:
             pool.close()
             pool = None
         if pool is None:
-            pool = pool_lib.WorkerPool(payload, digest.digest(), self._num_workers, self._capacity)
+            pool = pool_lib.WorkerPool(
+                payload, digest.digest(), self._num_workers, self._capacity, self._max_workers
+            )
         return Lease(self._idle, pool)

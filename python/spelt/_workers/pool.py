@@ -71,7 +71,7 @@ class Ticket:
             self._pool.abandon(self._chunk)
 
 
-def _usable_cpus() -> int:
+def usable_cpus() -> int:
     try:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -87,12 +87,18 @@ def _write_all(fd: int, data: bytes, offset: int) -> None:
 
 
 def _shutdown(
-    conns: list[connection.Connection], workers: list[launcher.WorkerProcess], owner_pid: int
+    conns: list[connection.Connection],
+    workers: list[launcher.WorkerProcess],
+    fds: list[int],
+    owner_pid: int,
 ) -> None:
     """Stops every worker (EOF, then SIGKILL after a grace period) and reaps them. In a forked
-    copy of the consumer, only closes its copies of the sockets: the workers are not its own."""
+    copy of the consumer, only closes its copies of the sockets: the workers are not its own.
+    Closes `fds` (what starting more workers needs)."""
     for conn in conns:
         conn.close()
+    while fds:
+        os.close(fds.pop())
     if os.getpid() != owner_pid:
         return
     deadline = time.monotonic() + _CLOSE_GRACE_SECONDS
@@ -105,15 +111,25 @@ class WorkerPool:
     """`num_workers` worker processes running `payload`: the pickled MapDataset and the pickled
     worker_init_fn (see module doc).
 
-    `digest` identifies the payload (the keeper reuses a pool only for the same one). Not
-    thread-safe: one lease at a time uses it.
+    `digest` identifies the payload (the keeper reuses a pool only for the same one).
+    `max_workers` (default `num_workers`) is how many ``add_worker()`` may reach, and the
+    worker count that worker_init_fn is given. Chunks go only to the first ``active_workers``
+    workers, at most ``capacity`` each; both may change at any time (the autotuner,
+    autotune.py, sets them): that changes which worker computes a chunk, never its elements.
+    Not thread-safe: one lease at a time uses it.
     """
 
     def __init__(
-        self, payload: tuple[bytes, bytes], digest: bytes, num_workers: int, capacity: int
+        self,
+        payload: tuple[bytes, bytes],
+        digest: bytes,
+        num_workers: int,
+        capacity: int,
+        max_workers: int | None = None,
     ):
         self.digest = digest
-        self._capacity = capacity
+        self.capacity = capacity
+        self.max_workers = max(num_workers, max_workers or 0)
         self._workers: list[launcher.WorkerProcess] = []
         self._conns: list[connection.Connection] = []
         self._arenas: list[Any] = []
@@ -121,27 +137,42 @@ class WorkerPool:
         self._sent: list[collections.deque[_Chunk]] = []  # per worker, request order
         self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
         self._closed = False
-        self._close = weakref.finalize(self, _shutdown, self._conns, self._workers, os.getpid())
+        self._fds: list[int] = []  # the payload and gate, kept while the pool may grow
+        self._close = weakref.finalize(
+            self, _shutdown, self._conns, self._workers, self._fds, os.getpid()
+        )
         dataset_bytes, init_bytes = payload
-        payload_fd = arena_lib.create_memfd("spelt-pipeline", len(dataset_bytes) + len(init_bytes))
-        gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            os.write(gate_write, b"x" * min(num_workers, _usable_cpus()))
+            payload_fd = arena_lib.create_memfd(
+                "spelt-pipeline", len(dataset_bytes) + len(init_bytes)
+            )
+            self._fds.append(payload_fd)
+            gate_read, gate_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+            self._fds += [gate_read, gate_write]
+            os.write(gate_write, b"x" * min(num_workers, usable_cpus()))
             _write_all(payload_fd, dataset_bytes, 0)
             _write_all(payload_fd, init_bytes, len(dataset_bytes))
-            for index in range(num_workers):
-                self._start(
-                    index,
-                    num_workers,
-                    (payload_fd, len(dataset_bytes), len(init_bytes)),
-                    (gate_read, gate_write),
-                )
+            self._payload = (payload_fd, len(dataset_bytes), len(init_bytes))
+            self._gate = (gate_read, gate_write)
+            for _ in range(num_workers):
+                self.add_worker()
         except BaseException:
             self.close()
             raise
-        finally:
-            for fd in (payload_fd, gate_read, gate_write):
-                os.close(fd)
+        if self.max_workers == num_workers:  # cannot grow: the fds are no longer needed
+            while self._fds:
+                os.close(self._fds.pop())
+        self.active_workers = num_workers
+
+    def add_worker(self) -> None:
+        """Starts one more worker (index ``num_workers``) and makes it active once ready.
+        REQUIRES: ``num_workers < max_workers``."""
+        self._check_open()
+        index = len(self._workers)
+        if index >= self.max_workers:
+            raise ValueError(f"WorkerPool.add_worker: already {index} of {self.max_workers}")
+        self._start(index, self.max_workers, self._payload, self._gate)
+        self.active_workers = len(self._workers)
 
     def _start(
         self, index: int, count: int, payload: tuple[int, int, int], gate: tuple[int, int]
@@ -174,7 +205,16 @@ class WorkerPool:
 
     @property
     def num_workers(self) -> int:
+        """Workers started (active or not)."""
         return len(self._workers)
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.pid for w in self._workers]
+
+    def all_ready(self) -> bool:
+        """True once every active worker has started."""
+        return all(self._ready[: self.active_workers])
 
     @property
     def closed(self) -> bool:
@@ -246,8 +286,8 @@ class WorkerPool:
                 continue
             room = [
                 (len(sent), w)
-                for w, sent in enumerate(self._sent)
-                if self._ready[w] and len(sent) < self._capacity
+                for w, sent in enumerate(self._sent[: self.active_workers])
+                if self._ready[w] and len(sent) < self.capacity
             ]
             if not room:
                 return
