@@ -57,6 +57,15 @@ bool FooterMatches(std::string_view payload, const char* footer) {
   return MaskCrc(Crc32c(payload)) == LoadU32(footer);
 }
 
+void CheckFooter(const std::string& path, uint64_t offset, std::string_view payload,
+                 const char* footer) {
+  if (!FooterMatches(payload, footer)) {
+    ThrowCorrupt(path, offset,
+                 "the masked CRC32C of the " + std::to_string(payload.size()) +
+                     "-byte payload does not match (the record's data is corrupt)");
+  }
+}
+
 void ThrowCorrupt(const std::string& path, uint64_t offset, std::string_view detail) {
   throw CorruptFileError(path, offset, detail, kFormat);
 }
@@ -65,6 +74,21 @@ std::string TruncatedDetail(uint64_t length, uint64_t available) {
   return "the file ends inside a record (truncated?): its header says " +
          std::to_string(length) + " payload bytes + " + std::to_string(kFooterSize) +
          " CRC bytes, only " + std::to_string(available) + " follow";
+}
+
+uint64_t CheckedLength(const std::string& path, uint64_t offset, const char* header, size_t have,
+                       uint64_t after_header) {
+  if (have < kHeaderSize) {
+    ThrowCorrupt(path, offset, "the file ends inside a record header (truncated?): " +
+                                   std::to_string(have) + " of " +
+                                   std::to_string(kHeaderSize) + " bytes");
+  }
+  const std::optional<uint64_t> length = DecodeHeader(header);
+  if (!length) ThrowCorrupt(path, offset, "the masked CRC32C of the record length does not match");
+  if (*length > after_header || after_header - *length < kFooterSize) {
+    ThrowCorrupt(path, offset, TruncatedDetail(*length, after_header));
+  }
+  return *length;
 }
 
 }  // namespace spelt::internal::tfrecord
