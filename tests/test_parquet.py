@@ -129,6 +129,21 @@ def test_elements_and_states_match_grain(files, name):
     assert got_states == want_states
 
 
+@pytest.mark.parametrize("name", ["rows", "rows_ragged"])
+def test_row_arrays_are_writable_as_grains_are(files, name):
+    """List values of rows are read-only or writable exactly where Grain's are."""
+
+    def flags(g):
+        return [
+            {k: v.flags.writeable for k, v in row.items() if isinstance(v, np.ndarray)}
+            for row in PIPELINES[name](g, files)
+        ]
+
+    got = flags(spelt)
+    assert got and all(got)
+    assert got == flags(grain)
+
+
 @pytest.mark.parametrize("size", [1, 5, 7, 40])
 def test_columnar_batches_equal_batches_of_rows(files, size):
     """The columnar path gives what the engine's batching of row dicts gives."""
