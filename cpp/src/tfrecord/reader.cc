@@ -56,7 +56,7 @@ class Reader final : public TFRecordReader {
     const uint64_t length = internal::tfrecord::CheckedLength(path_, offset, buffer_.get() + pos_,
                                                               have, after_header);
     pending_ = length;
-    return pending_;
+    return length;
   }
 
   void ReadPayload(char* dst) override {
