@@ -95,6 +95,19 @@ TEST(TFRecordReadAheadTest, RecordsAndOffsetsAreThePlainReaders) {
   EXPECT_THROW(ahead->ReadPayload(record.data()), std::logic_error);
 }
 
+TEST(TFRecordReadAheadTest, EmptyRecordsFirst) {
+  // Found by the fuzzer: an empty first record was read into a run with no buffer yet.
+  const std::vector<std::string> records = {"", "", "a", ""};
+  auto ahead = OpenAhead(WriteGzip("empty_first", records));
+  std::string record = "x";
+  for (const std::string& want : records) {
+    ASSERT_EQ(ahead->NextLength(), want.size());
+    ahead->ReadPayload(record.data());
+    ASSERT_TRUE(want.empty() || record.substr(0, 1) == want);
+  }
+  EXPECT_FALSE(ahead->ReadRecord(&record));
+}
+
 TEST(TFRecordReadAheadTest, SeeksBackAndForth) {
   const auto records = Records();
   const std::string path = WriteGzip("seek", records);

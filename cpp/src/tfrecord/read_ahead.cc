@@ -37,6 +37,10 @@ void ReadRun(TFRecordReader& reader, Run& run) {
   run.error = nullptr;
   size_t used = 0;
   try {
+    if (!run.bytes) {  // even empty records get a real address to be read into
+      run.bytes.reset(new char[kRunBytes]);
+      run.capacity = kRunBytes;
+    }
     while (used < kRunBytes) {
       const std::optional<uint64_t> length = reader.NextLength();
       if (!length) {
