@@ -129,6 +129,21 @@ def test_elements_and_states_match_grain(files, name):
     assert got_states == want_states
 
 
+@pytest.mark.parametrize("name", ["rows", "rows_ragged"])
+def test_row_arrays_are_writable_as_grains_are(files, name):
+    """List values of rows are read-only or writable exactly where Grain's are."""
+
+    def flags(g):
+        return [
+            {k: v.flags.writeable for k, v in row.items() if isinstance(v, np.ndarray)}
+            for row in PIPELINES[name](g, files)
+        ]
+
+    got = flags(spelt)
+    assert got and all(got)
+    assert got == flags(grain)
+
+
 @pytest.mark.parametrize("size", [1, 5, 7, 40])
 def test_columnar_batches_equal_batches_of_rows(files, size):
     """The columnar path gives what the engine's batching of row dicts gives."""
@@ -147,10 +162,13 @@ def test_columnar_batches_equal_batches_of_rows(files, size):
 def test_columnar_batches_of_strings_and_bytes(tmp_path):
     """String and binary columns batch column-wise as Grain batches their rows: <U / S arrays as
     wide as the longest value of the batch (also across row groups), empty and NUL-ended values
-    included; a nullable string column too."""
+    included; ASCII, non-ASCII and large strings, and a nullable string column too."""
     table = pa.table(
         {
             "s": ["", "a\x00", "\u00e9" * 3, "bc", "", "longest one"],
+            "ascii": ["", "a\x00", "xyz", "bc", "", "longest one"],
+            "large": pa.array(["a", "", "bcd", "e\x00", "fg", "h"], pa.large_string()),
+            "large_b": pa.array([b"a", b"", b"bcd", b"e\x00", b"fg", b"h"], pa.large_binary()),
             "b": [b"", b"\x00", b"ab\x00", b"x", b"", b"\x00z"],
             "fixed": pa.array([b"ab", b"\x00\x00", b"c\x00", b"de", b"fg", b"hi"], pa.binary(2)),
             "maybe": ["a", None, "bb", None, "c", "d"],

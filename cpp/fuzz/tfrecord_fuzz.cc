@@ -1,7 +1,8 @@
 // libFuzzer target for the TFRecord reader, writer and random-access source. The first input
 // byte selects the compression the reader is told (bits 0-1: detect, none, GZIP, ZLIB); the
 // rest is the file. The target reads every record, then seeks back to each of the last four
-// records' offsets and reads the rest again (same records), indexes the file with TFRecordSource and reads its
+// records' offsets and reads the rest again (same records), reads it again with read_ahead
+// (same records, offsets and end), indexes the file with TFRecordSource and reads its
 // records one by one and batched (same records), and writes the records it read to a new
 // file with TFRecordWriter (bit 2 of the first byte: gzip) and reads that back (same records).
 // A file may be rejected only with spelt::FileFormatError (CorruptFileError), or by
@@ -96,6 +97,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ReadAll(*reader, &again, &again_offsets);
     Check(std::equal(again.begin(), again.end(), records.begin() + k, records.end()));
   }
+
+  // Reading ahead (a helper thread, for compressed files) reads the same records and offsets
+  // and stops at the same place.
+  const auto ahead = spelt::TFRecordReader::Open(file.path(), compression, /*read_ahead=*/true);
+  std::vector<std::string> ahead_records;
+  std::vector<uint64_t> ahead_offsets;
+  Check(ReadAll(*ahead, &ahead_records, &ahead_offsets) == whole);
+  Check(ahead_records == records && ahead_offsets == offsets);
 
   try {
     const spelt::TFRecordSource source({file.path()}, "fuzz");

@@ -27,8 +27,10 @@ std::optional<TFRecordCompression> ParseOptional(const std::optional<std::string
 }
 
 // Iterating a TFRecordIterDataset directly (no transformation on top): each record is read
-// into a new Python bytes object, large payloads straight from the file (no other copy). The
-// GIL is released only for steps that read the file (TFRecordReader::NextStepBuffered).
+// into a new Python bytes object, large payloads of an uncompressed file straight from the
+// file (no other copy); a compressed file is decompressed ahead by a helper thread
+// (TFRecordReader::Open's read_ahead). The GIL is released only for steps that read the file
+// or wait for the helper (TFRecordReader::NextStepBuffered).
 // Calls from several threads run one at a time (a waiting thread does not hold the GIL).
 struct TFRecordIterator {
   std::unique_ptr<TFRecordReader> reader;
@@ -83,7 +85,7 @@ void RegisterTFRecord(nb::module_& m) {
         std::unique_ptr<TFRecordReader> reader;
         {
           GilRelease release;
-          reader = TFRecordReader::Open(path, c);
+          reader = TFRecordReader::Open(path, c, /*read_ahead=*/true);
         }
         new (self) TFRecordIterator{std::move(reader), {}};
       }, "path"_a, "compression"_a.none())
@@ -109,7 +111,7 @@ void RegisterTFRecord(nb::module_& m) {
         GilRelease release;
         lock.reader().Seek(static_cast<uint64_t>(offset));
       }, "state"_a, "Restores a state of get_state(); ValueError if malformed or past the end.")
-      .def("start_prefetch", [](TFRecordIterator&) {}, "Nothing to start: reads are inline.")
+      .def("start_prefetch", [](TFRecordIterator&) {}, "Nothing to start: reads begin at next().")
       .def("close", [](TFRecordIterator& self) {
         std::unique_lock<std::mutex> lock(self.mu, std::try_to_lock);
         if (!lock.owns_lock()) {

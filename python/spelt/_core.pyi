@@ -284,7 +284,7 @@ class TFRecordIterator:
         """
 
     def start_prefetch(self) -> None:
-        """Nothing to start: reads are inline."""
+        """Nothing to start: reads begin at next()."""
 
     def close(self) -> None:
         """Closes the file; idempotent."""

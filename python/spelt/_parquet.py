@@ -151,10 +151,9 @@ class RowGroup:
         return self._len
 
     def _dicts(self, columns: list[np.ndarray]) -> list[dict[str, Any]]:
-        # Rows of 2-D columns are views of a writable copy of the block (Grain's are writable);
-        # copying per block reuses memory where one copy of the row group would fault it in.
-        build = _dict_builder(len(self.names))
-        return build(self.names, *(np.array(c) if c.ndim == 2 else c for c in columns))
+        # Rows of 2-D columns are views of the column, read-only where it is Arrow's memory, as
+        # Grain's rows are (pyarrow's to_numpy makes them views of the same values).
+        return _dict_builder(len(self.names))(self.names, *columns)
 
     def rows(self, start: int, stop: int) -> list[dict[str, Any]]:
         """Rows [start, stop) as Grain's elements ``{name: value}``, built without a Python loop
@@ -220,7 +219,7 @@ class RowGroupReader:
 
     def _decode(self, g: int) -> Any:
         with self._file_lock:
-            return self.file.read_row_group(g)
+            return self.file.read_row_group(g, use_threads=False)
 
     def get(self, g: int) -> RowGroup:
         future = self._pending.pop(g, None)

@@ -51,7 +51,8 @@ class TFRecordIterDataset(IterDataset):
     Iterator state: Grain's ``{"reader_offset": n}``, the byte offset of the next record (of the
     decompressed stream for a compressed file; restoring one decompresses up to there), so a
     state restores in a new process. Every length and payload CRC is checked
-    (``CorruptFileError`` names the file and offset). Records are read by the engine in C++.
+    (``CorruptFileError`` names the file and offset). Records are read by the engine in C++;
+    a compressed file is decompressed ahead of the consumer by a thread of the engine's pool.
     """
 
     def __init__(self, path: PathLike, compression: str | None = None):

@@ -40,8 +40,15 @@ class TFRecordReader {
  public:
   // Opens `path`; nullopt compression detects it (DetectTFRecordCompression). Throws
   // std::system_error naming the path if it cannot be opened.
+  // With `read_ahead`, a gzip / zlib file is decompressed and checked ahead by a helper thread
+  // of the shared pool (up to ~3 MiB of records) while the caller uses the current records,
+  // for reading a file in order; the contract is the same (errors surface at the bad record),
+  // and destroying the reader waits for a read in progress. Uncompressed files are read
+  // directly all the same: reading them ahead costs a second pass over the bytes, which
+  // measured slower on 2 shared cores (docs/benchmarks.md, S2).
   static std::unique_ptr<TFRecordReader> Open(
-      const std::string& path, std::optional<TFRecordCompression> compression = std::nullopt);
+      const std::string& path, std::optional<TFRecordCompression> compression = std::nullopt,
+      bool read_ahead = false);
   virtual ~TFRecordReader() = default;
 
   // Replaces *record with the next record's payload and returns true, or returns false at the

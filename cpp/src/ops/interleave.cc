@@ -257,7 +257,9 @@ class InterleaveIterator final : public DatasetIterator {
 class InterleaveNode final : public IterNode {
  public:
   InterleaveNode(std::shared_ptr<const Datasets> datasets, Options options)
-      : IterNode({}), datasets_(std::move(datasets)), options_(options) {}
+      : IterNode(std::vector<std::shared_ptr<const DatasetNode>>{}),
+        datasets_(std::move(datasets)),
+        options_(options) {}
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     return std::make_unique<InterleaveIterator>(datasets_, options_);

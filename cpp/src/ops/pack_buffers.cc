@@ -50,7 +50,7 @@ Array ListArray(const Sequence& seq, const std::string& what) {
       std::memcpy(out.mutable_data() + i * 8, &x, 8);
     } else {
       const double x = v.is<double>() ? v.as<double>()
-                       : v.is<bool>() ? double{v.as<bool>()}
+                       : v.is<bool>() ? static_cast<double>(v.as<bool>())
                                       : static_cast<double>(v.as<int64_t>());
       std::memcpy(out.mutable_data() + i * 8, &x, 8);
     }

@@ -43,7 +43,8 @@ class TFRecordNode final : public IterNode {
       : IterNode(std::vector<std::shared_ptr<const DatasetNode>>{}), path_(std::move(path)), compression_(compression) {}
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
-    return std::make_unique<TFRecordIterator>(TFRecordReader::Open(path_, compression_));
+    return std::make_unique<TFRecordIterator>(
+        TFRecordReader::Open(path_, compression_, /*read_ahead=*/true));
   }
 
  private:

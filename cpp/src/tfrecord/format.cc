@@ -19,6 +19,26 @@ uint32_t LoadU32(const char* p) {
 
 void StoreU32(uint32_t v, char* p) { std::memcpy(p, &v, sizeof(v)); }
 
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) uint32_t HardwareCrc32c(uint64_t v) {
+  return ~static_cast<uint32_t>(__builtin_ia32_crc32di(0xffffffffu, v));
+}
+#endif
+
+// The CRC32C of the 8 length bytes at `p`: one instruction where the CPU has it (every header
+// of a file is checked, and ISA-L's call costs more than the CRC of 8 bytes), else ISA-L.
+uint32_t LengthCrc32c(const char* p) {
+#if defined(__x86_64__)
+  static const bool has_sse42 = (__builtin_cpu_init(), __builtin_cpu_supports("sse4.2"));
+  if (has_sse42) {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return HardwareCrc32c(v);
+  }
+#endif
+  return Crc32c(std::string_view(p, sizeof(uint64_t)));
+}
+
 }  // namespace
 
 uint32_t Crc32c(std::string_view data, uint32_t crc) {
@@ -38,7 +58,7 @@ uint32_t Crc32c(std::string_view data, uint32_t crc) {
 
 void EncodeHeader(uint64_t length, char* header) {
   std::memcpy(header, &length, sizeof(length));
-  StoreU32(MaskCrc(Crc32c(std::string_view(header, sizeof(length)))), header + sizeof(length));
+  StoreU32(MaskCrc(LengthCrc32c(header)), header + sizeof(length));
 }
 
 void EncodeFooter(std::string_view payload, char* footer) {
@@ -46,8 +66,7 @@ void EncodeFooter(std::string_view payload, char* footer) {
 }
 
 std::optional<uint64_t> DecodeHeader(const char* header) {
-  const std::string_view length_bytes(header, sizeof(uint64_t));
-  if (MaskCrc(Crc32c(length_bytes)) != LoadU32(header + sizeof(uint64_t))) return std::nullopt;
+  if (MaskCrc(LengthCrc32c(header)) != LoadU32(header + sizeof(uint64_t))) return std::nullopt;
   uint64_t length;
   std::memcpy(&length, header, sizeof(length));
   return length;
@@ -55,6 +74,15 @@ std::optional<uint64_t> DecodeHeader(const char* header) {
 
 bool FooterMatches(std::string_view payload, const char* footer) {
   return MaskCrc(Crc32c(payload)) == LoadU32(footer);
+}
+
+void CheckFooter(const std::string& path, uint64_t offset, std::string_view payload,
+                 const char* footer) {
+  if (!FooterMatches(payload, footer)) {
+    ThrowCorrupt(path, offset,
+                 "the masked CRC32C of the " + std::to_string(payload.size()) +
+                     "-byte payload does not match (the record's data is corrupt)");
+  }
 }
 
 void ThrowCorrupt(const std::string& path, uint64_t offset, std::string_view detail) {
@@ -65,6 +93,21 @@ std::string TruncatedDetail(uint64_t length, uint64_t available) {
   return "the file ends inside a record (truncated?): its header says " +
          std::to_string(length) + " payload bytes + " + std::to_string(kFooterSize) +
          " CRC bytes, only " + std::to_string(available) + " follow";
+}
+
+uint64_t CheckedLength(const std::string& path, uint64_t offset, const char* header, size_t have,
+                       uint64_t after_header) {
+  if (have < kHeaderSize) {
+    ThrowCorrupt(path, offset, "the file ends inside a record header (truncated?): " +
+                                   std::to_string(have) + " of " +
+                                   std::to_string(kHeaderSize) + " bytes");
+  }
+  const std::optional<uint64_t> length = DecodeHeader(header);
+  if (!length) ThrowCorrupt(path, offset, "the masked CRC32C of the record length does not match");
+  if (*length > after_header || after_header - *length < kFooterSize) {
+    ThrowCorrupt(path, offset, TruncatedDetail(*length, after_header));
+  }
+  return *length;
 }
 
 }  // namespace spelt::internal::tfrecord

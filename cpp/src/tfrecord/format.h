@@ -32,10 +32,20 @@ std::optional<uint64_t> DecodeHeader(const char* header);
 // Whether `footer` (kFooterSize bytes) holds the masked CRC of `payload`.
 bool FooterMatches(std::string_view payload, const char* footer);
 
+// Throws CorruptFileError naming `path` and `offset` (the record's) unless `footer` holds the
+// masked CRC of `payload`.
+void CheckFooter(const std::string& path, uint64_t offset, std::string_view payload,
+                 const char* footer);
 // Throws CorruptFileError(path, offset, detail, "TFRecord").
 [[noreturn]] void ThrowCorrupt(const std::string& path, uint64_t offset, std::string_view detail);
 // The detail of a record whose header was read but whose payload is incomplete.
 std::string TruncatedDetail(uint64_t length, uint64_t available);
+// The payload length in the header of the record at `offset` of `path`, of which `have` bytes
+// are at `header` (kHeaderSize or fewer, where the file ends), with at most `after_header`
+// bytes in the file after the header. Throws CorruptFileError if the header is cut short, its
+// CRC does not match, or the rest of the file cannot hold the payload and its footer.
+uint64_t CheckedLength(const std::string& path, uint64_t offset, const char* header, size_t have,
+                       uint64_t after_header);
 
 }  // namespace spelt::internal::tfrecord
 

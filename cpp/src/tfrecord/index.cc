@@ -25,30 +25,19 @@ std::vector<uint64_t> IndexRecords(const io::RandomAccessFile& file,
   uint64_t block_start = 0, block_end = 0;  // file bytes in `block`
   uint64_t offset = 0, last_progress = 0, last_length = 0;
   while (offset < size) {
-    if (size - offset < kHeaderSize) {
-      ThrowCorrupt(file.path(), offset,
-                   "the file ends inside a record header (truncated?): " +
-                       std::to_string(size - offset) + " of " + std::to_string(kHeaderSize) +
-                       " bytes");
-    }
-    if (offset < block_start || offset + kHeaderSize > block_end) {
+    const size_t have = std::min<uint64_t>(kHeaderSize, size - offset);
+    if (have == kHeaderSize && (offset < block_start || offset + kHeaderSize > block_end)) {
       const uint64_t n = last_length >= kReadHeaderAlone ? kHeaderSize
                                                          : std::min(kBlockSize, size - offset);
       file.ReadAt(offset, block.get(), n);
       block_start = offset;
       block_end = offset + n;
     }
-    const std::optional<uint64_t> length = DecodeHeader(block.get() + (offset - block_start));
-    if (!length) {
-      ThrowCorrupt(file.path(), offset, "the masked CRC32C of the record length does not match");
-    }
-    const uint64_t after_header = size - offset - kHeaderSize;
-    if (*length > after_header || after_header - *length < kFooterSize) {
-      ThrowCorrupt(file.path(), offset, TruncatedDetail(*length, after_header));
-    }
+    const uint64_t length = CheckedLength(file.path(), offset, block.get() + (offset - block_start),
+                                          have, size - offset - have);
     offsets.push_back(offset);
-    offset += kHeaderSize + *length + kFooterSize;
-    last_length = *length;
+    offset += kHeaderSize + length + kFooterSize;
+    last_length = length;
     if (progress && offset - last_progress >= kProgressEvery) {
       progress(offset);
       last_progress = offset;

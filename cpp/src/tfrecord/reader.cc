@@ -8,6 +8,7 @@
 #include "spelt/tfrecord.h"
 #include "tfrecord/format.h"
 #include "tfrecord/input_stream.h"
+#include "tfrecord/read_ahead.h"
 
 namespace spelt {
 namespace {
@@ -48,24 +49,14 @@ class Reader final : public TFRecordReader {
   std::optional<uint64_t> NextLength() override {
     pending_.reset();
     const uint64_t offset = Tell();
-    const size_t have = Fill(kHeaderSize);
+    const size_t have = std::min(Fill(kHeaderSize), kHeaderSize);
     if (have == 0) return std::nullopt;
-    if (have < kHeaderSize) {
-      ThrowCorrupt(path_, offset, "the file ends inside a record header (truncated?): " +
-                                      std::to_string(have) + " of " +
-                                      std::to_string(kHeaderSize) + " bytes");
-    }
-    const std::optional<uint64_t> length = internal::tfrecord::DecodeHeader(buffer_.get() + pos_);
-    if (!length) {
-      ThrowCorrupt(path_, offset, "the masked CRC32C of the record length does not match");
-    }
     const uint64_t limit = in_->SizeLimit();
     const uint64_t after_header = limit > offset + kHeaderSize ? limit - offset - kHeaderSize : 0;
-    if (*length > after_header || after_header - *length < kFooterSize) {
-      ThrowCorrupt(path_, offset, internal::tfrecord::TruncatedDetail(*length, after_header));
-    }
-    pending_ = *length;
-    return pending_;
+    const uint64_t length = internal::tfrecord::CheckedLength(path_, offset, buffer_.get() + pos_,
+                                                              have, after_header);
+    pending_ = length;
+    return length;
   }
 
   void ReadPayload(char* dst) override {
@@ -145,16 +136,9 @@ class Reader final : public TFRecordReader {
   const char* BufferedPayload(uint64_t length) {
     if (!NextStepBuffered()) return nullptr;
     const char* payload = buffer_.get() + pos_ + kHeaderSize;
-    CheckPayload(std::string_view(payload, length), payload + length, Tell());
+    internal::tfrecord::CheckFooter(path_, Tell(), std::string_view(payload, length),
+                                   payload + length);
     return payload;
-  }
-
-  void CheckPayload(std::string_view payload, const char* footer, uint64_t offset) {
-    if (!internal::tfrecord::FooterMatches(payload, footer)) {
-      ThrowCorrupt(path_, offset,
-                   "the masked CRC32C of the " + std::to_string(payload.size()) +
-                       "-byte payload does not match (the record's data is corrupt)");
-    }
   }
 
   // Reads the payload of the record at pos_ (header buffered) into dst: what is buffered, then
@@ -179,7 +163,8 @@ class Reader final : public TFRecordReader {
     if (done < length || footer < kFooterSize) {
       ThrowCorrupt(path_, offset, internal::tfrecord::TruncatedDetail(length, done + footer));
     }
-    CheckPayload(std::string_view(dst, length), buffer_.get() + pos_, offset);
+    internal::tfrecord::CheckFooter(path_, offset, std::string_view(dst, length),
+                                   buffer_.get() + pos_);
     Consume(kFooterSize);
   }
 
@@ -195,9 +180,11 @@ class Reader final : public TFRecordReader {
 }  // namespace
 
 std::unique_ptr<TFRecordReader> TFRecordReader::Open(
-    const std::string& path, std::optional<TFRecordCompression> compression) {
-  return std::make_unique<Reader>(path, compression ? *compression
-                                                    : DetectTFRecordCompression(path));
+    const std::string& path, std::optional<TFRecordCompression> compression, bool read_ahead) {
+  const TFRecordCompression c = compression ? *compression : DetectTFRecordCompression(path);
+  auto reader = std::make_unique<Reader>(path, c);
+  if (!read_ahead || c == TFRecordCompression::kNone) return reader;
+  return internal::tfrecord::MakeReadAheadReader(std::move(reader));
 }
 
 }  // namespace spelt
