@@ -664,6 +664,10 @@ BATCH_ELEMENTS = {
     "nested": [{"a": [(i, {"b": np.zeros(2) + i})], "c": Point(x=i, y=[i, "s"])} for i in range(3)],
     "empty_containers": [{"a": [], "b": (), "c": {}, "d": i} for i in range(3)],
     "defaultdict": [collections.defaultdict(list, a=i, b=[i]) for i in range(3)],
+    # Leaves the engine cannot represent beside native ones: np.stack decides.
+    "int_beyond_int64_and_int": [2**63, 1, 2],
+    "int_beyond_uint64_and_int": [2**70, 1, 2],
+    "mixed_byte_order": [np.array([1], ">i4"), np.array([2], "<i4"), np.array([3], "<i4")],
 }
 
 

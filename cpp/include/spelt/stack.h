@@ -26,8 +26,9 @@ namespace spelt {
 //  - containers keep their kind and tag (dict key order is the first element's);
 //  - a leaf that is None in some element stacks to a numpy object array (np.stack of
 //    [None, 1] is array([None, 1], dtype=object)), which only a face with object arrays can
-//    build: the whole batch is then ObjectStackFallback()(elements). Without one registered,
-//    std::invalid_argument names the leaf path.
+//    build: the whole batch is then ObjectStackFallback()(elements). So is a leaf that is an
+//    Opaque in some elements and native in others (np.stack of the Python ints 2**63 and 1 is
+//    float64). Without a fallback registered, std::invalid_argument names the leaf path.
 // Opaque values are Unpack()ed first (once each). One that unpacks to an Opaque is a leaf that
 // Spelt cannot represent (e.g. a numpy string array or an arbitrary Python object): every
 // element must have an Opaque leaf there too, and the output leaf is

@@ -592,9 +592,13 @@ class Stacker {
                            "no object arrays without the Python face");
   }
 
+  std::string Differs(size_t i, const std::string& detail) const {
+    return "Batch: element " + std::to_string(i) + " differs from element 0 at " + PathString() +
+           ": " + detail;
+  }
+
   [[noreturn]] void Fail(size_t i, const std::string& detail) const {
-    throw std::invalid_argument("Batch: element " + std::to_string(i) +
-                                " differs from element 0 at " + PathString() + ": " + detail);
+    throw std::invalid_argument(Differs(i, detail));
   }
 
   // "int", or "opaque <description>" for an Opaque leaf.
@@ -605,10 +609,20 @@ class Stacker {
 
   [[noreturn]] void KindMismatch(const Node& node, const Value& v, size_t i) const {
     const auto* op = std::get_if<std::shared_ptr<const Opaque>>(&v.variant());
-    Fail(i, "kind " +
-                LeafKind(node.kind_name,
-                         node.kind == NodeKind::kOpaque ? node.opaques[0].get() : nullptr) +
-                " vs " + LeafKind(v.KindName(), op != nullptr ? op->get() : nullptr));
+    const std::string message = Differs(
+        i, "kind " +
+               LeafKind(node.kind_name,
+                        node.kind == NodeKind::kOpaque ? node.opaques[0].get() : nullptr) +
+               " vs " + LeafKind(v.KindName(), op != nullptr ? op->get() : nullptr));
+    // A leaf the engine cannot represent (e.g. an int beyond 64 bits, a non-native byte order)
+    // beside a native leaf: np.stack decides (float64 for 2**63 and 1, object for 2**70 and 1).
+    const bool leaf = !v.is<std::shared_ptr<const Sequence>>() &&
+                      !v.is<std::shared_ptr<const Mapping>>();
+    if (leaf && (op != nullptr || node.kind == NodeKind::kOpaque) &&
+        node.kind != NodeKind::kSequence && node.kind != NodeKind::kMapping) {
+      throw NeedsObjectArray(message);
+    }
+    throw std::invalid_argument(message);
   }
 
   static std::string KeyList(const Mapping& m) {
