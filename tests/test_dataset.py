@@ -887,3 +887,16 @@ def test_set_state_out_of_range_raises_index_error_like_grain(next_index, top):
         it = iter(build(g))
         with pytest.raises(IndexError, match="out of range for dataset of length 10"):
             it.set_state({"next_index": next_index})
+
+
+def test_ints_beyond_int64_saturate_like_python():
+    # Grain passes Python ints through: slices clamp, counts and batch sizes beyond any length
+    # take everything.
+    check_map(lambda g: g.MapDataset.range(10)[2 : 2**64])
+    check_map(lambda g: g.MapDataset.range(10)[-(2**70) : 3])
+    check_map(lambda g: g.MapDataset.range(10)[:: 2**64])
+    check_map(lambda g: g.MapDataset.range(5).batch(2**63))
+    check_iter(lambda g: g.MapDataset.range(5).to_iter_dataset().batch(2**63))
+    check_iter(
+        lambda g: g.experimental.LimitIterDataset(g.MapDataset.range(5).to_iter_dataset(), 2**63)
+    )

@@ -28,7 +28,7 @@ class LimitIterDataset(dataset._CountedIndex, dataset.IterDataset):  # pylint: d
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.limit(self._count)
+        return self._parents[0]._node.limit(dataset._clamped(self._count))  # pylint: disable=protected-access
 
     _COUNT = "count_elements_read"
 

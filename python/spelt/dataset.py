@@ -35,6 +35,14 @@ from spelt._workers import keeper as keeper_lib
 _MAX_INDEX = 2**63 - 1  # sys.maxsize: the engine's indices are int64
 
 
+def _clamped(value: Any) -> Any:
+    """An int beyond the engine's int64 range as the nearest int64 (Python's slices and counts
+    saturate alike: a length never exceeds 2**63 - 1); anything else unchanged."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return max(-_MAX_INDEX, min(_MAX_INDEX, value))
+    return value
+
+
 def _check_seed(seed: Any, what: str) -> int:
     # Any integer type (Python or NumPy, as Grain accepts), but not bool.
     if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
@@ -181,7 +189,7 @@ class _Transformations(_Node):
         """Stacks ``batch_size`` consecutive elements leaf by leaf along a new axis 0 (numpy's
         np.stack rules, or ``batch_fn(list_of_elements)``); on a MapDataset batches never span
         epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
-        return self._Batch(self, batch_size, drop_remainder, batch_fn)
+        return self._Batch(self, _clamped(batch_size), drop_remainder, batch_fn)
 
     def apply(self, transformations: Any) -> Any:
         """Applies one ``grain.transforms`` transformation or a sequence of them, in order
@@ -301,7 +309,7 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         """Python slice of one epoch (later epochs read the same positions of later epochs)."""
         if not isinstance(sl, builtins.slice):
             raise ValueError(f"sl is not a slice: {type(sl)}")
-        return _SliceMapDataset(self, sl.start, sl.stop, sl.step)
+        return _SliceMapDataset(self, _clamped(sl.start), _clamped(sl.stop), _clamped(sl.step))
 
     def repeat(
         self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
