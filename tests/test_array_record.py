@@ -678,6 +678,9 @@ def test_list_of_paths(shards):
 
 def test_glob(shards, tmp_path):
     assert_shards(ArrayRecordDataSource(str(tmp_path / "name-*")), shards)
+    # spelt convert's manifest beside the shards is not a shard.
+    (tmp_path / "name.manifest.json").write_text("{}")
+    assert_shards(ArrayRecordDataSource(str(tmp_path / "name*")), shards)
     assert_shards(ArrayRecordDataSource(str(tmp_path / "name-?????-of-00004")), shards)
     assert_shards(
         ArrayRecordDataSource(

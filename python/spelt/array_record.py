@@ -25,6 +25,7 @@ UnsupportedError = _core.UnsupportedError
 PathLike = Union[str, os.PathLike]
 _SHARD_SPEC = re.compile(r"^(?P<base>.+)@(?P<count>\d+)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
+_MANIFEST_SUFFIX = ".manifest.json"  # spelt convert's description of its shards
 
 
 def expand_paths(
@@ -32,8 +33,9 @@ def expand_paths(
 ) -> list[str]:
     """Expands path specs into a list of file paths, in order.
 
-    Each spec is a path, a glob (``train-*``, ``train-?????-of-00008``; matches sorted), or a
-    sharded spec ``name@N`` meaning ``name-00000-of-0000N`` ... ``name-0000(N-1)-of-0000N``.
+    Each spec is a path, a glob (``train-*``, ``train-?????-of-00008``; matches sorted, minus
+    the ``*.manifest.json`` that ``spelt convert`` writes beside its shards), or a sharded spec
+    ``name@N`` meaning ``name-00000-of-0000N`` ... ``name-0000(N-1)-of-0000N``.
     Raises ValueError for an empty list and FileNotFoundError for a glob matching nothing or a
     missing file; messages start with ``what``.
     """
@@ -50,7 +52,7 @@ def expand_paths(
                 raise ValueError(f"{what}: sharded spec {spec!r} has 0 shards")
             out.extend(f"{match['base']}-{i:05d}-of-{count:05d}" for i in range(count))
         elif _GLOB_CHARS.search(spec) and not os.path.exists(spec):
-            matches = sorted(glob.glob(spec))
+            matches = sorted(m for m in glob.glob(spec) if not m.endswith(_MANIFEST_SUFFIX))
             if not matches:
                 raise FileNotFoundError(f"{what}: no file matches {spec!r}")
             out.extend(matches)
