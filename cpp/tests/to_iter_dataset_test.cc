@@ -193,6 +193,7 @@ TEST(PrefetchIterTest, MalformedStateThrowsInvalidArgument) {
     EXPECT_THROW(it->SetState(State{{"next_index", -1}}), std::out_of_range);
     EXPECT_THROW(it->SetState(State{{"next_index", 11}}), std::out_of_range);
     EXPECT_THROW(it->SetState(State{{"next_index", 1e21}}), std::out_of_range);
+    EXPECT_THROW(it->SetState(State{{"next_index", 3.0}}), std::invalid_argument);
     EXPECT_THROW(it->SetState(State::array({1, 2})), std::invalid_argument);
     EXPECT_THROW(it->SetState(State(5)), std::invalid_argument);
     EXPECT_THROW(it->SetState(State()), std::invalid_argument);

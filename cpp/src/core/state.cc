@@ -33,10 +33,11 @@ int64_t StateInt(const State& state, const char* field, const char* node) {
 
 int64_t StateNextIndex(const State& state, int64_t length, const char* node) {
   const State& v = StateField(state, "next_index", node);
+  // An integer beyond int64: JSON unsigned, or a double of magnitude >= 2**63 (no fraction).
   const bool huge = (v.is_number_unsigned() &&
                      v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) ||
                     (v.is_number_float() && std::isfinite(v.get<double>()) &&
-                     std::trunc(v.get<double>()) == v.get<double>());
+                     std::fabs(v.get<double>()) >= 0x1p63);
   const int64_t n = huge ? -1 : StateInt(state, "next_index", node);
   if (huge || n < 0 || n > length) {
     throw std::out_of_range("Checkpoint `next_index` " + (huge ? v.dump() : std::to_string(n)) +
