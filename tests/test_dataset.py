@@ -6,6 +6,7 @@ dtypes and shapes included, see pipelines.describe).
 """
 
 import collections
+import itertools
 import sys
 
 import grain
@@ -493,6 +494,12 @@ def test_seed_derivation_chains():
             .random_map(noise)
         )
     )
+    # WithOptionsIterDataset is one level between a seed and what derives from it, as in Grain.
+    check_iter(
+        lambda g: g.experimental.WithOptionsIterDataset(
+            g.MapDataset.range(10).seed(7).to_iter_dataset(), g.experimental.DatasetOptions()
+        ).random_map(noise)
+    )
     # Inserting a node between seed() and shuffle() changes the order, in both.
     a = list(spelt.MapDataset.range(10).seed(42).shuffle())
     b = list(spelt.MapDataset.range(10).seed(42).map(lambda x: x).shuffle())
@@ -900,3 +907,15 @@ def test_ints_beyond_int64_saturate_like_python():
     check_iter(
         lambda g: g.experimental.LimitIterDataset(g.MapDataset.range(5).to_iter_dataset(), 2**63)
     )
+
+
+@pytest.mark.parametrize("num_epochs", [2 * 10**18, 2**63, 2**70])
+def test_repeat_beyond_maxsize_saturates(num_epochs):
+    # Grain's len() (and iteration) raises OverflowError here; Spelt's length saturates at
+    # sys.maxsize, the length of an infinite repeat, and the dataset stays usable.
+    with pytest.raises(OverflowError):
+        len(grain.MapDataset.range(5).repeat(num_epochs))
+    ds = spelt.MapDataset.range(5).repeat(num_epochs)
+    assert len(ds) == sys.maxsize
+    assert ds[7] == 2 and ds[10**18 + 3] == 3
+    assert list(itertools.islice(ds, 7)) == [0, 1, 2, 3, 4, 0, 1]

@@ -172,3 +172,28 @@ def test_map_filter_below_mp_prefetch_raises_in_the_consumer(num_workers):
     assert out == list(range(0, 1000, 10))
     with pytest.raises(ValueError, match=r"skipped 90.00 % of the last seen 1000 elements"):
         next(it)
+
+
+@pytest.mark.parametrize("num_threads", [1, 2])
+@pytest.mark.parametrize("make_ahead", [0, 1])
+def test_options_reach_filters_below_thread_prefetch_and_interleave(num_threads, make_ahead):
+    # Grain's prefetch_test test_options_after_prefetch: the datasets' iterators are made by
+    # the interleave (later, or on threads of their own) and still check the options above.
+    def thread_prefetch(g):
+        ds = g.MapDataset.source([1, 2, 3]).repeat(1000).filter(lambda x: x > 2)
+        return g.experimental.multithread_prefetch(
+            ds.to_iter_dataset(), num_threads=num_threads, buffer_size=1
+        )
+
+    def interleave(g):
+        parts = [g.MapDataset.range(2000).filter(lambda x: x % 5 == 0) for _ in range(3)]
+        return g.experimental.InterleaveIterDataset(
+            parts, cycle_length=2, num_make_iter_threads=make_ahead
+        )
+
+    for build in (thread_prefetch, interleave):
+        for g in (grain, spelt):
+            options = g.experimental.DatasetOptions(filter_raise_threshold_ratio=0.5)
+            with pytest.raises(ValueError, match="filter_raise_threshold_ratio"):
+                list(g.experimental.WithOptionsIterDataset(build(g), options))
+            assert len(list(build(g))) in (1000, 1200)  # the default options do not raise

@@ -97,6 +97,7 @@ def test_untracked_iterator_has_no_summary():
 def test_counters_and_bottleneck():
     ds = (
         spelt.MapDataset.range(40)
+        .seed(1)  # seed() and WithOptionsIterDataset are no stages, as in Grain
         .map(_slow)
         .to_iter_dataset(spelt.ReadOptions(num_threads=0))
         .batch(8)

@@ -176,6 +176,8 @@ void RegisterDatasets(nb::module_& m) {
       }, "fn"_a)
       .def("window_shuffle", &IterDataset::WindowShuffle, "window_size"_a, "seed"_a,
            "Grain's WindowShuffleIterDataset.")
+      .def("with_options", &IterDataset::WithOptions,
+           "Grain's WithOptionsIterDataset level (for default-seed derivation).")
       .def("rebatch", &IterDataset::Rebatch, "batch_size"_a, "drop_remainder"_a,
            "Grain's RebatchIterDataset.")
       .def("limit", &IterDataset::Limit, "count"_a, "Grain's LimitIterDataset.")

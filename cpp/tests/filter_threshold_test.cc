@@ -46,6 +46,22 @@ TEST(FilterThresholdTest, WarnsForMapDatasetFiltersSkippedByToIter) {
   EXPECT_THROW(Drain(*raising), std::invalid_argument);
 }
 
+TEST(FilterThresholdTest, InterleavedDatasetsCheckTheOptionsOfTheInterleave) {
+  // Their iterators are made later, in Next(), or ahead on threads of their own.
+  DatasetOptions options;
+  options.filter_raise_threshold_ratio = 0.5;
+  for (int64_t make_ahead_threads : {0, 1}) {
+    std::vector<IterDataset> filtered;
+    for (int i = 0; i < 3; ++i) filtered.push_back(RangeIter(2000).Filter(KeepOneInTen));
+    IterDataset::InterleaveOptions interleave;
+    interleave.cycle_length = 2;
+    interleave.num_make_iter_threads = make_ahead_threads;
+    IterDataset ds = IterDataset::Interleave(filtered, interleave);
+    EXPECT_THROW(Drain(*MakeIterator(ds, options)), std::invalid_argument) << make_ahead_threads;
+    EXPECT_EQ(Drain(*ds.MakeIterator()).size(), 600u);  // the defaults only warn
+  }
+}
+
 TEST(FilterThresholdTest, DisabledThresholdsAndPassingFilters) {
   DatasetOptions off;
   off.filter_warn_threshold_ratio = std::nullopt;

@@ -7,7 +7,7 @@ from spelt import _core
 from spelt import dataset
 
 
-class CacheIterDataset(dataset.IterDataset):
+class CacheIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """Keeps the elements each iterator reads from ``parent`` in memory: once the parent has
     ended, a restart of the iterator to its initial state (``RepeatIterDataset`` does one per
     epoch) reads the kept elements instead of the parent.

@@ -24,12 +24,24 @@ def _method_or_callable(transform: Any, base: type, method: str, what: str) -> C
     )
 
 
+_TRANSFORMS = (transforms.Map, transforms.RandomMap, transforms.MapWithIndex, transforms.Filter)
+
+
+def transform_of(fn: Callable) -> Any:
+    """The transform the user passed, for a function the engine calls: the ``grain.transforms``
+    object whose method ``fn`` is (see the adapters below), else ``fn`` itself."""
+    if inspect.ismethod(fn) and isinstance(fn.__self__, _TRANSFORMS):
+        return fn.__self__
+    return fn
+
+
 def filter_name(fn: Callable) -> str:
     """Grain's name of a filter in messages, for the function the engine calls: the class name
     of a ``grain.transforms.Filter`` (whose ``filter`` method ``fn`` is), else
     ``get_pretty_transform_name(fn)`` (Grain's FilterIterDataset)."""
-    if inspect.ismethod(fn) and isinstance(fn.__self__, transforms.Filter):
-        return type(fn.__self__).__name__
+    transform = transform_of(fn)
+    if transform is not fn:
+        return type(transform).__name__
     return transforms.get_pretty_transform_name(fn)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 
 from spelt import _core
 from spelt import dataset
+from spelt import element_spec
 
 
 def _count(value: Any, what: str) -> int:
@@ -18,7 +19,7 @@ def _count(value: Any, what: str) -> int:
     return value
 
 
-class LimitIterDataset(dataset._CountedIndex, dataset.IterDataset):  # pylint: disable=protected-access
+class LimitIterDataset(dataset._CountedIndex, dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """The first ``count`` elements of ``parent``. State: ``{"parent", "count_elements_read"}``.
     ValueError if count <= 0 (Grain's message)."""
 
@@ -36,7 +37,7 @@ class LimitIterDataset(dataset._CountedIndex, dataset.IterDataset):  # pylint: d
         return f"LimitIterDataset(count={self._count})"
 
 
-class RepeatIterDataset(dataset.IterDataset):
+class RepeatIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """``parent`` num_epochs times (None: forever); every epoch restarts the parent from its
     initial state, so epochs are identical (no reseeding, as in Grain). State:
     ``{"parent", "epoch"}``. ValueError if num_epochs <= 0."""
@@ -64,6 +65,10 @@ class ZipMapDataset(dataset.MapDataset):
     def _make_node(self):
         return _core.zip([p._node for p in self._parents])
 
+    @property
+    def _element_spec(self) -> Any:
+        return tuple(element_spec.get_element_spec(p) for p in self._parents)
+
     def __str__(self) -> str:
         return f"ZipMapDataset(parents={list(self._parents)}"
 
@@ -80,11 +85,15 @@ class ZipIterDataset(dataset.IterDataset):
     def _make_node(self):
         return _core.zip_iter([p._node for p in self._parents], self._strict)
 
+    @property
+    def _element_spec(self) -> Any:
+        return tuple(element_spec.get_element_spec(p) for p in self._parents)
+
     def __str__(self) -> str:
         return f"ZipIterDataset(parents={list(self._parents)}, strict={self._strict})"
 
 
-class MixedIterDataset(dataset.IterDataset):
+class MixedIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """Grain's ``IterDataset.mix``: element k from the parent that ``MapDataset.mix`` would
     pick for k, until the picked parent is exhausted. ``parents`` may be a mapping (then
     ``proportions`` too), whose state is keyed, so a checkpoint restores by key. State:

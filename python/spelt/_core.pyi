@@ -155,6 +155,9 @@ class IterDataset:
     def window_shuffle(self, window_size: int, seed: int) -> IterDataset:
         """Grain's WindowShuffleIterDataset."""
 
+    def with_options(self) -> IterDataset:
+        """Grain's WithOptionsIterDataset level (for default-seed derivation)."""
+
     def rebatch(self, batch_size: int, drop_remainder: bool) -> IterDataset:
         """Grain's RebatchIterDataset."""
 

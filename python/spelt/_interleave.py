@@ -13,6 +13,7 @@ from typing import Any
 
 from spelt import _core
 from spelt import dataset
+from spelt import element_spec
 
 
 def _dataset_node(datasets: Any, index: int) -> Any:
@@ -204,6 +205,11 @@ class InterleaveIterDataset(dataset.IterDataset):
 
     def __iter__(self) -> InterleaveDatasetIterator:
         return InterleaveDatasetIterator(self._node.make_iterator(), self)
+
+    @property
+    def _element_spec(self) -> Any:
+        # The first dataset's, as Grain's (the datasets are assumed to be alike).
+        return element_spec.get_element_spec(self._datasets[0])
 
     def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
         """Keeps ``datasets[sl]`` (Grain's sharding of an interleave; mutates this dataset)."""

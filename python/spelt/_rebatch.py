@@ -4,7 +4,10 @@ cpp/src/ops/rebatch.cc, which cuts and joins the batches."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from spelt import dataset
+from spelt import element_spec
 
 
 class RebatchIterDataset(dataset.IterDataset):
@@ -29,6 +32,11 @@ class RebatchIterDataset(dataset.IterDataset):
 
     def _make_node(self):
         return self._parents[0]._node.rebatch(self._batch_size, self._drop_remainder)
+
+    @property
+    def _element_spec(self) -> Any:
+        parent_spec = element_spec.get_element_spec(self._parents[0])
+        return element_spec.rebatched_spec(parent_spec, self._batch_size)
 
     def __str__(self) -> str:
         return (

@@ -352,8 +352,9 @@ def _name(ds: Any) -> str:
 
 def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
     """A shallow copy of ``ds`` whose engine node (and its parents', recursively) is profiled,
-    and its stage. A pass-through dataset (whose node is its parent's, e.g.
-    WithOptionsIterDataset) is copied but has no stage of its own: it returns its parent's."""
+    and its stage. A pass-through dataset (whose node is its parent's, or one that says it
+    makes no iterator of its own in Grain, ``_no_stage``: WithOptionsIterDataset, seed()) is
+    copied but has no stage of its own: it returns its parent's."""
     from spelt import dataset as dataset_mod  # pylint: disable=import-outside-toplevel
 
     if not isinstance(ds, (dataset_mod.MapDataset, dataset_mod.IterDataset)):
@@ -379,7 +380,9 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
             stage.inputs.append(parent_stage)
     twin._parents = tuple(parents)  # pylint: disable=protected-access
     node = twin._make_node()  # pylint: disable=protected-access
-    if parents and node is getattr(parents[0], "_node_cache", None):
+    if parents and (
+        getattr(ds, "_no_stage", False) or node is getattr(parents[0], "_node_cache", None)
+    ):
         twin._node_cache = node  # pylint: disable=protected-access
         return twin, (stage.inputs[0] if stage.inputs else None)
     stage.stats = _core.StageStats()

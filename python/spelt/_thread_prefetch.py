@@ -22,7 +22,7 @@ def _buffer_size(value: Any) -> int:
     return value
 
 
-class ThreadPrefetchIterDataset(dataset._SameIndex, dataset.IterDataset):  # pylint: disable=protected-access
+class ThreadPrefetchIterDataset(dataset._SameIndex, dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """``parent`` read ahead by a thread of each iterator, up to ``prefetch_buffer_size``
     elements (0: no thread; ``next()`` reads the parent).
 

@@ -13,7 +13,7 @@ def _window_size(window_size: int) -> int:
     return window_size
 
 
-class WindowShuffleMapDataset(dataset.MapDataset):
+class WindowShuffleMapDataset(dataset._ParentSpec, dataset.MapDataset):  # pylint: disable=protected-access
     """Shuffles ``parent`` within consecutive windows of ``window_size`` indices: window ``w``
     (counted from the first index, across epochs) is permuted by ``index_shuffle`` with seed
     ``seed + w`` (mod 2**32), so each index maps to exactly one index of its window. Same length
@@ -39,7 +39,7 @@ class WindowShuffleMapDataset(dataset.MapDataset):
         return "WindowShuffleMapDataset"
 
 
-class WindowShuffleIterDataset(dataset.IterDataset):
+class WindowShuffleIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """Reads ``window_size`` elements of ``parent`` at a time and returns them shuffled, window
     ``w`` by ``index_shuffle`` with seed ``seed + w`` (mod 2**32), in Grain's order (the last
     window holds what is left). Memory: one window of elements.

@@ -22,10 +22,13 @@ import operator
 import warnings
 from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
+import numpy as np
+
 from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
 from spelt import _summary
+from spelt import element_spec
 from spelt import options as options_lib
 from spelt import transforms
 from spelt._workers import autotune as autotune_lib
@@ -141,6 +144,13 @@ class _Transformations(_Node):
         # The engine nodes of a user subclass's parents: later default seeds derive through
         # them, as Grain's derive through any dataset's parents.
         return [p._node for p in self.parents if isinstance(p, _Transformations)]
+
+    @property
+    def _element_spec(self) -> Any:
+        """The spec of the elements without reading any (``spelt.element_spec``); a dataset
+        with no inference rule raises NotImplementedError, as Grain's base class does. User
+        datasets may override it."""
+        raise element_spec.not_inferred(self)
 
     def seed(self, seed: int) -> Any:
         """Sets the seed from which later random transformations derive default seeds (Grain's
@@ -315,8 +325,9 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         self, num_epochs: int | None = None, *, reseed_each_epoch: bool = True
     ) -> MapDataset:
         """Repeats num_epochs times (None: forever, len() is sys.maxsize as in Grain).
-        reseed_each_epoch=False replays epoch 0 exactly."""
-        return _RepeatMapDataset(self, num_epochs, reseed_each_epoch)
+        reseed_each_epoch=False replays epoch 0 exactly. A length beyond sys.maxsize saturates
+        at sys.maxsize (where Grain's len() raises OverflowError; docs/compatibility.md)."""
+        return _RepeatMapDataset(self, _clamped(num_epochs), reseed_each_epoch)
 
     def to_iter_dataset(
         self,
@@ -590,6 +601,40 @@ def _native_or_python(source: Any) -> Any:
     return native() if native is not None else source
 
 
+class _ParentSpec:
+    """An op whose elements have the spec of its first parent's (Grain's shuffle, slice,
+    repeat, filter, prefetch, mix, ...)."""
+
+    @property
+    def _element_spec(self) -> Any:
+        return element_spec.get_element_spec(self._parents[0])
+
+
+class _TransformSpec:
+    """A map, random_map or map_with_index: the spec is its transform's ``output_spec`` of the
+    parent's spec (Grain's _ElementSpecFromTransform mixins)."""
+
+    @property
+    def _element_spec(self) -> Any:
+        transform = _callables.transform_of(self._args[0])
+        return element_spec.transformed_spec(
+            transform,
+            transforms.get_pretty_transform_name(transform),
+            element_spec.get_element_spec(self._parents[0]),
+        )
+
+
+class _BatchSpec:
+    """A batch: the parent's spec with a leading batch dimension (``batched_spec``)."""
+
+    @property
+    def _element_spec(self) -> Any:
+        batch_size, drop_remainder, batch_fn = self._args[:3]
+        return element_spec.batched_spec(
+            element_spec.get_element_spec(self._parents[0]), batch_size, drop_remainder, batch_fn
+        )
+
+
 class _SourceMapDataset(MapDataset):
     def __init__(self, source: Any):
         super().__init__()
@@ -614,6 +659,10 @@ class _RangeMapDataset(MapDataset):
     def _make_node(self):
         return _core.range(*self._args)
 
+    @property
+    def _element_spec(self) -> Any:
+        return element_spec.ShapeDtypeStruct(shape=(), dtype=np.int64)
+
     def __str__(self) -> str:
         start, stop, step = self._args
         return f"RangeMapDataset(start={start}, stop={stop}, step={step})"
@@ -627,7 +676,7 @@ def _check_map_datasets(datasets: Any, what: str) -> tuple[MapDataset, ...]:
     return datasets
 
 
-class _ConcatenateMapDataset(MapDataset):
+class _ConcatenateMapDataset(_ParentSpec, MapDataset):
     """Grain's ConcatenateMapDataset; the components are the parents."""
 
     def __init__(self, datasets: Sequence[MapDataset]):
@@ -641,7 +690,7 @@ class _ConcatenateMapDataset(MapDataset):
         return f"MixedMapDataset[{len(self._parents)} parents]"
 
 
-class _MixMapDataset(MapDataset):
+class _MixMapDataset(_ParentSpec, MapDataset):
     """Grain's MixedMapDataset; the components are the parents."""
 
     def __init__(self, datasets: Sequence[MapDataset], weights: Sequence[float] | None):
@@ -673,7 +722,7 @@ class _MixMapDataset(MapDataset):
         )
 
 
-class _SelectMapDataset(MapDataset):
+class _SelectMapDataset(_ParentSpec, MapDataset):
     """Grain's MixedMapDataset with a user's DatasetSelectionMap (called per index, since the
     map is user Python); reads each parent with one batched read per chunk."""
 
@@ -827,29 +876,39 @@ class _BatchIndex:
         return None if parent is None else _BatchedPlan(parent, self._args[0])
 
 
-_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed)
-_ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle)
-_SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice)
-_RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat)
-_MapMapDataset = _op(_OpMapDataset, "_MapMapDataset", _core.MapDataset.map)
-_RandomMapMapDataset = _op(_OpMapDataset, "_RandomMapMapDataset", _core.MapDataset.random_map)
-_MapWithIndexMapDataset = _op(
-    _OpMapDataset, "_MapWithIndexMapDataset", _core.MapDataset.map_with_index
+_SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed, _ParentSpec)
+_ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle, _ParentSpec)
+_SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice, _ParentSpec)
+_RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat, _ParentSpec)
+_MapMapDataset = _op(_OpMapDataset, "_MapMapDataset", _core.MapDataset.map, _TransformSpec)
+_RandomMapMapDataset = _op(
+    _OpMapDataset, "_RandomMapMapDataset", _core.MapDataset.random_map, _TransformSpec
 )
-_FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter)
-_BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch)
-_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed)
-_MapIterDataset = _op(_OpIterDataset, "_MapIterDataset", _core.IterDataset.map, _SameIndex)
+_MapWithIndexMapDataset = _op(
+    _OpMapDataset, "_MapWithIndexMapDataset", _core.MapDataset.map_with_index, _TransformSpec
+)
+_FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter, _ParentSpec)
+_BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch, _BatchSpec)
+_SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed, _ParentSpec)
+_MapIterDataset = _op(
+    _OpIterDataset, "_MapIterDataset", _core.IterDataset.map, _SameIndex, _TransformSpec
+)
 _RandomMapIterDataset = _op(
-    _OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map, _RngCount
+    _OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map, _RngCount, _TransformSpec
 )
 _MapWithIndexIterDataset = _op(
-    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index, _Counter
+    _OpIterDataset,
+    "_MapWithIndexIterDataset",
+    _core.IterDataset.map_with_index,
+    _Counter,
+    _TransformSpec,
 )
-_BatchIterDataset = _op(_OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch, _BatchIndex)
+_BatchIterDataset = _op(
+    _OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch, _BatchIndex, _BatchSpec
+)
 
 
-class _FilterIterDataset(_OpIterDataset):
+class _FilterIterDataset(_ParentSpec, _OpIterDataset):
     """Grain's FilterIterDataset; the filter is named in the filter-threshold messages as
     Grain names it."""
 
@@ -859,6 +918,7 @@ class _FilterIterDataset(_OpIterDataset):
         super().__init__(parent, fn, _callables.filter_name(fn))
 
 
+_SeedMapDataset._no_stage = _SeedIterDataset._no_stage = True  # not a stage in summaries
 MapDataset._Seed = _SeedMapDataset
 MapDataset._Map = _MapMapDataset
 MapDataset._RandomMap = _RandomMapMapDataset
@@ -873,7 +933,7 @@ IterDataset._Filter = _FilterIterDataset
 IterDataset._Batch = _BatchIterDataset
 
 
-class _PrefetchIterDataset(IterDataset):
+class _PrefetchIterDataset(_ParentSpec, IterDataset):
     def __init__(
         self, parent: MapDataset, read_options: options_lib.ReadOptions, allow_nones: bool
     ):

@@ -91,16 +91,18 @@ class DatasetOptions:
         return DatasetOptions(**merged)
 
 
-class WithOptionsIterDataset(dataset._SameIndex, dataset.IterDataset):  # pylint: disable=protected-access
+class WithOptionsIterDataset(dataset._SameIndex, dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """``parent`` with ``options`` for the whole pipeline (merged with options set further
     down; the latest set value wins). Output and state are the parent's."""
+
+    _no_stage = True  # Grain's iterates its parent: no stage in execution summaries
 
     def __init__(self, parent: dataset.IterDataset, options: DatasetOptions):
         super().__init__(parent)
         self.options = options
 
     def _make_node(self):
-        return self._parents[0]._node
+        return self._parents[0]._node.with_options()
 
     @property
     def merged_options(self) -> DatasetOptions:

@@ -247,6 +247,10 @@ class IterDataset {
                          std::vector<std::string> keys = {});
 
   IterDataset Seed(AnySeed seed) const;
+  // Grain's WithOptionsIterDataset as a node: this dataset's elements and state, one level
+  // further from the seeds that random transformations on top derive their default seed from
+  // (the options themselves are given to MakeIterator, spelt/dataset_options.h).
+  IterDataset WithOptions() const;
   IterDataset Map(MapFn fn) const;
   // The k-th element seen by an iterator gets an rng with counter [0, 0, 0, k].
   IterDataset RandomMap(RandomMapFn fn, std::optional<AnySeed> seed = std::nullopt) const;

@@ -262,6 +262,10 @@ IterDataset IterDataset::Seed(AnySeed seed) const {
   return IterDataset(internal::MakeSeedIterNode(node_, seed.words()));
 }
 
+IterDataset IterDataset::WithOptions() const {
+  return IterDataset(internal::MakeSeedIterNode(node_, std::nullopt));
+}
+
 IterDataset IterDataset::Map(MapFn fn) const {
   if (!fn) throw std::invalid_argument("map: empty function");
   return IterDataset(internal::MakeIterMapNode(node_, std::move(fn)));

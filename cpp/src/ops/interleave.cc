@@ -13,6 +13,8 @@
 // states are known. With num_make_iter_threads > 0, the next make_iter_buffer_size datasets'
 // iterators are made (and start prefetching) ahead on threads of their own once the iterator
 // has started; restoring drops them (and none are made after StopThreadPrefetching()).
+// Every dataset's iterator checks the DatasetOptions of the interleave's iterator (its filter
+// thresholds), whenever and on whichever thread it is made.
 #include "ops/interleave.h"
 
 #include <algorithm>
@@ -23,6 +25,8 @@
 #include <string>
 
 #include "spelt/blocking_wait.h"
+#include "spelt/dataset_options.h"
+#include "core/filter_threshold.h"
 #include "ops/thread_prefetch.h"
 
 namespace spelt::internal {
@@ -39,8 +43,8 @@ struct Datasets {
   std::function<IterDataset(int64_t)> dataset_at;
   int64_t iter_buffer_size = 1;
 
-  Prefetched Make(int64_t index, bool start_prefetch) const {
-    auto it = std::make_unique<ThreadPrefetchIterator>(dataset_at(index).MakeIterator(),
+  Prefetched Make(int64_t index, bool start_prefetch, const DatasetOptions& options) const {
+    auto it = std::make_unique<ThreadPrefetchIterator>(MakeIterator(dataset_at(index), options),
                                                        iter_buffer_size);
     if (start_prefetch) it->StartPrefetch();
     return it;
@@ -51,6 +55,7 @@ class InterleaveIterator final : public DatasetIterator {
  public:
   InterleaveIterator(std::shared_ptr<const Datasets> datasets, const Options& options)
       : datasets_(std::move(datasets)),
+        options_(std::make_shared<const DatasetOptions>(CurrentDatasetOptions())),
         cycle_(std::min(options.cycle_length, datasets_->count)),
         make_ahead_(options.num_make_iter_threads > 0 ? options.make_iter_buffer_size : 0),
         slots_(static_cast<size_t>(cycle_)) {
@@ -146,7 +151,7 @@ class InterleaveIterator final : public DatasetIterator {
       if (states[i].is_null()) {
         slot.it.reset();
       } else if (exhausted[i].get<int64_t>() == 0) {
-        if (!slot.it || slot.index != index) slot.it = datasets_->Make(index, false);
+        if (!slot.it || slot.index != index) slot.it = datasets_->Make(index, false, *options_);
         slot.it->SetState(states[i]);
       } else {
         slot.exhausted_state = states[i];
@@ -202,7 +207,7 @@ class InterleaveIterator final : public DatasetIterator {
       BlockingWait([&] { it = made.get(); });  // a failure is retried by the next Next()
     } else {
       DropAhead();
-      it = datasets_->Make(index, started_);
+      it = datasets_->Make(index, started_, *options_);
     }
     if (started_) MakeAhead(index + 1);
     return it;
@@ -215,7 +220,7 @@ class InterleaveIterator final : public DatasetIterator {
     for (int64_t i = ahead_begin_ + static_cast<int64_t>(ahead_.size());
          i < std::min(begin + make_ahead_, datasets_->count); ++i) {
       ahead_.push_back(std::async(std::launch::async,
-                                  [d = datasets_, i] { return d->Make(i, true); }));
+                                  [d = datasets_, o = options_, i] { return d->Make(i, true, *o); }));
     }
   }
 
@@ -242,6 +247,7 @@ class InterleaveIterator final : public DatasetIterator {
   }
 
   std::shared_ptr<const Datasets> datasets_;
+  std::shared_ptr<const DatasetOptions> options_;  // of the iterator being made when made
   const int64_t cycle_;
   const int64_t make_ahead_;
   // GetState() opens slots, as Grain's get_state does; hence mutable.

@@ -1,5 +1,7 @@
 // ds.seed(s): a pass-through node that carries the seed for default-seed derivation
-// (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed).
+// (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed). An IterDataset's
+// WithOptions() is the same node without a seed: one more level between a seed and the
+// random transformations that derive from it, as Grain's WithOptionsIterDataset is.
 #include "ops/seed.h"
 #include "ops/get_many.h"
 
@@ -27,9 +29,9 @@ class SeedMapNode final : public MapNode {
 
 class SeedIterNode final : public IterNode {
  public:
-  SeedIterNode(IterNodePtr parent, std::vector<uint32_t> seed)
+  SeedIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed)
       : IterNode({parent}), parent_(std::move(parent)) {
-    set_seed_words(std::move(seed));
+    if (seed) set_seed_words(std::move(*seed));
   }
   std::string Name() const override { return "WithOptionsIterDataset"; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
@@ -46,7 +48,7 @@ MapNodePtr MakeSeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed) {
   return std::make_shared<SeedMapNode>(std::move(parent), std::move(seed));
 }
 
-IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::vector<uint32_t> seed) {
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed) {
   return std::make_shared<SeedIterNode>(std::move(parent), std::move(seed));
 }
 

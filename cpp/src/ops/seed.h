@@ -1,5 +1,6 @@
-// Internal: seed(): marks a node as the source of default seeds (ops/seed.cc). The public
-// handles of spelt/dataset.h call this factory.
+// Internal: seed(): marks a node as the source of default seeds (ops/seed.cc); without a
+// seed, Grain's WithOptionsIterDataset level. The public handles of spelt/dataset.h call these
+// factories.
 #ifndef SPELT_SRC_OPS_SEED_H_
 #define SPELT_SRC_OPS_SEED_H_
 
@@ -8,7 +9,7 @@
 namespace spelt::internal {
 
 MapNodePtr MakeSeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed);
-IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::vector<uint32_t> seed);
+IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed);
 
 }  // namespace spelt::internal
 
