@@ -519,6 +519,34 @@ def test_consumer_end_stops_workers(how):
         time.sleep(0.02)
 
 
+def _killed_at_700(x):
+    if x == 700:
+        os.kill(os.getpid(), signal.SIGKILL)  # only ever runs in a worker
+    return x
+
+
+def test_elements_before_a_worker_crash_are_delivered():
+    """A worker that dies on element 700 every time. The death is reported when the consumer
+    notices it, maybe while waiting for an earlier chunk, with the position kept; next()
+    then recomputes what was in flight one element at a time, so retrying delivers every
+    element before 700 once (Grain's workers hand them out one by one), and from then on
+    every retry reports the crash at 700."""
+    ds = spelt.MapDataset.range(1000).map(_killed_at_700).to_iter_dataset()
+    it = iter(ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=2)))
+    got, error_states = [], []
+    while len(error_states) < 2 or error_states[-1] != error_states[-2]:
+        try:
+            got.append(next(it))
+        except RuntimeError as e:
+            assert "killed by signal SIGKILL" in str(e)
+            error_states.append(it.get_state())
+    assert got == list(range(700))
+    assert error_states[-1] == {"next_index": 700}
+    it.set_state({"next_index": 701})  # past the bad element
+    assert list(it) == list(range(701, 1000))
+    it.close()
+
+
 def _exit_123(x):
     if x == 3:
         sys.exit(123)

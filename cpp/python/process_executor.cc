@@ -114,6 +114,7 @@ class Session {
       return nb::handle(ticket.get()).attr("take")();
     }));
     --outstanding_;
+    taken_end_ = begin + count;
     ChunkResult out;
     out.begin = begin;
     out.count = count;
@@ -133,7 +134,13 @@ class Session {
 
   // Needs no GIL.
   void Abandon() { --outstanding_; }
-  int64_t NextChunkSize() { return sizer_.Next(); }
+  int64_t NextChunkSize() { return OneByOne() ? 1 : sizer_.Next(); }
+
+  // True after the pool failed (a worker died) until the indices that were submitted then
+  // have been taken: they are computed one at a time, one element per request, so that the
+  // elements before the one that kills a worker are delivered and the error comes at that
+  // element (as in Grain, whose workers hand out elements one by one). Needs no GIL.
+  bool OneByOne() const { return taken_end_ < suspect_end_; }
 
  private:
   nb::handle Lease() {
@@ -151,6 +158,7 @@ class Session {
     try {
       return f();
     } catch (nb::python_error&) {
+      suspect_end_ = std::max(suspect_end_, submitted_end_);
       if (lease_) {
         nb::error_scope keep;  // the error being propagated
         try {
@@ -169,6 +177,8 @@ class Session {
   const int64_t length_;
   int64_t outstanding_ = 0;  // chunks of lease_ submitted, neither taken nor abandoned
   int64_t submitted_end_ = 0;
+  int64_t taken_end_ = 0;    // end of the last chunk taken
+  int64_t suspect_end_ = 0;  // end of what was submitted when the pool last failed
   ChunkSizer sizer_;
 };
 
@@ -200,7 +210,7 @@ class ProcessExecutor final : public ChunkExecutor {
     GilAcquire gil;
     session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds);
   }
-  int64_t MaxInFlight() const override { return max_in_flight_; }
+  int64_t MaxInFlight() const override { return session_->OneByOne() ? 0 : max_in_flight_; }
   int64_t NextChunkSize() override { return session_->NextChunkSize(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
     GilAcquire gil;

@@ -58,7 +58,8 @@ class PendingChunk {
 class ChunkExecutor {
  public:
   virtual ~ChunkExecutor() = default;
-  // Most chunks worth keeping in flight (>= 1).
+  // Most chunks worth keeping in flight besides the one being taken; 0: none (the ordered
+  // iterator submits a chunk only when it needs one, so chunks are computed one at a time).
   virtual int64_t MaxInFlight() const = 0;
   // Size of the next chunk to submit (>= 1); executors may adapt it to measured cost.
   virtual int64_t NextChunkSize() = 0;

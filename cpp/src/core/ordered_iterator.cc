@@ -2,6 +2,7 @@
 // executor, handed out in index order. State: {"next_index": n} (Grain's
 // PrefetchDatasetIterator layout), the indices consumed up to and including the last element
 // returned; chunks in flight never count.
+#include <algorithm>
 #include <deque>
 #include <stdexcept>
 #include <string>
@@ -62,9 +63,9 @@ class OrderedIterator final : public DatasetIterator {
     submit_index_ = next_index_;
   }
 
-  void Refill() {
-    while (static_cast<int64_t>(in_flight_.size()) < executor_->MaxInFlight() &&
-           submit_index_ < length_) {
+  // Submits chunks until `limit` are in flight or every index is submitted.
+  void Refill(int64_t limit) {
+    while (static_cast<int64_t>(in_flight_.size()) < limit && submit_index_ < length_) {
       const int64_t count = std::min(executor_->NextChunkSize(), length_ - submit_index_);
       in_flight_.push_back(executor_->Submit(submit_index_, count));
       submit_index_ += count;
@@ -73,10 +74,10 @@ class OrderedIterator final : public DatasetIterator {
 
   void TakeNextChunk() {
     try {
-      Refill();
+      Refill(std::max<int64_t>(executor_->MaxInFlight(), 1));
       std::unique_ptr<PendingChunk> chunk = std::move(in_flight_.front());
       in_flight_.pop_front();
-      Refill();  // keep the executor busy while this chunk is consumed
+      Refill(executor_->MaxInFlight());  // keep the executor busy while this chunk is consumed
       current_ = chunk->Take();
       position_ = 0;
     } catch (...) {
