@@ -280,3 +280,17 @@ def test_data_source_in_data_loader_with_workers():
     assert_same(list(loader(spelt, source, 2)), expected)
     source.close()
     source.unlink()
+
+
+@pytest.mark.parametrize("iter_ds", [False, True])
+def test_batch_accepts_enable_shared_memory_output(iter_ds):
+    # Grain's SupportsSharedMemoryOutput (its DataLoader calls it on a batch before its
+    # workers); Spelt's worker batches always travel through shared memory, so the values are
+    # those of a plain batch.
+    outputs = []
+    for g in (grain, spelt):
+        ds = g.MapDataset.range(7)
+        ds = (ds.to_iter_dataset() if iter_ds else ds).batch(3)
+        ds.enable_shared_memory_output()
+        outputs.append([np.asarray(b).tolist() for b in ds])
+    assert outputs[0] == outputs[1] == [[0, 1, 2], [3, 4, 5], [6]]

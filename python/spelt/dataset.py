@@ -625,7 +625,13 @@ class _TransformSpec:
 
 
 class _BatchSpec:
-    """A batch: the parent's spec with a leading batch dimension (``batched_spec``)."""
+    """A batch: the parent's spec with a leading batch dimension (``batched_spec``); and
+    Grain's SupportsSharedMemoryOutput protocol."""
+
+    def enable_shared_memory_output(self) -> None:
+        """Accepted for Grain code (its DataLoader calls it before ``mp_prefetch``); changes
+        nothing: batches computed by Spelt's workers always reach the consumer through shared
+        memory (the workers' arenas, docs/workers.md), without Grain's extra copy."""
 
     @property
     def _element_spec(self) -> Any:
