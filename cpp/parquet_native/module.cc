@@ -1,0 +1,126 @@
+// spelt._parquet_native: Parquet row groups decoded by Arrow C++'s low-level column readers
+// (row_group_decoder.h), linked against the libarrow / libparquet of the pyarrow wheel it was
+// built with (import pyarrow first). Optional: built only when pyarrow is importable at build
+// time; spelt/_parquet.py falls back to pyarrow's read_row_group when the import fails.
+//
+// RowGroupDecoder(path, specs) -> .decode(g) (without the GIL) -> DecodedRowGroup | None
+// -> .columns() (with the GIL): per column a read-only numpy array (shape (rows,) or
+// (rows, width) for a list column) over a recycled buffer, or a list of str / bytes.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <vector>
+
+#include "gil.h"
+#include "row_group_decoder.h"
+
+namespace spelt::parquet_native {
+namespace {
+
+namespace nb = nanobind;
+using python::GilRelease;
+
+// A decoded row group, converted to Python objects by columns() (once).
+struct DecodedRowGroup {
+  explicit DecodedRowGroup(std::vector<DecodedColumn> c) : columns(std::move(c)) {}
+  DecodedRowGroup(const DecodedRowGroup&) = delete;
+  DecodedRowGroup(DecodedRowGroup&&) = default;
+  std::vector<DecodedColumn> columns;
+};
+
+template <typename T>
+nb::object NumericArray(DecodedColumn& column) {
+  auto* buffer = new Buffer(std::move(column.values));
+  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
+  const T* data = reinterpret_cast<const T*>(buffer->get());
+  const size_t shape[2] = {static_cast<size_t>(column.rows), static_cast<size_t>(column.width)};
+  return nb::cast(
+      nb::ndarray<nb::numpy, const T>(data, column.spec.list ? 2 : 1, shape, owner));
+}
+
+nb::object TextList(const DecodedColumn& column) {
+  nb::list out;
+  const bool str = column.spec.type == ValueType::kString;
+  for (int64_t r = 0; r < column.rows; ++r) {
+    const char* p = column.data.data() + column.offsets[r];
+    const Py_ssize_t n = static_cast<Py_ssize_t>(column.offsets[r + 1] - column.offsets[r]);
+    PyObject* value = str ? PyUnicode_DecodeUTF8(p, n, "strict") : PyBytes_FromStringAndSize(p, n);
+    if (value == nullptr) throw nb::python_error();
+    out.append(nb::steal(value));
+  }
+  return out;
+}
+
+nb::list Columns(DecodedRowGroup& group) {
+  nb::list out;
+  for (DecodedColumn& column : group.columns) {
+    switch (column.spec.type) {
+      case ValueType::kInt32:
+        out.append(NumericArray<int32_t>(column));
+        break;
+      case ValueType::kInt64:
+        out.append(NumericArray<int64_t>(column));
+        break;
+      case ValueType::kFloat32:
+        out.append(NumericArray<float>(column));
+        break;
+      case ValueType::kFloat64:
+        out.append(NumericArray<double>(column));
+        break;
+      case ValueType::kString:
+      case ValueType::kBinary:
+        out.append(TextList(column));
+        break;
+    }
+  }
+  group.columns.clear();
+  return out;
+}
+
+}  // namespace
+
+NB_MODULE(_parquet_native, m) {
+  python::RegisterExitHook();
+  m.doc() = "Parquet row groups through Arrow C++'s column readers; used by spelt._parquet.";
+
+  nb::class_<DecodedRowGroup>(m, "DecodedRowGroup")
+      .def("columns", &Columns,
+           "Per column, a read-only numpy array ((rows,) or (rows, width) for a list column)"
+           " or a list of str / bytes. Once: later calls return [].");
+
+  nb::class_<RowGroupDecoder>(m, "RowGroupDecoder")
+      .def(
+          "__init__",
+          [](RowGroupDecoder* self, const std::string& path,
+             const std::vector<std::string>& specs) {
+            std::vector<ColumnSpec> parsed;
+            for (const std::string& s : specs) parsed.push_back(ColumnSpec::Parse(s));
+            GilRelease release;
+            new (self) RowGroupDecoder(path, std::move(parsed));
+          },
+          nb::arg("path"), nb::arg("specs"),
+          "Opens a local Parquet file (memory-mapped). specs: one per leaf column, 'int32',"
+          " 'int64', 'float32', 'float64', 'str', 'bytes' or 'list<NUMERIC>'. ValueError if"
+          " they do not match the file's columns; RuntimeError if it cannot be read.")
+      .def_prop_ro("num_row_groups", &RowGroupDecoder::num_row_groups)
+      .def(
+          "decode",
+          [](RowGroupDecoder& self, int g) -> nb::object {
+            std::optional<std::vector<DecodedColumn>> columns;
+            {
+              GilRelease release;
+              columns = self.Decode(g);
+            }
+            if (!columns) return nb::none();
+            return nb::cast(DecodedRowGroup(std::move(*columns)), nb::rv_policy::move);
+          },
+          nb::arg("g"),
+          "Row group g, decoded without the GIL; None if a column holds nulls or lists of"
+          " different lengths. IndexError for a bad g; RuntimeError for corrupt data."
+          " Thread-safe (one decode at a time).");
+}
+
+}  // namespace spelt::parquet_native
