@@ -3,11 +3,13 @@
 // built with (import pyarrow first). Optional: built only when pyarrow is importable at build
 // time; spelt/_parquet.py falls back to pyarrow's read_row_group when the import fails.
 //
-// RowGroupDecoder(path, specs) -> .decode(g) (without the GIL) -> DecodedRowGroup | None
-// -> .columns() (with the GIL): per column a read-only numpy array (shape (rows,) or
-// (rows, width) for a list column) over a recycled buffer, or a list of str / bytes.
+// RowGroupDecoder(path, specs) -> .decode(g) (without the GIL) -> DecodedRowGroup
+// -> .columns() (with the GIL): per leaf column a read-only numpy array (shape (rows,) or
+// (rows, width) for a list column) over a recycled buffer, a list of str / bytes, or None
+// (not decoded: read it through pyarrow).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -25,10 +27,10 @@ using python::GilRelease;
 
 // A decoded row group, converted to Python objects by columns() (once).
 struct DecodedRowGroup {
-  explicit DecodedRowGroup(std::vector<DecodedColumn> c) : columns(std::move(c)) {}
+  explicit DecodedRowGroup(std::vector<std::optional<DecodedColumn>> c) : columns(std::move(c)) {}
   DecodedRowGroup(const DecodedRowGroup&) = delete;
   DecodedRowGroup(DecodedRowGroup&&) = default;
-  std::vector<DecodedColumn> columns;
+  std::vector<std::optional<DecodedColumn>> columns;
 };
 
 template <typename T>
@@ -56,7 +58,12 @@ nb::object TextList(const DecodedColumn& column) {
 
 nb::list Columns(DecodedRowGroup& group) {
   nb::list out;
-  for (DecodedColumn& column : group.columns) {
+  for (std::optional<DecodedColumn>& decoded : group.columns) {
+    if (!decoded) {
+      out.append(nb::none());
+      continue;
+    }
+    DecodedColumn& column = *decoded;
     switch (column.spec.type) {
       case ValueType::kInt32:
         out.append(NumericArray<int32_t>(column));
@@ -88,39 +95,50 @@ NB_MODULE(_parquet_native, m) {
 
   nb::class_<DecodedRowGroup>(m, "DecodedRowGroup")
       .def("columns", &Columns,
-           "Per column, a read-only numpy array ((rows,) or (rows, width) for a list column)"
-           " or a list of str / bytes. Once: later calls return [].");
+           "Per leaf column, a read-only numpy array ((rows,) or (rows, width) for a list"
+           " column), a list of str / bytes, or None if not decoded. Once: later calls"
+           " return [].")
+      .def_prop_ro(
+          "decoded",
+          [](const DecodedRowGroup& group) {
+            std::vector<bool> out;
+            for (const auto& column : group.columns) out.push_back(column.has_value());
+            return out;
+          },
+          "Per leaf column, whether it was decoded (columns() gives its values).");
 
   nb::class_<RowGroupDecoder>(m, "RowGroupDecoder")
       .def(
           "__init__",
           [](RowGroupDecoder* self, const std::string& path,
              const std::vector<std::string>& specs) {
-            std::vector<ColumnSpec> parsed;
-            for (const std::string& s : specs) parsed.push_back(ColumnSpec::Parse(s));
+            std::vector<std::optional<ColumnSpec>> parsed;
+            for (const std::string& s : specs) {
+              parsed.push_back(s.empty() ? std::nullopt : std::optional(ColumnSpec::Parse(s)));
+            }
             GilRelease release;
             new (self) RowGroupDecoder(path, std::move(parsed));
           },
           nb::arg("path"), nb::arg("specs"),
           "Opens a local Parquet file (memory-mapped). specs: one per leaf column, 'int32',"
-          " 'int64', 'float32', 'float64', 'str', 'bytes' or 'list<NUMERIC>'. ValueError if"
-          " they do not match the file's columns; RuntimeError if it cannot be read.")
+          " 'int64', 'float32', 'float64', 'str', 'bytes', 'list<NUMERIC>', or '' (not read)."
+          " ValueError if they do not match the file's columns; RuntimeError if it cannot be"
+          " read.")
       .def_prop_ro("num_row_groups", &RowGroupDecoder::num_row_groups)
       .def(
           "decode",
-          [](RowGroupDecoder& self, int g) -> nb::object {
-            std::optional<std::vector<DecodedColumn>> columns;
+          [](RowGroupDecoder& self, int g) {
+            std::vector<std::optional<DecodedColumn>> columns;
             {
               GilRelease release;
               columns = self.Decode(g);
             }
-            if (!columns) return nb::none();
-            return nb::cast(DecodedRowGroup(std::move(*columns)), nb::rv_policy::move);
+            return DecodedRowGroup(std::move(columns));
           },
           nb::arg("g"),
-          "Row group g, decoded without the GIL; None if a column holds nulls or lists of"
-          " different lengths. IndexError for a bad g; RuntimeError for corrupt data."
-          " Thread-safe (one decode at a time).");
+          "Row group g, decoded without the GIL (a leaf with nulls, or lists of different"
+          " lengths, is left undecoded). IndexError for a bad g; RuntimeError for corrupt"
+          " data. Thread-safe (one decode at a time).");
 }
 
 }  // namespace spelt::parquet_native

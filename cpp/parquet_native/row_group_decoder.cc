@@ -135,7 +135,8 @@ ColumnSpec ColumnSpec::Parse(const std::string& name) {
   return spec;
 }
 
-RowGroupDecoder::RowGroupDecoder(const std::string& path, std::vector<ColumnSpec> specs)
+RowGroupDecoder::RowGroupDecoder(const std::string& path,
+                                 std::vector<std::optional<ColumnSpec>> specs)
     : reader_(parquet::ParquetFileReader::OpenFile(path, /*memory_map=*/true)),
       specs_(std::move(specs)) {
   const parquet::SchemaDescriptor* schema = reader_->metadata()->schema();
@@ -144,8 +145,8 @@ RowGroupDecoder::RowGroupDecoder(const std::string& path, std::vector<ColumnSpec
   }
   for (int j = 0; j < schema->num_columns(); ++j) {
     const parquet::ColumnDescriptor* column = schema->Column(j);
-    if (column->physical_type() != PhysicalType(specs_[j].type) ||
-        column->max_repetition_level() != (specs_[j].list ? 1 : 0)) {
+    if (specs_[j] && (column->physical_type() != PhysicalType(specs_[j]->type) ||
+                      column->max_repetition_level() != (specs_[j]->list ? 1 : 0))) {
       throw std::invalid_argument("column " + column->path()->ToDotString() +
                                   " does not match its spec");
     }
@@ -156,17 +157,17 @@ RowGroupDecoder::~RowGroupDecoder() = default;
 
 int RowGroupDecoder::num_row_groups() const { return reader_->metadata()->num_row_groups(); }
 
-std::optional<std::vector<DecodedColumn>> RowGroupDecoder::Decode(int g) {
+std::vector<std::optional<DecodedColumn>> RowGroupDecoder::Decode(int g) {
   std::lock_guard lock(mu_);
   if (g < 0 || g >= num_row_groups()) throw std::out_of_range("row group out of range");
   std::shared_ptr<parquet::RowGroupReader> group = reader_->RowGroup(g);
   const int64_t rows = group->metadata()->num_rows();
-  if (rows == 0) return std::nullopt;
+  std::vector<std::optional<DecodedColumn>> columns(specs_.size());
   Levels levels;
-  std::vector<DecodedColumn> columns;
   for (int j = 0; j < static_cast<int>(specs_.size()); ++j) {
-    DecodedColumn& out = columns.emplace_back();
-    out.spec = specs_[j];
+    if (!specs_[j] || rows == 0) continue;
+    DecodedColumn out;
+    out.spec = *specs_[j];
     out.rows = rows;
     const int64_t levels_total = group->metadata()->ColumnChunk(j)->num_values();
     std::shared_ptr<parquet::ColumnReader> column = group->Column(j);
@@ -189,7 +190,7 @@ std::optional<std::vector<DecodedColumn>> RowGroupDecoder::Decode(int g) {
         ok = ReadText(*column, levels_total, levels, out);
         break;
     }
-    if (!ok) return std::nullopt;
+    if (ok) columns[j] = std::move(out);
   }
   return columns;
 }

@@ -50,26 +50,29 @@ struct DecodedColumn {
   std::string data;
 };
 
-// The row groups of one local Parquet file (memory-mapped), one spec per leaf column in file
-// order. Thread-safe: decodes run one at a time.
+// The row groups of one local Parquet file (memory-mapped), with one optional spec per leaf
+// column in file order: the leaves without a spec are not read. Thread-safe: decodes run one
+// at a time.
 class RowGroupDecoder {
  public:
-  // Throws std::invalid_argument if the file's leaf columns do not match `specs` (count,
-  // physical type, nesting); parquet::ParquetException if the file cannot be opened.
-  RowGroupDecoder(const std::string& path, std::vector<ColumnSpec> specs);
+  // Throws std::invalid_argument if the file's leaf columns do not match `specs` (count, and
+  // the physical type and nesting of each leaf with a spec); parquet::ParquetException if the
+  // file cannot be opened.
+  RowGroupDecoder(const std::string& path, std::vector<std::optional<ColumnSpec>> specs);
   ~RowGroupDecoder();
 
   int num_row_groups() const;
 
-  // The columns of row group g; nullopt if a column holds a null, an empty or null list, or
-  // lists of different lengths, or if the row group is empty (read those through Arrow).
+  // Per leaf column of row group g, its values; nullopt for a leaf without a spec, and for one
+  // that holds a null, an empty or null list, or lists of different lengths, or if the row
+  // group is empty (read those through Arrow).
   // Throws std::out_of_range for a bad g, parquet::ParquetException for corrupt data.
-  std::optional<std::vector<DecodedColumn>> Decode(int g);
+  std::vector<std::optional<DecodedColumn>> Decode(int g);
 
  private:
   std::mutex mu_;
   std::unique_ptr<parquet::ParquetFileReader> reader_;
-  std::vector<ColumnSpec> specs_;
+  std::vector<std::optional<ColumnSpec>> specs_;
 };
 
 }  // namespace spelt::parquet_native

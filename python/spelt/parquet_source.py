@@ -100,7 +100,7 @@ class ParquetDataSource:
             f, g = self._groups[group]
             if self._files[f] is None:
                 self._files[f] = _parquet.open_file(self._paths[f], self._read_kwargs)
-            decoded = _parquet.RowGroup(self._files[f].read_row_group(g))
+            decoded = _parquet.RowGroup.from_table(self._files[f].read_row_group(g))
             self._cache[group] = decoded
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
