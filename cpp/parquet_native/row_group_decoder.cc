@@ -70,9 +70,10 @@ bool ReadNumeric(parquet::ColumnReader& column, int64_t levels_total, Levels& le
   return !reader.HasNext();
 }
 
-bool ReadText(parquet::ColumnReader& column, int64_t levels_total, Levels& levels,
-              DecodedColumn& out) {
+bool ReadText(parquet::ColumnReader& column, int64_t levels_total, int64_t size_hint,
+              Levels& levels, DecodedColumn& out) {
   if (levels_total != out.rows) return false;
+  out.data.reserve(static_cast<size_t>(std::max<int64_t>(size_hint, 0)));
   auto& reader = static_cast<parquet::ByteArrayReader&>(column);
   const int16_t max_def = column.descr()->max_definition_level();
   int16_t* def = max_def > 0 ? levels.def.data() : nullptr;
@@ -169,7 +170,8 @@ std::vector<std::optional<DecodedColumn>> RowGroupDecoder::Decode(int g) {
     DecodedColumn out;
     out.spec = *specs_[j];
     out.rows = rows;
-    const int64_t levels_total = group->metadata()->ColumnChunk(j)->num_values();
+    const std::unique_ptr<parquet::ColumnChunkMetaData> chunk = group->metadata()->ColumnChunk(j);
+    const int64_t levels_total = chunk->num_values();
     std::shared_ptr<parquet::ColumnReader> column = group->Column(j);
     bool ok = false;
     switch (out.spec.type) {
@@ -187,7 +189,9 @@ std::vector<std::optional<DecodedColumn>> RowGroupDecoder::Decode(int g) {
         break;
       case ValueType::kString:
       case ValueType::kBinary:
-        ok = ReadText(*column, levels_total, levels, out);
+        // Uncompressed pages: the values and their lengths (or dictionary and indices).
+        ok = ReadText(*column, levels_total,
+                      chunk->total_uncompressed_size(), levels, out);
         break;
     }
     if (ok) columns[j] = std::move(out);
