@@ -14,6 +14,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "gil.h"
@@ -64,24 +65,13 @@ nb::list Columns(DecodedRowGroup& group) {
       continue;
     }
     DecodedColumn& column = *decoded;
-    switch (column.spec.type) {
-      case ValueType::kInt32:
-        out.append(NumericArray<int32_t>(column));
-        break;
-      case ValueType::kInt64:
-        out.append(NumericArray<int64_t>(column));
-        break;
-      case ValueType::kFloat32:
-        out.append(NumericArray<float>(column));
-        break;
-      case ValueType::kFloat64:
-        out.append(NumericArray<double>(column));
-        break;
-      case ValueType::kString:
-      case ValueType::kBinary:
-        out.append(TextList(column));
-        break;
-    }
+    out.append(VisitValueType(column.spec.type, [&](auto tag) {
+      if constexpr (std::is_same_v<decltype(tag), std::nullptr_t>) {
+        return TextList(column);
+      } else {
+        return NumericArray<typename decltype(tag)::type>(column);
+      }
+    }));
   }
   group.columns.clear();
   return out;

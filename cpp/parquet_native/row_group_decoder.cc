@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 namespace spelt::parquet_native {
 namespace {
@@ -15,6 +16,14 @@ struct Levels {
   std::vector<int16_t> def = std::vector<int16_t>(kChunk);
   std::vector<int16_t> rep = std::vector<int16_t>(kChunk);
 };
+
+// The parquet::DataType whose values are of C type T.
+template <typename T>
+using ParquetType = std::conditional_t<
+    std::is_same_v<T, int32_t>, parquet::Int32Type,
+    std::conditional_t<std::is_same_v<T, int64_t>, parquet::Int64Type,
+                       std::conditional_t<std::is_same_v<T, float>, parquet::FloatType,
+                                          parquet::DoubleType>>>;
 
 bool AllDefined(const int16_t* def, int64_t n, int16_t max_def) {
   int bad = 0;
@@ -173,27 +182,15 @@ std::vector<std::optional<DecodedColumn>> RowGroupDecoder::Decode(int g) {
     const std::unique_ptr<parquet::ColumnChunkMetaData> chunk = group->metadata()->ColumnChunk(j);
     const int64_t levels_total = chunk->num_values();
     std::shared_ptr<parquet::ColumnReader> column = group->Column(j);
-    bool ok = false;
-    switch (out.spec.type) {
-      case ValueType::kInt32:
-        ok = ReadNumeric<parquet::Int32Type>(*column, levels_total, levels, out);
-        break;
-      case ValueType::kInt64:
-        ok = ReadNumeric<parquet::Int64Type>(*column, levels_total, levels, out);
-        break;
-      case ValueType::kFloat32:
-        ok = ReadNumeric<parquet::FloatType>(*column, levels_total, levels, out);
-        break;
-      case ValueType::kFloat64:
-        ok = ReadNumeric<parquet::DoubleType>(*column, levels_total, levels, out);
-        break;
-      case ValueType::kString:
-      case ValueType::kBinary:
+    const bool ok = VisitValueType(out.spec.type, [&](auto tag) {
+      if constexpr (std::is_same_v<decltype(tag), std::nullptr_t>) {
         // Uncompressed pages: the values and their lengths (or dictionary and indices).
-        ok = ReadText(*column, levels_total,
-                      chunk->total_uncompressed_size(), levels, out);
-        break;
-    }
+        return ReadText(*column, levels_total, chunk->total_uncompressed_size(), levels, out);
+      } else {
+        using DType = ParquetType<typename decltype(tag)::type>;
+        return ReadNumeric<DType>(*column, levels_total, levels, out);
+      }
+    });
     if (ok) columns[j] = std::move(out);
   }
   return columns;

@@ -29,6 +29,32 @@ namespace spelt::parquet_native {
 // numbers, or a string (UTF-8) / binary value.
 enum class ValueType { kInt32, kInt64, kFloat32, kFloat64, kString, kBinary };
 
+// The C type of a numeric ValueType, as a tag.
+template <typename T>
+struct NumericTag {
+  using type = T;
+};
+
+// f(NumericTag<int32_t>{}), f(NumericTag<int64_t>{}), f(NumericTag<float>{}) or
+// f(NumericTag<double>{}) for a numeric type; f(nullptr) for kString and kBinary.
+template <typename F>
+decltype(auto) VisitValueType(ValueType type, F&& f) {
+  switch (type) {
+    case ValueType::kInt32:
+      return f(NumericTag<int32_t>{});
+    case ValueType::kInt64:
+      return f(NumericTag<int64_t>{});
+    case ValueType::kFloat32:
+      return f(NumericTag<float>{});
+    case ValueType::kFloat64:
+      return f(NumericTag<double>{});
+    case ValueType::kString:
+    case ValueType::kBinary:
+      break;
+  }
+  return f(nullptr);
+}
+
 struct ColumnSpec {
   ValueType type;
   bool list = false;  // list<type>, type numeric
