@@ -172,3 +172,28 @@ def _leaf(meta, name):
     return next(
         i for i in range(meta.num_columns) if meta.column(i).path_in_schema.startswith(name)
     )
+
+
+def test_columns_after_nested_ones_are_found(tmp_path, monkeypatch):
+    """Structs, maps, lists of structs and dictionaries (several leaves, or types the native
+    decoder does not read) before the columns it reads: each is matched to its leaf."""
+    n = 50
+    table = pa.table(
+        {
+            "s": pa.array([{"x": i, "y": [float(i)]} for i in range(n)]),
+            "m": pa.array([[("k", i)] for i in range(n)], pa.map_(pa.string(), pa.int32())),
+            "ls": pa.array([[{"p": i, "q": "a"}] * (i % 2) for i in range(n)]),
+            "d": pa.array([f"v{i % 3}" for i in range(n)]).dictionary_encode(),
+            "vec": pa.array([[float(i)] * 4 for i in range(n)], pa.list_(pa.float64())),
+            "id": pa.array(range(n), pa.int64()),
+        }
+    )
+    path = str(tmp_path / "nested.parquet")
+    pq.write_table(table, path, row_group_size=20)
+    file = pq.ParquetFile(path)
+    native = _parquet.native_decoder(path, file, {})
+    assert native.leaves == [None, None, None, None, 7, 8]
+    got = _rows(spelt, path)
+    monkeypatch.setattr(_parquet, "_native", None)
+    _assert_identical(got[0], _rows(spelt, path)[0])
+    _assert_identical(got[0], _rows(grain, path)[0])

@@ -96,12 +96,18 @@ def _native_spec(t: Any) -> str:
 
 def _num_leaves(t: Any) -> int:
     """How many Parquet leaf columns store a value of Arrow type t."""
-    if t.id == 31:  # an extension type: stored as its storage type
+    import pyarrow as pa  # pylint: disable=import-outside-toplevel
+
+    if isinstance(t, pa.BaseExtensionType):
         return _num_leaves(t.storage_type)
-    if hasattr(t, "value_type") and not hasattr(t, "index_type"):  # lists (not dictionaries)
-        return _num_leaves(t.value_type)
-    if t.num_fields:  # struct, map (key and item), union
+    if pa.types.is_map(t):
+        return _num_leaves(t.key_type) + _num_leaves(t.item_type)
+    if pa.types.is_struct(t):
         return sum(_num_leaves(t.field(i).type) for i in range(t.num_fields))
+    if pa.types.is_dictionary(t):
+        return 1
+    if hasattr(t, "value_type"):  # list, large list, fixed-size list, list views
+        return _num_leaves(t.value_type)
     return 1
 
 
