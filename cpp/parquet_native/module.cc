@@ -5,14 +5,16 @@
 //
 // RowGroupDecoder(path, specs) -> .decode(g) (without the GIL) -> DecodedRowGroup
 // -> .columns() (with the GIL): per leaf column a read-only numpy array (shape (rows,) or
-// (rows, width) for a list column) over a recycled buffer, a list of str / bytes, or None
-// (not decoded: read it through pyarrow).
+// (rows, width) for a list column) over a recycled buffer, a TextColumn (str / bytes values),
+// or None (not decoded: read it through pyarrow).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -44,6 +46,48 @@ nb::object NumericArray(DecodedColumn& column) {
       nb::ndarray<nb::numpy, const T>(data, column.spec.list ? 2 : 1, shape, owner));
 }
 
+// A decoded string / binary column, converted to Python on demand: all values as objects, or
+// rows [start, stop) as the fixed-width array numpy's conversion of those values gives.
+struct TextColumn {
+  std::shared_ptr<const DecodedColumn> column;
+
+  nb::object Objects() const;
+
+  // (stop - start, width) uint8 for bytes, uint32 (UCS-4) for str, each row a value padded
+  // with zeros to the longest (width at least 1): the memory of numpy's S / <U array of those
+  // values. None for str values that are not all ASCII. ValueError for a bad range.
+  nb::object FixedWidth(int64_t start, int64_t stop) const {
+    const DecodedColumn& c = *column;
+    if (start < 0 || start > stop || stop > c.rows) throw nb::value_error("bad row range");
+    const int64_t* offsets = c.offsets.data();
+    int64_t width = 1;
+    for (int64_t r = start; r < stop; ++r) width = std::max(width, offsets[r + 1] - offsets[r]);
+    const bool str = c.spec.type == ValueType::kString;
+    const auto* data = reinterpret_cast<const uint8_t*>(c.data.data());
+    if (str) {
+      uint8_t high = 0;
+      for (int64_t i = offsets[start]; i < offsets[stop]; ++i) high |= data[i];
+      if (high & 0x80) return nb::none();
+    }
+    return str ? Fill<uint32_t>(data, offsets, start, stop, width)
+               : Fill<uint8_t>(data, offsets, start, stop, width);
+  }
+
+  template <typename T>
+  static nb::object Fill(const uint8_t* data, const int64_t* offsets, int64_t start,
+                         int64_t stop, int64_t width) {
+    const size_t n = static_cast<size_t>(stop - start);
+    T* out = new T[n * width]();
+    nb::capsule owner(out, [](void* p) noexcept { delete[] static_cast<T*>(p); });
+    for (size_t r = 0; r < n; ++r) {
+      const uint8_t* value = data + offsets[start + r];
+      std::copy(value, data + offsets[start + r + 1], out + r * width);
+    }
+    const size_t shape[2] = {n, static_cast<size_t>(width)};
+    return nb::cast(nb::ndarray<nb::numpy, T>(out, 2, shape, owner));
+  }
+};
+
 nb::object TextList(const DecodedColumn& column) {
   nb::list out;
   const bool str = column.spec.type == ValueType::kString;
@@ -57,6 +101,8 @@ nb::object TextList(const DecodedColumn& column) {
   return out;
 }
 
+nb::object TextColumn::Objects() const { return TextList(*column); }
+
 nb::list Columns(DecodedRowGroup& group) {
   nb::list out;
   for (std::optional<DecodedColumn>& decoded : group.columns) {
@@ -67,7 +113,7 @@ nb::list Columns(DecodedRowGroup& group) {
     DecodedColumn& column = *decoded;
     out.append(VisitValueType(column.spec.type, [&](auto tag) {
       if constexpr (std::is_same_v<decltype(tag), std::nullptr_t>) {
-        return TextList(column);
+        return nb::cast(TextColumn{std::make_shared<const DecodedColumn>(std::move(column))});
       } else {
         return NumericArray<typename decltype(tag)::type>(column);
       }
@@ -83,11 +129,16 @@ NB_MODULE(_parquet_native, m) {
   python::RegisterExitHook();
   m.doc() = "Parquet row groups through Arrow C++'s column readers; used by spelt._parquet.";
 
+  nb::class_<TextColumn>(m, "TextColumn")
+      .def("objects", &TextColumn::Objects, "All values, a list of str (bytes for binary).")
+      .def("fixed_width", &TextColumn::FixedWidth, nb::arg("start"), nb::arg("stop"),
+           "Rows [start, stop) as a (rows, width) uint8 (bytes) or uint32 (str, UCS-4) array,"
+           " zero-padded: the memory of numpy's S / <U array of them; None if str values are"
+           " not all ASCII. ValueError for a bad range.");
   nb::class_<DecodedRowGroup>(m, "DecodedRowGroup")
       .def("columns", &Columns,
            "Per leaf column, a read-only numpy array ((rows,) or (rows, width) for a list"
-           " column), a list of str / bytes, or None if not decoded. Once: later calls"
-           " return [].")
+           " column), a TextColumn, or None if not decoded. Once: later calls return [].")
       .def_prop_ro(
           "decoded",
           [](const DecodedRowGroup& group) {

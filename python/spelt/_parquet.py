@@ -112,11 +112,12 @@ def _num_leaves(t: Any) -> int:
 
 
 class NativeDecoder:
-    """A ``spelt._parquet_native.RowGroupDecoder`` of a file, with ``leaves``: per Arrow field,
-    the index of its leaf column if the native decoder reads it, else None."""
+    """A ``spelt._parquet_native.RowGroupDecoder`` of a file, with per Arrow field ``leaves``,
+    the index of its leaf column if the native decoder reads it, else None, and ``specs``, its
+    column spec ("" if not read)."""
 
-    def __init__(self, decoder: Any, leaves: list[int | None]):
-        self.decoder, self.leaves = decoder, leaves
+    def __init__(self, decoder: Any, leaves: list[int | None], specs: list[str]):
+        self.decoder, self.leaves, self.specs = decoder, leaves, specs
 
 
 def native_decoder(path: Any, file: Any, read_kwargs: dict[str, Any]) -> NativeDecoder | None:
@@ -128,15 +129,16 @@ def native_decoder(path: Any, file: Any, read_kwargs: dict[str, Any]) -> NativeD
     schema = file.schema_arrow
     if len(set(schema.names)) != len(schema.names):  # columns are found by name
         return None
-    specs, leaves = [], []
+    specs, leaves, field_specs = [], [], []
     for field in schema:
         spec = _native_spec(field.type)
         leaves.append(len(specs) if spec else None)
+        field_specs.append(spec)
         specs += [spec] if spec else [""] * _num_leaves(field.type)
     if not any(specs) or len(specs) != file.metadata.num_columns:
         return None
     try:
-        return NativeDecoder(_native.RowGroupDecoder(path, specs), leaves)
+        return NativeDecoder(_native.RowGroupDecoder(path, specs), leaves, field_specs)
     except (ValueError, RuntimeError):  # leaves not as the Arrow schema says: pyarrow reads it
         return None
 
@@ -219,17 +221,20 @@ class RowGroup:
     ``names``: column names in file order; ``columns``: one numpy array per column, of length
     ``len(self)`` along axis 0 (object arrays for strings, bytes and ragged or nullable lists);
     ``text_types``: per column, ``str`` / ``bytes`` if its object array holds only values of
-    that type (a string / binary column with no nulls), else None.
+    that type (a string / binary column with no nulls), else None. A column decoded by
+    ``spelt._parquet_native`` as a ``TextColumn`` becomes its object array on first use
+    (``column(j)``), and batches can take its values without Python strings
+    (``fixed_width_text``).
     """
 
     def __init__(
         self,
         names: list[str],
-        columns: list[np.ndarray],
+        columns: list[Any],
         text_types: list[type | None],
         length: int,
     ):
-        self.names, self.columns, self.text_types, self._len = names, columns, text_types, length
+        self.names, self._columns, self.text_types, self._len = names, columns, text_types, length
 
     @classmethod
     def from_table(cls, table: Any) -> RowGroup:
@@ -240,24 +245,54 @@ class RowGroup:
         )
 
     @classmethod
-    def from_decoded(cls, file: Any, native: NativeDecoder, decoded: Any, table: Any) -> RowGroup:
-        """The columns of a ``spelt._parquet_native.DecodedRowGroup`` of ``native`` (numeric
-        arrays as they are, str / bytes lists as object arrays), the others from ``table``
-        (those not decoded, by name)."""
+    def from_decoded(
+        cls, file: Any, native: NativeDecoder, decoded: Any, table: Any, length: int
+    ) -> RowGroup:
+        """The ``length`` rows of a ``spelt._parquet_native.DecodedRowGroup`` of ``native``
+        (numeric arrays as they are, text columns as they come), the columns not decoded from
+        ``table`` (by name)."""
         names, values = file.schema_arrow.names, decoded.columns()
         columns, text_types = [], []
-        for name, leaf in zip(names, native.leaves):
+        for name, leaf, spec in zip(names, native.leaves, native.specs):
             value = values[leaf] if leaf is not None else None
             if value is None:
                 column, text_type = _from_arrow(table.column(name))
-            elif isinstance(value, list):
-                column, text_type = np.empty(len(value), dtype=object), type(value[0])
-                column[:] = value
-            else:  # nanobind's int64 is numpy's longlong: view it as numpy's (and Arrow's) int64
+            elif isinstance(value, np.ndarray):
+                # nanobind's int64 is numpy's longlong: view it as numpy's (and Arrow's) int64.
                 column, text_type = value.view(np.dtype(value.dtype.name)), None
+            else:
+                column, text_type = value, str if spec == "str" else bytes
             columns.append(column)
             text_types.append(text_type)
-        return cls(names, columns, text_types, len(columns[0]))
+        return cls(names, columns, text_types, length)
+
+    def column(self, j: int) -> np.ndarray:
+        """Column j as a numpy array."""
+        column = self._columns[j]
+        if not isinstance(column, np.ndarray):  # a TextColumn
+            values = column.objects()
+            column = np.empty(len(values), dtype=object)
+            column[:] = values
+            self._columns[j] = column  # the same array whichever thread makes it first
+        return column
+
+    @property
+    def columns(self) -> list[np.ndarray]:
+        """All columns as numpy arrays."""
+        return [self.column(j) for j in range(len(self._columns))]
+
+    def fixed_width_text(self, j: int, start: int, stop: int) -> np.ndarray | None:
+        """Rows [start, stop) of str / bytes column j as numpy's ``<U`` / ``S`` array of them
+        (as wide as the longest), made from the decoded bytes without Python strings; None if
+        the column is not a native TextColumn or its values there are not all ASCII."""
+        column = self._columns[j]
+        if isinstance(column, np.ndarray):
+            return None
+        chars = column.fixed_width(start, stop)
+        if chars is None:
+            return None
+        kind = "<U" if self.text_types[j] is str else "S"
+        return chars.view(f"{kind}{chars.shape[1]}").reshape(len(chars))
 
     def __len__(self) -> int:
         return self._len
@@ -284,8 +319,13 @@ def stack_pieces(pieces: list[tuple[RowGroup, int, int]]) -> dict[str, np.ndarra
     first = pieces[0][0]
     batch = {}
     for j, name in enumerate(first.names):
-        slices = [group.columns[j][start:stop] for group, start, stop in pieces]
         text = {group.text_types[j] for group, _, _ in pieces}
+        if len(text) == 1 and None not in text:
+            fixed = [group.fixed_width_text(j, start, stop) for group, start, stop in pieces]
+            if all(f is not None for f in fixed):  # numpy's conversion of the values, made in C++
+                batch[name] = np.concatenate(fixed) if len(fixed) > 1 else fixed[0]
+                continue
+        slices = [group.column(j)[start:stop] for group, start, stop in pieces]
         if all(s.dtype != object for s in slices):
             batch[name] = np.concatenate(slices) if len(slices) > 1 else slices[0].copy()
         elif len(text) == 1 and None not in text:
@@ -361,7 +401,7 @@ def decode(file: Any, native: NativeDecoder | None, g: int) -> Any:
     names = file.schema_arrow.names
     rest = [n for n, leaf in zip(names, native.leaves) if leaf is None or not done[leaf]]
     table = file.read_row_group(g, columns=rest, use_threads=False) if rest else None
-    return native, decoded, table
+    return native, decoded, table, file.metadata.row_group(g).num_rows
 
 
 def to_row_group(file: Any, decoded: Any) -> RowGroup:
