@@ -197,3 +197,25 @@ def test_columns_after_nested_ones_are_found(tmp_path, monkeypatch):
     monkeypatch.setattr(_parquet, "_native", None)
     _assert_identical(got[0], _rows(spelt, path)[0])
     _assert_identical(got[0], _rows(grain, path)[0])
+
+
+@pytest.mark.parametrize("batch", [1, 3, 4, 7])
+def test_text_batches_made_from_bytes_equal_numpys(tmp_path, monkeypatch, batch):
+    """Batches of ASCII strings and of bytes are made from the decoded bytes: the same <U / S
+    arrays (width of the batch's longest value, at least 1, trailing NULs counted) as numpy's
+    conversion of the values; a batch with a non-ASCII string takes the values' path."""
+    text = ["", "", "", "", "a\x00", "bc", "", "\x00\x00", "x" * 9, "é", "ab", "", "z"]
+    blob = [s.encode() for s in text]
+    table = pa.table({"text": text, "blob": pa.array(blob, pa.binary())})
+    path = str(tmp_path / "text.parquet")
+    pq.write_table(table, path, row_group_size=5)
+    got, states = _rows(spelt, path, batch)
+    monkeypatch.setattr(_parquet, "_native", None)
+    arrow, arrow_states = _rows(spelt, path, batch)
+    want, want_states = _rows(grain, path, batch)
+    for a, b, c in zip(got, arrow, want):
+        for key in ("text", "blob"):
+            assert a[key].dtype == b[key].dtype == c[key].dtype
+            assert a[key].tobytes() == b[key].tobytes() == c[key].tobytes()
+            assert a[key].flags.writeable
+    assert len(got) == len(want) and states == arrow_states == want_states
