@@ -16,9 +16,20 @@ import pytest
 
 from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
+from spelt import _parquet
 
 ParquetIterDataset = spelt.experimental.ParquetIterDataset
 ParquetDataSource = spelt.experimental.ParquetDataSource
+
+
+@pytest.fixture(autouse=True, params=["native", "pyarrow"])
+def decoder(request, monkeypatch):
+    """Every test runs with the native decoder (spelt._parquet_native, which the build makes
+    where pyarrow is importable, as it is for these tests) and with pyarrow's alone."""
+    assert _parquet._native is not None, "spelt._parquet_native was not built"
+    if request.param == "pyarrow":
+        monkeypatch.setattr(_parquet, "_native", None)
+    return request.param
 
 
 def _table(n: int, offset: int = 0, ragged: bool = False) -> pa.Table:

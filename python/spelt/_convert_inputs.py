@@ -152,7 +152,7 @@ class ParquetInput(Input):
 
     def __init__(self, path: str, file: Any):
         super().__init__(path)
-        self._reader = _parquet.RowGroupReader(file)
+        self._reader = _parquet.RowGroupReader(file, _parquet.native_decoder(path, file, {}))
         meta = file.metadata
         self._sizes = [meta.row_group(g).num_rows for g in range(file.num_row_groups)]
 

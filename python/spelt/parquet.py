@@ -49,7 +49,8 @@ class _FileCursor:
     def __init__(self, path: Any, read_kwargs: dict[str, Any]):
         self._path = path
         self._file = _parquet.open_file(path, read_kwargs)
-        self._reader = _parquet.RowGroupReader(self._file)
+        native = _parquet.native_decoder(path, self._file, read_kwargs)
+        self._reader = _parquet.RowGroupReader(self._file, native)
         self.group: _parquet.RowGroup | None = None
         self.g, self.i = 0, 0
 
@@ -67,7 +68,7 @@ class _FileCursor:
                 f" {num_groups} row group(s)"
             )
         if num_groups == 0:
-            self.group = _parquet.RowGroup(self._file.schema_arrow.empty_table())
+            self.group = _parquet.RowGroup.from_table(self._file.schema_arrow.empty_table())
         else:
             self.group = self._reader.get(self.g)
 

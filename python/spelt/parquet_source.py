@@ -67,12 +67,14 @@ class ParquetDataSource:
 
     def _init_process_state(self, files: list[Any] | None) -> None:
         self._files = files or [None] * len(self._paths)
+        # Per file, once opened in this process: its _parquet.native_decoder (or None).
+        self._natives: dict[int, _parquet.NativeDecoder | None] = {}
         self._cache: collections.OrderedDict[int, _parquet.RowGroup] = collections.OrderedDict()
         self._lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        for key in ("_files", "_cache", "_lock"):
+        for key in ("_files", "_natives", "_cache", "_lock"):
             del state[key]
         return state
 
@@ -100,7 +102,10 @@ class ParquetDataSource:
             f, g = self._groups[group]
             if self._files[f] is None:
                 self._files[f] = _parquet.open_file(self._paths[f], self._read_kwargs)
-            decoded = _parquet.RowGroup(self._files[f].read_row_group(g))
+            file = self._files[f]
+            if f not in self._natives:
+                self._natives[f] = _parquet.native_decoder(self._paths[f], file, self._read_kwargs)
+            decoded = _parquet.to_row_group(file, _parquet.decode(file, self._natives[f], g))
             self._cache[group] = decoded
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)

@@ -1,0 +1,44 @@
+# spelt._parquet_native (cpp/parquet_native): an optional extension module linked against the
+# libarrow / libparquet of the pyarrow wheel importable by the build's Python. Skipped, with a
+# message, when pyarrow is not importable (for example a wheel built in an isolated
+# environment): spelt then reads Parquet through pyarrow's Python API only.
+execute_process(
+  COMMAND "${Python_EXECUTABLE}" -c [=[
+import glob, os, pyarrow
+lib_dir = pyarrow.get_library_dirs()[0]
+libs = [sorted(glob.glob(os.path.join(lib_dir, f"lib{name}.so.*")), key=len)[0]
+        for name in ("parquet", "arrow")]
+with open(libs[0], "rb") as f:
+    cxx11_abi = b"__cxx11" in f.read()
+print(pyarrow.get_include(), lib_dir, *libs, int(cxx11_abi), sep=";", end="")
+]=]
+  RESULT_VARIABLE SPELT_PYARROW_RESULT
+  OUTPUT_VARIABLE SPELT_PYARROW
+  ERROR_QUIET)
+if(NOT SPELT_PYARROW_RESULT EQUAL 0)
+  message(STATUS "spelt._parquet_native skipped: pyarrow is not importable by ${Python_EXECUTABLE}")
+  return()
+endif()
+list(GET SPELT_PYARROW 0 SPELT_PYARROW_INCLUDE)
+list(GET SPELT_PYARROW 1 SPELT_PYARROW_LIB_DIR)
+list(GET SPELT_PYARROW 2 SPELT_LIBPARQUET)
+list(GET SPELT_PYARROW 3 SPELT_LIBARROW)
+list(GET SPELT_PYARROW 4 SPELT_PYARROW_CXX11_ABI)
+message(STATUS "spelt._parquet_native: building against ${SPELT_LIBPARQUET}")
+
+file(GLOB SPELT_PARQUET_NATIVE_SOURCES CONFIGURE_DEPENDS
+     ${CMAKE_CURRENT_SOURCE_DIR}/cpp/parquet_native/*.cc)
+nanobind_add_module(_parquet_native NB_STATIC NOMINSIZE ${SPELT_PARQUET_NATIVE_SOURCES}
+                    ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python/gil.cc)
+target_include_directories(_parquet_native PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python)
+target_include_directories(_parquet_native SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
+target_compile_definitions(_parquet_native PRIVATE
+                           _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI})
+target_compile_options(_parquet_native PRIVATE -Wall -Wextra)
+target_link_libraries(_parquet_native PRIVATE ${SPELT_LIBPARQUET} ${SPELT_LIBARROW})
+# Installed beside pyarrow in site-packages (spelt/ next to pyarrow/); the build tree uses
+# the wheel's directory.
+set_target_properties(_parquet_native PROPERTIES
+                      BUILD_RPATH "${SPELT_PYARROW_LIB_DIR}"
+                      INSTALL_RPATH "$ORIGIN/../pyarrow")
+install(TARGETS _parquet_native LIBRARY DESTINATION spelt)
