@@ -66,5 +66,19 @@ TEST(IterOpsTest, SeedIsAPassThrough) {
   EXPECT_EQ(AsInts(Drain(*it)), (Ints{1, 2, 3}));
 }
 
+TEST(IterOpsTest, WithOptionsIsALevelOfTheDerivation) {
+  // Grain 0.2.18, ds = MapDataset.range(10).seed(7).to_iter_dataset(): a transformation on
+  // top of ds derives 1009178997 (SeedSequence([7, 2])), and on top of
+  // WithOptionsIterDataset(ds, DatasetOptions()) 3466196061 (SeedSequence([7, 3])).
+  IterDataset ds = MapDataset::Range(10).Seed(7).ToIter();
+  EXPECT_EQ(ds.node()->DefaultSeed(), 1009178997u);
+  EXPECT_EQ(ds.WithOptions().node()->DefaultSeed(), 3466196061u);
+  // Otherwise a pass-through, batched read-ahead included.
+  IterDataset threaded = MapDataset::Range(10).ToIter(ReadOptions{2, 4});
+  auto it = threaded.WithOptions().Batch(4).MakeIterator();
+  EXPECT_EQ(Drain(*it).size(), 3u);
+  EXPECT_EQ(it->GetState(), State({{"next_index", 10}}));
+}
+
 }  // namespace
 }  // namespace spelt

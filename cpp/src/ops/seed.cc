@@ -37,6 +37,11 @@ class SeedIterNode final : public IterNode {
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     return parent_->MakeIterator();
   }
+  std::unique_ptr<DatasetIterator> MakeBatchIterator(
+      int64_t batch_size, bool drop_remainder,
+      std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
+    return parent_->MakeBatchIterator(batch_size, drop_remainder, std::move(elementwise));
+  }
 
  private:
   IterNodePtr parent_;
