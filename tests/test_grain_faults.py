@@ -75,6 +75,22 @@ def test_none_leaves_batch_as_np_stack(elements):  # 3
 
 
 @pytest.mark.parametrize(
+    "elements", [[1, None, 2, 3], [None, None, 2], [None, {"a": 1}], [None, None], [4, None, None]]
+)
+@pytest.mark.parametrize("batch_fn", [None, list])
+@pytest.mark.parametrize("drop_remainder", [False, True])
+def test_none_elements_batch_as_grain(elements, batch_fn, drop_remainder):  # 3, whole elements
+    def build(g):
+        ds = g.MapDataset.source(elements).batch(
+            2, drop_remainder=drop_remainder, batch_fn=batch_fn
+        )
+        return [ds[i] for i in range(len(ds))], list(ds)
+
+    theirs, ours = _both(build)
+    assert describe(ours) == describe(theirs)
+
+
+@pytest.mark.parametrize(
     "seed", [0, 2**32 - 1, 2**32, 893247023984, 2**63, 2**64 - 1, 2**100 + 7, np.uint64(2**40)]
 )
 def test_any_non_negative_seed(seed):  # 4

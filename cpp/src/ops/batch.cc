@@ -98,14 +98,13 @@ class BatchMapNode final : public MapNode {
     return {epoch * parent_length_ + j * batch_size_,
             epoch * parent_length_ + std::min(parent_length_, (j + 1) * batch_size_)};
   }
-  // The batch of a range's elements (those a filter removed left out); nullopt if none is left.
-  std::optional<Value> Combine(std::span<std::optional<Value>> got) const {
+  // The batch of a range's elements. An element that is None (a source or map returned it; a
+  // filter cannot be below a batch) is a None leaf of the batch, as Grain's batch stacks it
+  // (without jax; spelt/stack.h).
+  Value Combine(std::span<std::optional<Value>> got) const {
     std::vector<Value> elements;
     elements.reserve(got.size());
-    for (std::optional<Value>& v : got) {
-      if (v) elements.push_back(std::move(*v));
-    }
-    if (elements.empty()) return std::nullopt;
+    for (std::optional<Value>& v : got) elements.push_back(v ? std::move(*v) : Value());
     return fn_(std::move(elements));
   }
 
