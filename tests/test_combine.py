@@ -245,3 +245,39 @@ def test_next_index_through_ops_matches_grain(build):
 
     g_out, s_out = both(run)
     assert_same(s_out, g_out)
+
+
+def _twice(g):
+    methods = {"max_fan_out": 2, "flat_map": lambda self, x: [x, x]}
+    return type("Twice", (g.experimental.FlatMapTransform,), methods)()
+
+
+MAP_PARENT_OPS = {
+    "mix": lambda g, m: g.IterDataset.mix([m, g.MapDataset.range(10, 13)]),
+    "zip": lambda g, m: g.experimental.ZipIterDataset([m.to_iter_dataset(), m]),
+    "repeat": lambda g, m: g.experimental.RepeatIterDataset(m, 2),
+    "cache": lambda g, m: g.experimental.CacheIterDataset(m),
+    "thread_prefetch": lambda g, m: g.experimental.ThreadPrefetchIterDataset(
+        m, prefetch_buffer_size=2
+    ),
+    "limit": lambda g, m: g.experimental.LimitIterDataset(m, 3),
+    "rebatch": lambda g, m: g.experimental.RebatchIterDataset(m.batch(4), 3),
+    "window_shuffle": lambda g, m: g.experimental.WindowShuffleIterDataset(
+        m, window_size=3, seed=1
+    ),
+    "with_options": lambda g, m: g.experimental.WithOptionsIterDataset(
+        m, g.experimental.DatasetOptions()
+    ),
+    "flat_map": lambda g, m: g.experimental.FlatMapIterDataset(m, _twice(g)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MAP_PARENT_OPS))
+def test_iter_operations_take_map_dataset_parents(name):
+    # Grain's IterDataset operations iterate their parents, so a MapDataset parent works.
+    def run(g):
+        it = iter(MAP_PARENT_OPS[name](g, g.MapDataset.range(6)))
+        return [(pipelines.describe(x), it.get_state()) for x in it]
+
+    g_out, s_out = both(run)
+    assert s_out == g_out

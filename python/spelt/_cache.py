@@ -23,7 +23,7 @@ class CacheIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: dis
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return _core.cache(self._parents[0]._node)
+        return _core.cache(self._stream_nodes()[0])
 
     def __str__(self) -> str:
         return f"CacheIterDataset(parent={self._parents[0]})"

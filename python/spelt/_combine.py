@@ -29,7 +29,7 @@ class LimitIterDataset(dataset._CountedIndex, dataset._ParentSpec, dataset.IterD
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.limit(dataset._clamped(self._count))  # pylint: disable=protected-access
+        return self._stream_nodes()[0].limit(dataset._clamped(self._count))  # pylint: disable=protected-access
 
     _COUNT = "count_elements_read"
 
@@ -48,7 +48,7 @@ class RepeatIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: di
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.repeat(self._num_epochs)
+        return self._stream_nodes()[0].repeat(self._num_epochs)
 
     def __str__(self) -> str:
         return f"RepeatIterDataset(num_epochs={self._num_epochs})"
@@ -83,7 +83,7 @@ class ZipIterDataset(dataset.IterDataset):
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return _core.zip_iter([p._node for p in self._parents], self._strict)
+        return _core.zip_iter(self._stream_nodes(), self._strict)
 
     @property
     def _element_spec(self) -> Any:
@@ -117,7 +117,7 @@ class MixedIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: dis
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return _core.mix_iter([p._node for p in self._parents], self._weights, self._keys)
+        return _core.mix_iter(self._stream_nodes(), self._weights, self._keys)
 
     def __str__(self) -> str:
         weights = self._weights or [1] * len(self._parents)  # Grain scales these too

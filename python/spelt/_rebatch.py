@@ -31,7 +31,7 @@ class RebatchIterDataset(dataset.IterDataset):
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.rebatch(self._batch_size, self._drop_remainder)
+        return self._stream_nodes()[0].rebatch(self._batch_size, self._drop_remainder)
 
     @property
     def _element_spec(self) -> Any:

@@ -39,7 +39,7 @@ class ThreadPrefetchIterDataset(dataset._SameIndex, dataset._ParentSpec, dataset
         self._prefetch_buffer_size = _buffer_size(prefetch_buffer_size)
 
     def _make_node(self):
-        return _core.thread_prefetch(self._parents[0]._node, self._prefetch_buffer_size)
+        return _core.thread_prefetch(self._stream_nodes()[0], self._prefetch_buffer_size)
 
     def __str__(self) -> str:
         return f"ThreadPrefetchIterDataset(prefetch_buffer_size={self._prefetch_buffer_size})"

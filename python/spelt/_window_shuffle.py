@@ -58,7 +58,7 @@ class WindowShuffleIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pyl
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.window_shuffle(self._window_size, self._seed)
+        return self._stream_nodes()[0].window_shuffle(self._window_size, self._seed)
 
     def __str__(self) -> str:
         return "WindowShuffleIterDataset"

@@ -308,6 +308,10 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
     def __iter__(self) -> DatasetIterator:
         return self.to_iter_dataset().__iter__()
 
+    def _index_plan(self) -> _IndexPlan:
+        """As the parent of an IterDataset operation, read through ``to_iter_dataset()``."""
+        return _IndexPlan()
+
     # Transformations.
     def shuffle(self, seed: int | None = None) -> MapDataset:
         """Global shuffle, a new permutation each epoch (epoch e uses seed + e), by Grain's
@@ -348,6 +352,14 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
 
     def _make_node(self):
         return _core.python_iter_dataset(self, self._parent_nodes())
+
+    def _stream_nodes(self) -> list[Any]:
+        """The engine nodes of the parents as streams: a MapDataset parent is read through
+        ``to_iter_dataset()``, as Grain's IterDataset operations iterate it (``iter(parent)``)."""
+        return [
+            p.to_iter_dataset()._node if isinstance(p, MapDataset) else p._node
+            for p in self._parents
+        ]
 
     def __iter__(self) -> DatasetIterator:
         if _summary.tracking_enabled(self):  # debug mode or STAGE_TIMING: count per stage
@@ -1122,7 +1134,7 @@ class FlatMapIterDataset(IterDataset):
             if isinstance(self._transform, transforms.FlatMap)
             else self._transform
         )
-        return self._parents[0]._node.flat_map(fn)
+        return self._stream_nodes()[0].flat_map(fn)
 
 
 def apply_transformations(ds: Any, transformations: Any) -> Any:

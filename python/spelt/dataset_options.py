@@ -102,7 +102,7 @@ class WithOptionsIterDataset(dataset._SameIndex, dataset._ParentSpec, dataset.It
         self.options = options
 
     def _make_node(self):
-        return self._parents[0]._node.with_options()
+        return self._stream_nodes()[0].with_options()
 
     @property
     def merged_options(self) -> DatasetOptions:

@@ -95,7 +95,7 @@ class PackIterDataset(dataset.IterDataset):
 
     def _make_node(self):
         return _core.pack(
-            self._parents[0]._node,
+            self._stream_nodes()[0],
             self._length_struct,
             self._num_packing_bins,
             self._seed,
@@ -236,7 +236,7 @@ class ConcatThenSplitIterDataset(dataset.IterDataset):
 
     def _make_node(self):
         return _core.concat_then_split(
-            self._parents[0]._node,
+            self._stream_nodes()[0],
             [(k, int(v)) for k, v in self._length_struct.items()],
             self._meta_features,
             self._split_full_length_features,
@@ -260,7 +260,7 @@ class _PackAndBatchIterDataset(dataset.IterDataset):
     def _make_node(self):
         op = self._op
         return _core.pack(
-            self._parents[0]._node,
+            self._stream_nodes()[0],
             op.length_struct,
             op.batch_size,
             0,
