@@ -919,3 +919,52 @@ def test_repeat_beyond_maxsize_saturates(num_epochs):
     assert len(ds) == sys.maxsize
     assert ds[7] == 2 and ds[10**18 + 3] == 3
     assert list(itertools.islice(ds, 7)) == [0, 1, 2, 3, 4, 0, 1]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [(0, 10, 2**70), (3, 2**64, 2**64), (5, -(2**70), -3), (-(2**62), 2**62), (2**64, 2**64 + 2)],
+)
+def test_range_beyond_int64(args):
+    # Python's range: elements and steps beyond int64 work where the elements fit in int64;
+    # more than sys.maxsize elements is OverflowError as in Grain; elements beyond int64 are
+    # an OverflowError in Spelt (Grain yields them).
+    try:
+        expected = list(grain.MapDataset.range(*args))
+    except OverflowError:
+        expected = OverflowError
+    if expected is OverflowError or max(map(abs, expected)) > sys.maxsize:
+        with pytest.raises(OverflowError):
+            list(spelt.MapDataset.range(*args))
+        return
+    ds = spelt.MapDataset.range(*args)
+    assert list(ds) == expected and str(ds) == str(grain.MapDataset.range(*args))
+
+
+def test_numpy_ints_in_states_and_counts():
+    # Grain takes numpy integers wherever it takes ints (states from numpy or Orbax trees).
+    def build(g):
+        ds = g.MapDataset.range(8).to_iter_dataset().random_map(lambda x, r: x, seed=1)
+        it = iter(g.experimental.LimitIterDataset(ds, count=np.int64(5)))
+        next(it)
+        state = it.get_state()
+        state["parent"] = {
+            "parent": {"next_index": np.int64(2)},
+            "index_for_rng": np.int32(2),
+        }
+        it.set_state(state)
+        window = g.experimental.WindowShuffleMapDataset(
+            g.MapDataset.range(8), window_size=np.int64(4), seed=np.int64(1)
+        )
+        repeated = g.experimental.RepeatIterDataset(
+            g.MapDataset.range(2).to_iter_dataset(), num_epochs=2**70
+        )
+        return list(it), [int(x) for x in window], list(itertools.islice(repeated, 5))
+
+    g_out, s_out = both(build)
+    assert s_out == g_out
+
+
+def test_pipe_func_is_positional_only():
+    # Grain's pipe(func, /, *args, **kwargs): `func` may also be a keyword of the function.
+    check_map(lambda g: g.MapDataset.range(3).pipe(lambda d, func: d.map(func), func=abs))

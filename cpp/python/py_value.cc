@@ -172,7 +172,14 @@ void InitPyValue() {
   cache->defaultdict = nb::module_::import_("collections").attr("defaultdict");
   cache->partial = nb::module_::import_("functools").attr("partial");
   cache->stack = np.attr("stack");
-  cache->json_dumps = json.attr("dumps");
+  // numpy scalars in a state (np.int64 from numpy arithmetic or a checkpoint library's tree)
+  // are their Python numbers, as Grain's states hold them.
+  cache->json_dumps = cache->partial(
+      json.attr("dumps"), nb::arg("default") = nb::cpp_function([](nb::handle o) -> nb::object {
+        if (PyArray_IsScalar(o.ptr(), Generic)) return o.attr("item")();
+        throw nb::type_error(("Object of type " + std::string(nb::type_name(o.type()).c_str()) +
+                              " is not JSON serializable").c_str());
+      }));
   cache->json_loads = json.attr("loads");
   SetObjectStackFallback(&StackWithObjects);
 }
@@ -351,7 +358,8 @@ State StateFromPython(nb::handle obj) {
   try {
     text = cache->json_dumps(obj);
   } catch (nb::python_error& e) {
-    throw std::invalid_argument(std::string("state is not JSON-serialisable: ") + e.what());
+    throw std::invalid_argument("state is not JSON-serialisable: " +
+                                std::string(nb::str(e.value()).c_str()));
   }
   return State::parse(nb::cast<std::string>(text));
 }

@@ -13,19 +13,13 @@ from spelt import dataset
 from spelt import element_spec
 
 
-def _count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
-    return value
-
-
 class LimitIterDataset(dataset._CountedIndex, dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
     """The first ``count`` elements of ``parent``. State: ``{"parent", "count_elements_read"}``.
     ValueError if count <= 0 (Grain's message)."""
 
     def __init__(self, parent: dataset.IterDataset, count: int):
         super().__init__(parent)
-        self._count = _count(count, "count")
+        self._count = dataset._int_arg(count, "count")  # pylint: disable=protected-access
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
@@ -44,11 +38,13 @@ class RepeatIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: di
 
     def __init__(self, parent: dataset.IterDataset, num_epochs: int | None = None):
         super().__init__(parent)
-        self._num_epochs = None if num_epochs is None else _count(num_epochs, "num_epochs")
+        self._num_epochs = (
+            None if num_epochs is None else dataset._int_arg(num_epochs, "num_epochs")  # pylint: disable=protected-access
+        )
         self._node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._stream_nodes()[0].repeat(self._num_epochs)
+        return self._stream_nodes()[0].repeat(dataset._clamped(self._num_epochs))  # pylint: disable=protected-access
 
     def __str__(self) -> str:
         return f"RepeatIterDataset(num_epochs={self._num_epochs})"

@@ -8,9 +8,7 @@ from spelt import dataset
 
 
 def _window_size(window_size: int) -> int:
-    if isinstance(window_size, bool) or not isinstance(window_size, int):
-        raise TypeError(f"window_size must be an int, got {type(window_size).__name__}")
-    return window_size
+    return dataset._int_arg(window_size, "window_size")  # pylint: disable=protected-access
 
 
 class WindowShuffleMapDataset(dataset._ParentSpec, dataset.MapDataset):  # pylint: disable=protected-access

@@ -46,11 +46,16 @@ def _clamped(value: Any) -> Any:
     return value
 
 
+def _int_arg(value: Any, what: str) -> int:
+    """``value`` as a Python int: any integer type (Python or NumPy, as Grain accepts), but not
+    bool. TypeError naming ``what`` otherwise."""
+    if isinstance(value, bool) or not hasattr(type(value), "__index__"):
+        raise TypeError(f"{what} must be an int, got {type(value).__name__}")
+    return operator.index(value)
+
+
 def _check_seed(seed: Any, what: str) -> int:
-    # Any integer type (Python or NumPy, as Grain accepts), but not bool.
-    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
-        raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
-    seed = operator.index(seed)
+    seed = _int_arg(seed, f"{what}: seed")
     if seed < 0 or seed >= 2**32:
         raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
     return seed
@@ -60,9 +65,7 @@ def _seed_words(seed: Any, what: str = "seed") -> list[int]:
     """The 32-bit words of a ``ds.seed()`` or ``random_map`` seed, least significant first: any
     non-negative int, as Grain (numpy's SeedSequence) accepts. TypeError if not an int,
     ValueError if negative."""
-    if isinstance(seed, bool) or not hasattr(type(seed), "__index__"):
-        raise TypeError(f"{what}: seed must be an int, got {type(seed).__name__}")
-    seed = operator.index(seed)
+    seed = _int_arg(seed, f"{what}: seed")
     if seed < 0:
         raise ValueError(f"{what}: seed must be non-negative, got {seed}")
     words = [seed & 0xFFFFFFFF]
@@ -207,7 +210,7 @@ class _Transformations(_Node):
         else (a TfRandomMap included), as Grain's apply_transformations."""
         return _apply(self, transformations)
 
-    def pipe(self, func: Callable[..., Any], *args, **kwargs) -> Any:
+    def pipe(self, func: Callable[..., Any], /, *args, **kwargs) -> Any:
         """``func(self, *args, **kwargs)``, for chaining user functions (Grain's ``pipe``)."""
         return func(self, *args, **kwargs)
 
@@ -669,13 +672,35 @@ class _SourceMapDataset(MapDataset):
         return f"SourceMapDataset(source={self._source!r})"
 
 
+def _int64_range(start: int, stop: int, step: int) -> tuple[int, int, int]:
+    """(start, stop, step) of the engine's int64 range with the elements of Python's
+    ``range(start, stop, step)``: the same values where they fit in int64. OverflowError if it
+    has more than sys.maxsize elements (Python's and Grain's ``len()``) or an element or the
+    step does not fit in int64."""
+    r = builtins.range(start, stop, step)
+    length = len(r)
+    if all(-_MAX_INDEX <= v <= _MAX_INDEX for v in (start, stop, step)):
+        return start, stop, step
+    if length == 0:
+        return 0, 0, 1
+    step = step if length > 1 else (1 if step > 0 else -1)
+    bounds = (r[0], r[-1] + (1 if step > 0 else -1), step)
+    if not all(-_MAX_INDEX <= v <= _MAX_INDEX for v in bounds):
+        raise OverflowError(
+            f"MapDataset.range({start}, {stop}, {r.step}): the elements and the step must fit"
+            " in int64"
+        )
+    return bounds
+
+
 class _RangeMapDataset(MapDataset):
     def __init__(self, start: int, stop: int, step: int):
         super().__init__()
         self._args = (start, stop, step)
+        self._int64_args = _int64_range(start, stop, step)
 
     def _make_node(self):
-        return _core.range(*self._args)
+        return _core.range(*self._int64_args)
 
     @property
     def _element_spec(self) -> Any:
@@ -706,6 +731,12 @@ class _ConcatenateMapDataset(_ParentSpec, MapDataset):
 
     def __str__(self) -> str:  # Grain's ConcatenateMapDataset is a MixedMapDataset
         return f"MixedMapDataset[{len(self._parents)} parents]"
+
+    def __repr__(self) -> str:  # Grain's names its selection map's class (and address)
+        return (
+            f"MixedMapDataset(parent_lengths={[len(p) for p in self._parents]},"
+            f" selection_map=<_ConcatSelectionMap of lengths {[len(p) for p in self._parents]}>)"
+        )
 
 
 class _MixMapDataset(_ParentSpec, MapDataset):
