@@ -66,6 +66,16 @@ def test_repeat_iter(num_epochs):
     with pytest.raises(ValueError, match="num_epochs must be positive"):
         spelt.experimental.RepeatIterDataset(spelt.MapDataset.range(3).to_iter_dataset(), 0)
 
+    # An empty parent: the state at the end counts through the (empty) epochs, as Grain's.
+    def drained_state(g):
+        it = iter(
+            g.experimental.RepeatIterDataset(g.MapDataset.range(0).to_iter_dataset(), num_epochs)
+        )
+        return list(it), it.get_state()
+
+    g_end, s_end = both(drained_state)
+    assert s_end == g_end == ([], {"parent": {"next_index": 0}, "epoch": num_epochs})
+
 
 def test_zip_map():
     def build(g):

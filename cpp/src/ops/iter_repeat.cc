@@ -21,7 +21,10 @@ class RepeatIterator final : public DatasetIterator {
     while (true) {
       std::optional<Value> v = parent_->Next();
       if (v) return v;
-      if (restarted_empty) return std::nullopt;  // an epoch with no elements: stop
+      if (restarted_empty) {  // an epoch with no elements, so are all: stop after the last
+        if (num_epochs_) epoch_ = *num_epochs_;  // as Grain's state counts through them
+        return std::nullopt;
+      }
       ++epoch_;
       if (num_epochs_ && epoch_ >= *num_epochs_) return std::nullopt;
       parent_->SetState(start_);
