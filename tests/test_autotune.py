@@ -113,8 +113,10 @@ def test_no_move_without_idle_cpus_or_when_starved():
     run = _Run(workers=3)
     assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
     assert run.window(1000, 0.5, 0.9, queued=0.05, spare=0.0) == (3, 1)
-    assert run.window(1000, 0.5, 0.4, queued=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
-    assert run.window(1000, 0.0, 0.3, queued=0.2, spare=0.0) == (3, 1)  # not even parking
+    assert run.window(1000, 0.0, 0.3, queued=0.2, spare=0.0) == (3, 1)  # starved: no parking
+    assert run.window(1000, 0.5, 0.9, queued=0.3, spare=0.0) == (3, 2)  # but deeper buffers
+    assert run.window(1000, 0.5, 0.9, queued=0.3, spare=0.0) == (3, 1)  # not faster: undone
+    run = _Run(workers=3)
     assert run.window(1000, 0.5, 0.4, spare=0.0) == (3, 2)  # idle, with a CPU: buffer
 
 

@@ -31,15 +31,17 @@ Decisions, at most one per window, each kept only if it pays (hill climbing):
 * the workers waited for a CPU more than ``STARVED`` of their busy time and fewer than
   ``SPARE_CPUS`` CPUs were idle (with idle CPUs such waits are wake-up latency): the machine
   is oversubscribed, and what the window measured says more about the other jobs than about
-  the settings: hold (parking a worker then only gave other jobs a larger share: A1);
+  the settings: the worker count holds (parking a worker then only gave other jobs a larger
+  share: A1), and a waiting consumer gets deeper buffers (they cost memory, not CPU, and
+  smooth over the workers' turns on the CPUs);
 * the consumer waits and the workers are busy (>= ``BUSY``): more workers (parked ones,
   else new processes), as many as the idle CPUs can run (one per CPU share of a worker, one
   from ``SPARE_CPUS`` x that share), or, if a worker is on a CPU at most ``LIGHT`` of the
   time (it sleeps on I/O: more cost the machine little, and such workers scale about
   linearly), twice as many; as many of them as the measured memory plus theirs fits the
   budget;
-* the consumer waits and the workers are not busy: twice the chunks in flight per worker
-  (the buffer), as far as it fits;
+* the consumer waits and the workers are not busy (or starved): twice the chunks in flight
+  per worker (the buffer), as far as it fits;
 * the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker.
 
 A parked worker gets no more chunks; its process stays (its memory too), to come back without a
@@ -361,14 +363,14 @@ class Tuner:
             self._judge(self._trial, m.rate)
             return
         budget = limits.ram_budget_mb * 2**20
+        # The workers wait for CPUs (the machine is oversubscribed): their number holds.
+        starved = m.queued > STARVED * m.busy and m.spare < SPARE_CPUS
         if memory > budget:
             if pool.capacity > 1:
                 self._set("buffer", pool.capacity - 1, f"over the RAM budget ({m})")
             elif pool.active_workers > 1:
                 self._set("workers", pool.active_workers - 1, f"over the RAM budget ({m})")
-        elif m.queued > STARVED * m.busy and m.spare < SPARE_CPUS:
-            pass  # the workers wait for CPUs (the machine is oversubscribed): hold
-        elif m.wait_share > WAIT_HIGH and m.busy >= BUSY:  # the workers are the bottleneck
+        elif m.wait_share > WAIT_HIGH and m.busy >= BUSY and not starved:  # workers too few
             per_worker = m.chunk_bytes * pool.capacity
             if pool.active_workers == pool.num_workers:  # a new process
                 per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
@@ -381,13 +383,13 @@ class Tuner:
             step = min(step, int((budget - memory) // per_worker), limits.max_workers - active)
             if step >= 1:
                 self._try_workers(active + step, m)
-        elif m.wait_share > WAIT_HIGH:  # idle workers, a waiting consumer: too few requests
+        elif m.wait_share > WAIT_HIGH:  # idle or starved workers, a waiting consumer: buffers
             buffer = pool.capacity - 1  # doubled, as far as it fits
             fits = (budget - memory) // max(m.chunk_bytes * pool.active_workers, 1)
             step = int(min(max(buffer, 1), limits.max_buffer_size - buffer, fits))
             if step >= 1 and "buffer" not in self._blocked:
                 self._try("buffer", pool.capacity + step, m)
-        elif m.wait_share < WAIT_LOW and m.busy < IDLE:  # more workers than needed
+        elif m.wait_share < WAIT_LOW and m.busy < IDLE and not starved:  # too many workers
             self._try_workers(pool.active_workers - 1, m)
 
     def _try_workers(self, value: int, m: _Measures) -> None:
