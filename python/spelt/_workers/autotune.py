@@ -84,7 +84,7 @@ GAIN = 0.05
 BACKOFF = 10  # windows
 DEFAULT_MAX_BUFFER_SIZE = 8
 # A worker's memory while none is measured, on the high side: a worker handing over 1 MiB
-# records measured ~200 MiB (its PSS plus its arena pages, counted for both processes).
+# records measures 50-90 MiB (its PSS plus its arena pages, counted for both processes).
 WORKER_MB_GUESS = 256
 # The most bytes the engine puts in one chunk, unless one element is larger
 # (process_executor.cc, ChunkSizer::kMaxBytes), and how many chunks' worth of memory a worker
