@@ -23,10 +23,13 @@ ram_budget_mb=RAM_BUDGET_MB)``. Each case takes about a minute on an idle 2-CPU 
 
 Reported per case: median records/s after the first batch (wall) and per CPU second of the
 whole process tree, the settings the tuner ended with, the ratio of the tuned median to the
-best finalist's median (goal >= 0.9), the load average while the case ran, and the peak over
-20 ms samples of the PSS summed over the consumer and its workers less the consumer's PSS
-before ``iter()`` (the memory the parallel stage added), against the budget (goal: within),
-with the tuner's own peak measure of its pool beside it.
+best finalist's median (goal >= 0.9) and the same ratio over the second half of the records
+only (the steady state, without the tuner's start: the workers it adds after the first chunk
+start inside the timed part, where the hand-picked ones started before the first batch), the
+load average while the case ran, and the peak over 20 ms samples of the PSS summed over the
+consumer and its workers less the consumer's PSS before ``iter()`` (the memory the parallel
+stage added), against the budget (goal: within), with the tuner's own peak measure of its pool
+beside it.
 """
 
 from __future__ import annotations
@@ -97,12 +100,19 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     it = iter(ds)
     records = len(next(it))
     first, cpu_first = time.perf_counter(), proc_stats.cpu_seconds(os.getpid())
+    half, half_records = None, spec["records"] // 2
     for batch in it:
         records += len(batch)
+        if half is None and records >= half_records:
+            half, half_records = time.perf_counter(), records
     end, cpu_end = time.perf_counter(), proc_stats.cpu_seconds(os.getpid())
     assert records == spec["records"], records
     counted = records - CASES[case][1]
-    out = {"rate": counted / (end - first), "cpu_rate": counted / max(cpu_end - cpu_first, 1e-9)}
+    out = {
+        "rate": counted / (end - first),
+        "cpu_rate": counted / max(cpu_end - cpu_first, 1e-9),
+        "late_rate": (records - half_records) / (end - half),
+    }
     if autotune:
         keeper = _tuned_keeper(ds)
         last = keeper.history[-1]
@@ -152,9 +162,11 @@ def _report(
     tuned = results[tuned_config]
     ratio = _median(tuned, "rate") / _median(hand[best], "rate")
     cpu_ratio = _median(tuned, "cpu_rate") / _median(hand[best], "cpu_rate")
+    late_ratio = _median(tuned, "late_rate") / _median(hand[best], "late_rate")
     print(
         f"  autotune / best hand-picked ({_label(best)}): {ratio:.2f}x wall, {cpu_ratio:.2f}x"
         f" per CPU second (goal >= {GOAL:g}x: {'met' if ratio >= GOAL else 'NOT met'});"
+        f" second half of the records only: {late_ratio:.2f}x wall;"
         f" load average {statistics.median(loads):.2f} ({min(loads):.2f}-{max(loads):.2f})"
     )
     added, pool = memory["added_pss"] / 2**20, memory["tuner_peak"] / 2**20
