@@ -10,16 +10,26 @@ Run alone with ``.venv/bin/python bench/bench_autotune.py [-k PATTERN] [--reps N
 * ``io 2ms`` (beyond the goal's three): a transform that sleeps 2 ms (a remote read), batch 16:
   more workers than CPUs pay, which the tuner has to find out while running.
 
-Each is read with ``mp_prefetch(MultiprocessingOptions(num_workers=W,
-per_worker_buffer_size=B))`` for W in SWEEP_WORKERS and B in SWEEP_BUFFERS (the hand-picked
-sweep), and with ``mp_prefetch(MultiprocessingOptions(num_workers=max(SWEEP_WORKERS)),
-autotune=True, ram_budget_mb=RAM_BUDGET_MB)``; configurations are interleaved within each
-repetition. Reported: median records/s after the first batch (wall) and per CPU second of the
-whole process tree, the settings the tuner ended with, and the ratio of the autotuned median to
-the best hand-picked median (goal >= 0.9). In separate repetitions (sampling slows the
-pipeline), the peak over 20 ms samples of the PSS summed over the consumer and its workers,
-less the consumer's PSS before ``iter()``: the memory the parallel stage added, which must stay
-within the budget (goal), with the tuner's own peak measure of its pool beside it.
+The hand-picked sweep is ``mp_prefetch(MultiprocessingOptions(num_workers=W,
+per_worker_buffer_size=B))`` for W in SWEEP_WORKERS and B in SWEEP_BUFFERS; the tuned pipeline
+``mp_prefetch(MultiprocessingOptions(num_workers=max(SWEEP_WORKERS)), autotune=True,
+ram_budget_mb=RAM_BUDGET_MB)``. Each case takes about a minute on an idle 2-CPU machine:
+
+1. screening: every sweep point once, on the first SCREEN_SHARE of the records;
+2. the FINALISTS fastest sweep points and the tuned pipeline, ``--reps`` repetitions of each,
+   interleaved, on all the records (runs of ~3 s at the best setting on the idle machine, so
+   that the tuner's first second weighs little, as in a real job that runs for hours);
+3. one more tuned run with memory sampling (sampling slows the pipeline).
+
+Reported per case: median records/s after the first batch (wall) and per CPU second of the
+whole process tree, the settings the tuner ended with, the ratio of the tuned median to the
+best finalist's median (goal >= 0.9) and the same ratio over the second half of the records
+only (the steady state, without the tuner's start: the workers it adds after the first chunk
+start inside the timed part, where the hand-picked ones started before the first batch), the
+load average while the case ran, and the peak over 20 ms samples of the PSS summed over the
+consumer and its workers less the consumer's PSS before ``iter()`` (the memory the parallel
+stage added), against the budget (goal: within), with the tuner's own peak measure of its pool
+beside it.
 """
 
 from __future__ import annotations
@@ -39,18 +49,19 @@ SWEEP_BUFFERS = (1, 4)
 RAM_BUDGET_MB = 512
 GOAL = 0.9
 CASES = {  # name: (records, batch, transform us per record; None: 1 MiB records or a sleep)
-    "50us": (64 * 800, 64, 50),
-    "1ms": (16 * 250, 16, 1000),
-    "1MiB": (32 * 250, 32, None),
-    "io 2ms": (16 * 250, 16, None),
+    "50us": (64 * 1600, 64, 50),
+    "1ms": (16 * 360, 16, 1000),
+    "1MiB": (32 * 420, 32, None),
+    "io 2ms": (16 * 375, 16, None),
 }
-MEMORY_REPS = 1
+SCREEN_SHARE = 0.5
+FINALISTS = 2
 
 
-def build(case: str, rounds: int, workers: int, buffer: int, autotune: bool) -> Any:
+def build(case: str, records: int, rounds: int, workers: int, buffer: int, autotune: bool) -> Any:
     import spelt  # pylint: disable=import-outside-toplevel
 
-    records, batch, _ = CASES[case]
+    batch = CASES[case][1]
     if case == "1MiB":
         ds = spelt.MapDataset.range(records).map(bench_workers.make_large)
     elif case == "io 2ms":
@@ -81,7 +92,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     import proc_stats  # pylint: disable=import-outside-toplevel
 
     case, autotune = spec["case"], spec["autotune"]
-    ds = build(case, spec["rounds"], spec["workers"], spec["buffer"], autotune)
+    ds = build(case, spec["records"], spec["rounds"], spec["workers"], spec["buffer"], autotune)
     memory = None
     if spec["memory"]:
         base = bench_workers._kib("/proc/self/smaps_rollup", "Pss:") << 10  # pylint: disable=protected-access
@@ -89,12 +100,19 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     it = iter(ds)
     records = len(next(it))
     first, cpu_first = time.perf_counter(), proc_stats.cpu_seconds(os.getpid())
+    half, half_records = None, spec["records"] // 2
     for batch in it:
         records += len(batch)
+        if half is None and records >= half_records:
+            half, half_records = time.perf_counter(), records
     end, cpu_end = time.perf_counter(), proc_stats.cpu_seconds(os.getpid())
-    assert records == CASES[case][0], records
+    assert records == spec["records"], records
     counted = records - CASES[case][1]
-    out = {"rate": counted / (end - first), "cpu_rate": counted / max(cpu_end - cpu_first, 1e-9)}
+    out = {
+        "rate": counted / (end - first),
+        "cpu_rate": counted / max(cpu_end - cpu_first, 1e-9),
+        "late_rate": (records - half_records) / (end - half),
+    }
     if autotune:
         keeper = _tuned_keeper(ds)
         last = keeper.history[-1]
@@ -111,7 +129,10 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _label(config: tuple[int, int, bool]) -> str:
+Config = tuple[int, int, bool]  # workers (the most, if tuned), buffer, tuned
+
+
+def _label(config: Config) -> str:
     workers, buffer, autotune = config
     return f"autotune (<= {workers} workers)" if autotune else f"{workers} workers, buffer {buffer}"
 
@@ -120,44 +141,84 @@ def _median(results: list[dict[str, Any]], key: str) -> float:
     return statistics.median(r[key] for r in results)
 
 
-def _report(case: str, results: dict[tuple[int, int, bool], list[dict[str, Any]]]) -> None:
-    hand = {c: r for c, r in results.items() if not c[2]}
+def _report(
+    case: str, results: dict[Config, list[dict[str, Any]]], memory: dict, loads: list[float]
+) -> float:
+    """Prints the case's table; returns the tuned / best wall ratio."""
     tuned_config = next(c for c in results if c[2])
-    tuned = [r for r in results[tuned_config] if "added_pss" not in r]
+    hand = {c: r for c, r in results.items() if not c[2]}
     print(f"\nA1 {case}: records/s (min-max), records per CPU second")
     for config, rs in results.items():
-        speed = [r for r in rs if "added_pss" not in r]
-        rates = [r["rate"] for r in speed]
+        rates = [r["rate"] for r in rs]
         line = (
             f"  {_label(config):<28} {statistics.median(rates):>9,.0f}"
-            f" ({min(rates):,.0f}-{max(rates):,.0f})  {_median(speed, 'cpu_rate'):>9,.0f}/CPU-s"
+            f" ({min(rates):,.0f}-{max(rates):,.0f})  {_median(rs, 'cpu_rate'):>9,.0f}/CPU-s"
         )
         if config[2]:
-            ends = ", ".join(f"{r['workers']}w/b{r['buffer']}" for r in speed)
-            line += f"  ended at: {ends}; decisions {_median(speed, 'decisions'):.0f}"
+            ends = ", ".join(f"{r['workers']}w/b{r['buffer']}" for r in rs)
+            line += f"  ended at: {ends}; decisions {_median(rs, 'decisions'):.0f}"
         print(line)
     best = max(hand, key=lambda c: _median(hand[c], "rate"))
+    tuned = results[tuned_config]
     ratio = _median(tuned, "rate") / _median(hand[best], "rate")
     cpu_ratio = _median(tuned, "cpu_rate") / _median(hand[best], "cpu_rate")
+    late_ratio = _median(tuned, "late_rate") / _median(hand[best], "late_rate")
     print(
         f"  autotune / best hand-picked ({_label(best)}): {ratio:.2f}x wall, {cpu_ratio:.2f}x"
-        f" per CPU second (goal >= {GOAL:g}x: {'met' if ratio >= GOAL else 'NOT met'})"
+        f" per CPU second (goal >= {GOAL:g}x: {'met' if ratio >= GOAL else 'NOT met'});"
+        f" second half of the records only: {late_ratio:.2f}x wall;"
+        f" load average {statistics.median(loads):.2f} ({min(loads):.2f}-{max(loads):.2f})"
     )
-    memory = [r for r in results[tuned_config] if "added_pss" in r]
-    if memory:
-        added = max(r["added_pss"] for r in memory) / 2**20
-        pool = max(r["tuner_peak"] for r in memory) / 2**20
-        print(
-            f"  autotune peak PSS added (consumer + workers): {added:,.0f} MiB; tuner's pool"
-            f" measure {pool:,.0f} MiB; budget {RAM_BUDGET_MB} MiB"
-            f" ({'within' if added <= RAM_BUDGET_MB else 'OVER'})"
-        )
+    added, pool = memory["added_pss"] / 2**20, memory["tuner_peak"] / 2**20
+    print(
+        f"  autotune peak PSS added (consumer + workers): {added:,.0f} MiB; tuner's pool"
+        f" measure {pool:,.0f} MiB; budget {RAM_BUDGET_MB} MiB"
+        f" ({'within' if added <= RAM_BUDGET_MB else 'OVER'})"
+    )
+    return ratio
+
+
+def _run(
+    case: str, rounds: int, config: Config, records: int, loads: list[float], memory: bool = False
+) -> dict[str, Any]:
+    loads.append(os.getloadavg()[0])
+    spec = {
+        "case": case,
+        "records": records,
+        "rounds": rounds,
+        "workers": config[0],
+        "buffer": config[1],
+        "autotune": config[2],
+        "memory": memory,
+    }
+    return bench_workers.run_child(spec, os.path.abspath(__file__))
+
+
+def measure(case: str, rounds: int, reps: int) -> float:
+    """Screens the sweep, then runs the finalists and the tuned pipeline interleaved (see
+    module doc); prints the case's table and returns the tuned / best wall ratio."""
+    records, loads = CASES[case][0], []
+    sweep = [(w, b, False) for w in SWEEP_WORKERS for b in SWEEP_BUFFERS]
+    screen_records = int(records * SCREEN_SHARE) // CASES[case][1] * CASES[case][1]
+    screened = {c: _run(case, rounds, c, screen_records, loads)["rate"] for c in sweep}
+    finalists = sorted(sweep, key=screened.get, reverse=True)[:FINALISTS]
+    print(
+        f"\nA1 {case} screening ({screen_records} records, records/s): "
+        + ", ".join(f"{_label(c)} {screened[c]:,.0f}" for c in sweep)
+    )
+    configs = [*finalists, (max(SWEEP_WORKERS), 1, True)]
+    results: dict[Config, list[dict[str, Any]]] = {c: [] for c in configs}
+    for _ in range(reps):
+        for config in configs:
+            results[config].append(_run(case, rounds, config, records, loads))
+    memory = _run(case, rounds, configs[-1], records, loads, memory=True)
+    return _report(case, results, memory, loads)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-k", default="", help="only the cases whose name contains this")
-    parser.add_argument("--reps", type=int, default=3, help="repetitions per configuration")
+    parser.add_argument("--reps", type=int, default=3, help="repetitions of the finalists")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -167,36 +228,15 @@ def main(argv: list[str] | None = None) -> None:
     if not cases:
         return
     rounds = {us: bench_workers.calibrate_rounds(us) for *_, us in CASES.values() if us}
-    configs = [(w, b, False) for w in SWEEP_WORKERS for b in SWEEP_BUFFERS]
-    configs.append((max(SWEEP_WORKERS), 1, True))
     print(
-        f"A1 autotune: {os.cpu_count()} CPUs; transforms {rounds} (us: rounds); {args.reps}"
-        " repetitions, fresh process each"
+        f"A1 autotune: {len(os.sched_getaffinity(0))} usable CPUs; transforms {rounds}"
+        f" (us: rounds); {args.reps} repetitions of {FINALISTS} finalists and autotune, fresh"
+        " process each"
     )
-    loads = []
     for case in cases:
-        us = CASES[case][2]
-        results: dict[tuple[int, int, bool], list[dict[str, Any]]] = {c: [] for c in configs}
-        for rep in range(args.reps + MEMORY_REPS):
-            for config in configs:
-                memory = rep >= args.reps
-                if memory and not config[2]:
-                    continue
-                loads.append(os.getloadavg()[0])
-                spec = {
-                    "case": case,
-                    "rounds": rounds.get(us, 0),
-                    "workers": config[0],
-                    "buffer": config[1],
-                    "autotune": config[2],
-                    "memory": memory,
-                }
-                results[config].append(bench_workers.run_child(spec, os.path.abspath(__file__)))
-        _report(case, results)
-    print(
-        f"\nload average during the runs: median {statistics.median(loads):.2f}"
-        f" ({min(loads):.2f}-{max(loads):.2f})"
-    )
+        start = time.perf_counter()
+        measure(case, rounds.get(CASES[case][2], 0), args.reps)
+        print(f"  ({time.perf_counter() - start:.0f} s)")
 
 
 if __name__ == "__main__":

@@ -5,6 +5,7 @@ count and buffers while running never changes the output or the states, restores
 
 import collections
 import os
+import time
 
 import pipelines
 import pytest
@@ -78,7 +79,7 @@ class _Run:
         """One window of the tuner: 8 chunks, `rate` elements/s, the workers `busy`, waiting
         `queued` for a CPU and `on_cpu` on one (default: the rest of busy), `spare` CPUs idle;
         returns (workers, buffer)."""
-        step = autotune.WINDOW_SECONDS / 7.9  # the 8th chunk ends the window
+        step = self.tuner.window_seconds / 7.9  # the 8th chunk ends the window
         active = self.pool.active_workers
         for _ in range(8):
             self.now += step
@@ -112,8 +113,10 @@ def test_no_move_without_idle_cpus_or_when_starved():
     run = _Run(workers=3)
     assert run.window(1000, 0.5, 0.9, spare=0.1) == (3, 1)  # no idle CPU: nothing to gain
     assert run.window(1000, 0.5, 0.9, queued=0.05, spare=0.0) == (3, 1)
-    assert run.window(1000, 0.5, 0.4, queued=0.2, spare=0.0) == (3, 1)  # waiting for CPUs: hold
-    assert run.window(1000, 0.0, 0.3, queued=0.2, spare=0.0) == (3, 1)  # not even parking
+    assert run.window(1000, 0.0, 0.3, queued=0.2, spare=0.0) == (3, 1)  # starved: no parking
+    assert run.window(1000, 0.5, 0.9, queued=0.3, spare=0.0) == (3, 2)  # but deeper buffers
+    assert run.window(1000, 0.5, 0.9, queued=0.3, spare=0.0) == (3, 1)  # not faster: undone
+    run = _Run(workers=3)
     assert run.window(1000, 0.5, 0.4, spare=0.0) == (3, 2)  # idle, with a CPU: buffer
 
 
@@ -141,6 +144,76 @@ def test_growth_stays_within_the_ram_budget_and_shrinks_when_over():
     assert run.window(1200, 0.5, 0.9) == (1, 0)  # then a worker parked
     assert monitoring._autotune_parameters.Get(autotune.NODE_NAME, "num_workers") == 1
     assert run.tuner.peak_memory_bytes == 250 * 2**20
+
+
+def test_a_new_pool_starts_as_many_workers_as_cpus_and_budget_allow(monkeypatch):
+    monkeypatch.setattr(autotune.pool_lib, "usable_cpus", lambda: 4)
+    # The first worker measures 40 MiB; with 1 KiB elements a chunk counts CHUNK_BYTES (8 MiB),
+    # 2 x (1 + 1) of them: 72 MiB a worker.
+    for budget_mb, max_workers, want in ((1000, 8, 4), (1000, 3, 3), (220, 8, 3), (100, 8, 1)):
+        run = _Run(memory_mb=40, budget_mb=budget_mb, max_workers=max_workers, workers=1)
+        run.pool.capacity = 1
+        run.tuner = autotune.Tuner(
+            run.pool, run.tuner._limits, run.history, lambda: run.now, run.probe, size=True
+        )
+        run.tuner.observe(1, 0.0, 0.001, 1024)
+        assert run.pool.num_workers == want, (budget_mb, max_workers)
+        run.tuner.observe(1, 0.0, 0.001, 1024)
+        assert run.pool.num_workers == want  # only at the first chunk
+    # 10 MiB elements: a chunk counts one element, 2 x 2 of them: 80 MiB a worker.
+    run = _Run(memory_mb=40, budget_mb=200, max_workers=8, workers=1)
+    run.tuner = autotune.Tuner(
+        run.pool, run.tuner._limits, run.history, lambda: run.now, run.probe, size=True
+    )
+    run.tuner.observe(1, 0.0, 0.001, 10 * 2**20)
+    assert run.pool.num_workers == 2
+
+
+def test_windows_start_short_and_grow():
+    run = _Run()
+    lengths = []
+    for _ in range(5):
+        lengths.append(run.tuner.window_seconds)
+        run.window(1000, 0.0, 0.6)  # no move
+    assert lengths == [0.1, 0.2, 0.4, 0.5, 0.5]
+
+
+def test_idle_cpus_give_bigger_steps_and_buffers_double():
+    run = _Run(workers=1, max_workers=8, budget_mb=10_000)
+    assert run.window(1000, 0.5, 0.9, spare=3.0) == (4, 1)  # 3 idle CPUs: 3 more workers
+    assert run.window(3000, 0.3, 0.9, spare=0.1) == (4, 1)  # kept
+    assert run.window(3000, 0.3, 0.4) == (4, 2)
+    assert run.window(3300, 0.3, 0.4) == (4, 2)  # kept
+    assert run.window(3300, 0.3, 0.4) == (4, 4)  # doubled
+    assert run.window(3600, 0.3, 0.4) == (4, 4)
+    assert run.window(3600, 0.3, 0.4) == (4, 4)  # at most 4 more: the largest buffer is 4
+
+
+def test_waits_for_a_cpu_with_idle_cpus_are_no_starvation():
+    run = _Run()  # a run queue wait while CPUs are idle is wake-up latency, not other jobs
+    assert run.window(1000, 0.5, 0.3, queued=0.2, spare=0.8) == (2, 2)
+
+
+def test_pool_capacity_counts_replies_not_taken():
+    """The tuner bounds a worker's memory by its capacity: requests outstanding plus replies
+    received but not taken (the engine may submit many more chunks)."""
+    ds = spelt.MapDataset.range(20).map(wp.record)
+    keeper = autotune.keeper_lib.PoolKeeper(ds, None, 1, capacity=2, anchor=ds)
+    lease = keeper.acquire()
+    pool = lease.pool
+    try:
+        tickets = [lease.submit(i, 1) for i in range(6)]
+        deadline = time.monotonic() + 60
+        while pool._held[0] < 2 and time.monotonic() < deadline:  # the worker answers both
+            pool._receive_ready(timeout=0.1)
+            pool._dispatch()
+        assert (pool._held[0], len(pool._sent[0]), len(pool._queue)) == (2, 0, 4)
+        for ticket in tickets:  # each taken frees room for the next
+            elements, error, _, _ = ticket.take()
+            assert len(elements) == 1 and error is None
+        assert (pool._held[0], len(pool._sent[0]), len(pool._queue)) == (0, 0, 0)
+    finally:
+        lease.close()
 
 
 def test_limits_start_within_cpus_and_budget():

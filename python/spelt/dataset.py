@@ -421,8 +421,9 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         ``options`` may instead be a ``spelt.experimental.RayOptions``: the MapDataset part is
         then computed by Ray actors, with the same output and state (docs/distributed.md).
 
-        ``autotune=True`` (beyond Grain) starts one worker, then adds, parks or un-parks
-        workers and grows the per-worker buffer while the iterator runs, from the consumer's
+        ``autotune=True`` (beyond Grain) starts one worker, then at its first chunk as many as
+        the CPUs and the budget allow, then adds, parks or un-parks workers and changes the
+        per-worker buffer while the iterator runs, from the consumer's
         waits and the workers' utilisation, within ``ram_budget_mb`` (MiB for the workers and
         their buffered chunks; default half of the available memory; docs/workers.md,
         "Autotuning"). ``options.num_workers`` is then the most workers

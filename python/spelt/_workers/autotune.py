@@ -4,11 +4,16 @@ Beyond Grain 0.2.18, whose ``pick_performance_config`` (prefetch_autotune.py) pi
 and buffer once, from element sizes, and whose ``autotune()`` (autotune.py) is a stub. Here the
 pool starts one worker and the worker count and the per-worker buffer are then adapted under a
 RAM budget while the iterator runs, from what the consumer measures per chunk (no thread of its
-own, nothing per element). Which worker computes a chunk, and when, never changes the elements
-or the state: the ordered core merges chunks by index (docs/workers.md).
+own, nothing per element). At the first chunk of a new pool, with the first worker started and
+its memory and element size measured, it starts as many workers as there are usable CPUs (at
+most the maximum) as fit the budget (``Tuner._size_pool``): climbing from one worker one window
+at a time cost 17-26% of 2-3 s runs (A1, docs/benchmarks.md). Which worker computes a chunk,
+and when, never changes the elements or the state: the ordered core merges chunks by index
+(docs/workers.md).
 
-Measured over windows of ``WINDOW_SECONDS`` (the quantities of the execution summary's worker
-stage, docs/observability.md, plus the CPU):
+Measured over windows of ``FIRST_WINDOW_SECONDS``, each next one twice as long up to
+``WINDOW_SECONDS`` (the quantities of the execution summary's worker stage,
+docs/observability.md, plus the CPU):
 
 * the consumer's *wait share*: the time it spent blocked in ``take()`` for a chunk, over the
   window's wall time (the worker stage's wait share);
@@ -23,24 +28,29 @@ stage, docs/observability.md, plus the CPU):
 Decisions, at most one per window, each kept only if it pays (hill climbing):
 
 * over the budget: one less chunk in flight per worker, else park a worker;
-* the workers waited for a CPU more than ``STARVED`` of their busy time: the machine is
-  oversubscribed, and what the window measured says more about the other jobs than about the
-  settings: hold (parking a worker then only gave other jobs a larger share: A1);
-* the consumer waits and the workers are busy (>= ``BUSY``): one more worker (a parked one,
-  else a new process) if ``SPARE_CPUS`` x the CPU share of a worker are idle, or a worker is
-  on a CPU at most ``LIGHT`` of the time (it sleeps on I/O: one more costs the machine
-  little, and such workers scale about linearly, so their number doubles), as long as the
-  measured memory plus the new workers' fits the budget;
-* the consumer waits and the workers are not busy: one more chunk in flight per worker (the
-  buffer), if it fits;
+* the workers waited for a CPU more than ``STARVED`` of their busy time and fewer than
+  ``SPARE_CPUS`` CPUs were idle (with idle CPUs such waits are wake-up latency): the machine
+  is oversubscribed, and what the window measured says more about the other jobs than about
+  the settings: the worker count holds (parking a worker then only gave other jobs a larger
+  share: A1), and a waiting consumer gets deeper buffers (they cost memory, not CPU, and
+  smooth over the workers' turns on the CPUs);
+* the consumer waits and the workers are busy (>= ``BUSY``): more workers (parked ones,
+  else new processes), as many as the idle CPUs can run (one per CPU share of a worker, one
+  from ``SPARE_CPUS`` x that share), or, if a worker is on a CPU at most ``LIGHT`` of the
+  time (it sleeps on I/O: more cost the machine little, and such workers scale about
+  linearly), twice as many; as many of them as the measured memory plus theirs fits the
+  budget;
+* the consumer waits and the workers are not busy (or starved): twice the chunks in flight
+  per worker (the buffer), as far as it fits;
 * the consumer never waits (< ``WAIT_LOW``) and the workers idle (< ``IDLE``): park a worker.
 
 A parked worker gets no more chunks; its process stays (its memory too), to come back without a
 restart. A growth must raise the rate by ``GAIN`` in the next window, a parking must not lower
 it by as much, or it is undone and that kind of move is not tried again for ``BACKOFF``
 windows. While an active worker is starting nothing is measured: a window begins when it is
-ready. Thread-safety: as the pool's, one lease (one consumer
-thread) at a time.
+ready. Each decision is logged at INFO on the ``spelt`` logger, each window at DEBUG. A
+worker's chunks in memory, computed or being computed and not taken yet, are at most its
+buffer + 1 (pool.py). Thread-safety: as the pool's, one lease (one consumer thread) at a time.
 """
 
 from __future__ import annotations
@@ -50,6 +60,7 @@ import dataclasses
 import logging
 import os
 import time
+import weakref
 from typing import Any, Callable
 
 from spelt import monitoring
@@ -60,6 +71,7 @@ from spelt._workers import pool as pool_lib
 _log = logging.getLogger("spelt")
 
 WINDOW_SECONDS = 0.5
+FIRST_WINDOW_SECONDS = 0.1  # the first window; each next one twice as long, up to WINDOW_SECONDS
 MIN_CHUNKS = 4  # chunks taken in a window for it to count
 WAIT_HIGH = 0.05
 WAIT_LOW = 0.01
@@ -72,8 +84,15 @@ GAIN = 0.05
 BACKOFF = 10  # windows
 DEFAULT_MAX_BUFFER_SIZE = 8
 # A worker's memory while none is measured, on the high side: a worker handing over 1 MiB
-# records measured ~200 MiB (its PSS plus its arena pages, counted for both processes).
+# records measures 50-90 MiB (its PSS plus its arena pages, counted for both processes).
 WORKER_MB_GUESS = 256
+# The most bytes the engine puts in one chunk, unless one element is larger
+# (process_executor.cc, ChunkSizer::kMaxBytes), and how many chunks' worth of memory a worker
+# holds per chunk it may have outstanding, plus once more (its arena regions the consumer has
+# not released yet, and the heap it computes a chunk in: 1 MiB records measured 38 MiB at the
+# first chunk, 89 MiB later with 2 outstanding).
+CHUNK_BYTES = 8 << 20
+CHUNKS_PER_REQUEST = 2
 NODE_NAME = "ProcessPrefetchIterDataset"  # the node named in spelt.monitoring's records
 
 
@@ -234,17 +253,27 @@ class Tuner:
         history: collections.deque[Decision],
         clock: Callable[[], float] = time.perf_counter,
         probe: SystemProbe | None = None,
+        size: bool = False,
     ):
         self._pool = pool
         self._limits = limits
         self._history = history
         self._clock = clock
         self._probe = probe or SystemProbe()
+        self._size = size  # start more workers at the first chunk (see _size_pool)
         self._began = clock()
         self._window = self._new_window(self._began, ready=False)
+        self._windows = 0  # measured so far
         self._trial: _Trial | None = None
         self._blocked: dict[str, int] = {}
         self.peak_memory_bytes = 0
+
+    @property
+    def window_seconds(self) -> float:
+        """The length of the current window: FIRST_WINDOW_SECONDS, doubling each window up to
+        WINDOW_SECONDS (the first settings are the likeliest to be wrong, and moves that pay
+        there pay a lot)."""
+        return min(WINDOW_SECONDS, FIRST_WINDOW_SECONDS * 2**self._windows)
 
     def _new_window(self, start: float, ready: bool) -> _Window:
         probe = self._probe
@@ -253,20 +282,26 @@ class Tuner:
     def observe(self, count: int, waited_s: float, busy_s: float, nbytes: int) -> None:
         """One chunk taken: `count` elements, the consumer blocked `waited_s` for it, a worker
         computed it in `busy_s`, `nbytes` bytes. Decides at the end of each window."""
+        if self._size:
+            self._size = False
+            self._size_pool(count, nbytes)
         w = self._window
-        if not w.ready and self._pool.all_ready():  # the workers have started: measure from now
-            self._window = w = self._new_window(self._clock(), ready=True)
+        if not w.ready:  # a worker is starting: measure from the next chunk once all have
+            if not self._pool.closed and self._pool.all_ready():
+                self._window = self._new_window(self._clock(), ready=True)
+            return
         w.chunks += 1
         w.elements += count
         w.waited += waited_s
         w.busy += busy_s
         w.nbytes += nbytes
         now = self._clock()
-        if now - w.start < WINDOW_SECONDS or w.chunks < MIN_CHUNKS:
+        if now - w.start < self.window_seconds or w.chunks < MIN_CHUNKS:
             return
         ready = not self._pool.closed and self._pool.all_ready()
         self._window = self._new_window(now, ready)
         if ready:  # else a worker was starting: the window says nothing
+            self._windows += 1
             wall, active = now - w.start, self._pool.active_workers
             self._step(
                 _Measures(
@@ -280,6 +315,31 @@ class Tuner:
                 )
             )
 
+    def _size_pool(self, count: int, nbytes: int) -> None:
+        """At the first chunk of a new pool (one worker, started and measured): as many workers
+        as there are usable CPUs, at most max_workers, as long as that many fit the budget,
+        each counted as the first one's memory now plus CHUNKS_PER_REQUEST chunks per chunk it
+        may have outstanding and once more, a chunk being CHUNK_BYTES or one element if larger.
+        Starting them together (not one per window) keeps short runs from spending most of
+        their time ramping up (A1); the windows that follow park those that do not pay."""
+        pool, limits = self._pool, self._limits
+        want = min(pool_lib.usable_cpus(), limits.max_workers)
+        if pool.num_workers >= want:
+            return
+        first = self._probe.memory_bytes(pool.pids) / pool.num_workers
+        chunk = max(CHUNK_BYTES, nbytes / max(count, 1))
+        per_worker = first + CHUNKS_PER_REQUEST * (pool.capacity + 1) * chunk
+        fits = int(limits.ram_budget_mb * 2**20 // per_worker)
+        workers = max(pool.num_workers, min(want, fits))
+        if workers > pool.num_workers:
+            self._set(
+                "workers",
+                workers,
+                f"a first worker measured {first / 2**20:.0f} MiB: {workers} of"
+                f" {per_worker / 2**20:.0f} MiB fit {limits.ram_budget_mb:.0f} MiB,"
+                f" {pool_lib.usable_cpus()} CPUs",
+            )
+
     # Decisions.
     def _step(self, m: _Measures) -> None:
         for move in list(self._blocked):
@@ -290,39 +350,46 @@ class Tuner:
         monitoring.record_autotune_node_throughput(NODE_NAME, m.rate)
         memory = self._probe.memory_bytes(pool.pids)
         self.peak_memory_bytes = max(self.peak_memory_bytes, memory)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug(
+                "spelt autotune: window ending at %.2f s, %d workers, buffer %d, %.0f MiB: %s",
+                self._clock() - self._began,
+                pool.active_workers,
+                pool.capacity - 1,
+                memory / 2**20,
+                m,
+            )
         if self._trial is not None:
             self._judge(self._trial, m.rate)
             return
         budget = limits.ram_budget_mb * 2**20
+        # The workers wait for CPUs (the machine is oversubscribed): their number holds.
+        starved = m.queued > STARVED * m.busy and m.spare < SPARE_CPUS
         if memory > budget:
             if pool.capacity > 1:
                 self._set("buffer", pool.capacity - 1, f"over the RAM budget ({m})")
             elif pool.active_workers > 1:
                 self._set("workers", pool.active_workers - 1, f"over the RAM budget ({m})")
-        elif m.queued > STARVED * m.busy:
-            pass  # the workers wait for CPUs (the machine is oversubscribed): hold
-        elif m.wait_share > WAIT_HIGH and m.busy >= BUSY:  # the workers are the bottleneck
+        elif m.wait_share > WAIT_HIGH and m.busy >= BUSY and not starved:  # workers too few
             per_worker = m.chunk_bytes * pool.capacity
             if pool.active_workers == pool.num_workers:  # a new process
                 per_worker += memory / pool.num_workers if memory else WORKER_MB_GUESS * 2**20
+            active = pool.active_workers
             light = m.cpu <= LIGHT
-            if (
-                (m.spare >= SPARE_CPUS * m.cpu or light)
-                and pool.active_workers < limits.max_workers
-                and memory + per_worker <= budget
-            ):
-                step = 1
-                if light:  # workers sleeping on I/O scale about linearly: double them
-                    step = max(1, min(pool.active_workers, int((budget - memory) // per_worker)))
-                self._try_workers(min(pool.active_workers + step, limits.max_workers), m)
-        elif m.wait_share > WAIT_HIGH:  # idle workers, a waiting consumer: too few requests
-            if (
-                pool.capacity <= limits.max_buffer_size
-                and "buffer" not in self._blocked
-                and memory + m.chunk_bytes * pool.active_workers <= budget
-            ):
-                self._try("buffer", pool.capacity + 1, m)
-        elif m.wait_share < WAIT_LOW and m.busy < IDLE:  # more workers than needed
+            if light:  # workers sleeping on I/O scale about linearly: double them
+                step = active
+            else:  # as many as the idle CPUs can run
+                step = int(m.spare / max(m.cpu, 1e-3) + 1 - SPARE_CPUS)
+            step = min(step, int((budget - memory) // per_worker), limits.max_workers - active)
+            if step >= 1:
+                self._try_workers(active + step, m)
+        elif m.wait_share > WAIT_HIGH:  # idle or starved workers, a waiting consumer: buffers
+            buffer = pool.capacity - 1  # doubled, as far as it fits
+            fits = (budget - memory) // max(m.chunk_bytes * pool.active_workers, 1)
+            step = int(min(max(buffer, 1), limits.max_buffer_size - buffer, fits))
+            if step >= 1 and "buffer" not in self._blocked:
+                self._try("buffer", pool.capacity + step, m)
+        elif m.wait_share < WAIT_LOW and m.busy < IDLE and not starved:  # too many workers
             self._try_workers(pool.active_workers - 1, m)
 
     def _try_workers(self, value: int, m: _Measures) -> None:
@@ -391,17 +458,20 @@ class TunedKeeper:
         self._keeper = keeper_lib.PoolKeeper(
             dataset,
             worker_init_fn,
-            1,  # more as long as they pay and fit (A1: starting at the CPU count cost ~15%)
+            1,  # more at its first chunk, as many as fit (Tuner._size_pool)
             capacity=limits.buffer_size + 1,
             anchor=anchor,
             max_workers=limits.max_workers,
         )
         self.history: collections.deque[Decision] = collections.deque(maxlen=256)
         self.tuner: Tuner | None = None
+        self._sized: weakref.WeakSet[pool_lib.WorkerPool] = weakref.WeakSet()
 
     def acquire(self) -> _TunedLease:
         lease = self._keeper.acquire()
-        self.tuner = Tuner(lease.pool, self.limits, self.history)
+        fresh = lease.pool not in self._sized
+        self._sized.add(lease.pool)  # a warm pool keeps the settings it reached
+        self.tuner = Tuner(lease.pool, self.limits, self.history, size=fresh)
         self.tuner.record("started")
         return _TunedLease(lease, self.tuner)
 

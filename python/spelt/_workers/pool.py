@@ -3,8 +3,9 @@
 The engine's process executor (cpp/python/process_executor.cc) drives a pool through a lease
 (keeper.py): ``submit(begin, count)`` returns a Ticket, ``Ticket.take()`` the chunk's elements.
 Chunks are sent in submission order, each to the ready worker with the fewest requests
-outstanding (at most ``capacity`` each: one being computed and the rest ready), so the first
-chunks go to whichever worker has started first. A worker answers its requests in order, so the
+outstanding (at most ``capacity`` each, counting its replies received but not taken yet: one
+being computed and the rest ready, so ``capacity`` bounds the arena memory a worker's chunks
+hold), so the first chunks go to whichever worker has started first. A worker answers its requests in order, so the
 pool knows which chunk each reply is for; replies are read as they come and kept until taken.
 A chunk abandoned (its Ticket dropped untaken) is dropped when its reply arrives, and the arena
 regions of dropped or consumed replies go back to their worker with its next request.
@@ -135,6 +136,7 @@ class WorkerPool:
         self._arenas: list[Any] = []
         self._ready: list[bool] = []
         self._sent: list[collections.deque[_Chunk]] = []  # per worker, request order
+        self._held: list[int] = []  # per worker, replies received and not taken
         self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
         self._closed = False
         self._fds: list[int] = []  # the payload and gate, kept while the pool may grow
@@ -184,6 +186,7 @@ class WorkerPool:
             self._conns.append(connection.Connection(ours.detach()))
             self._ready.append(False)
             self._sent.append(collections.deque())
+            self._held.append(0)
             args = [
                 theirs.fileno(),
                 arena_fd,
@@ -244,6 +247,7 @@ class WorkerPool:
             if not self._receive_ready(timeout=_POLL_SECONDS):
                 raise RuntimeError(f"spelt: chunk at {chunk.begin} is neither sent nor queued")
         record, error, seconds, nbytes = chunk.reply
+        self._held[chunk.worker] -= 1
         elements = self._arenas[chunk.worker].unpack(record)
         where = chunk.begin + len(elements)
         if elements.error is not None:  # comes first: the worker's error is for a later element
@@ -265,6 +269,7 @@ class WorkerPool:
         chunk.abandoned = True
         if chunk.reply is not None and not self._closed:
             self._arenas[chunk.worker].discard(chunk.reply[0])
+            self._held[chunk.worker] -= 1
             chunk.reply = None
 
     def close(self) -> None:
@@ -287,7 +292,7 @@ class WorkerPool:
             room = [
                 (len(sent), w)
                 for w, sent in enumerate(self._sent[: self.active_workers])
-                if self._ready[w] and len(sent) < self.capacity
+                if self._ready[w] and len(sent) + self._held[w] < self.capacity
             ]
             if not room:
                 return
@@ -338,6 +343,7 @@ class WorkerPool:
                 self._arenas[worker].discard(message[1])
             else:
                 chunk.reply = message[1:]
+                self._held[worker] += 1
 
     # Failures.
     def _raise_connection_lost(self, worker: int) -> NoReturn:
