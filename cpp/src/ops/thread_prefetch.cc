@@ -86,6 +86,7 @@ void ThreadPrefetchIterator::Produce() {
       if (entry.value) entry.state = parent_->GetState();
     } catch (...) {
       entry.error = std::current_exception();
+      entry.state = StateAfterError();
     }
     const bool last = !entry.value;
     {
@@ -104,8 +105,22 @@ void ThreadPrefetchIterator::Produce() {
   cv_.notify_all();
 }
 
+State ThreadPrefetchIterator::StateAfterError() const {
+  try {
+    return parent_->GetState();
+  } catch (...) {
+    return State();
+  }
+}
+
 std::optional<Value> ThreadPrefetchIterator::ReadParent() {
-  std::optional<Value> v = parent_->Next();
+  std::optional<Value> v;
+  try {
+    v = parent_->Next();
+  } catch (...) {
+    if (State after = StateAfterError(); !after.is_null()) state_ = std::move(after);
+    throw;
+  }
   if (v) state_ = parent_->GetState();
   return v;
 }
@@ -130,7 +145,12 @@ std::optional<Value> ThreadPrefetchIterator::Next() {
   }
   if (!entry.value) {  // the producer has stopped after the end or an error
     BlockingWait([this] { producer_.join(); });
-    if (entry.error) std::rethrow_exception(entry.error);
+    if (entry.error) {
+      // The state the next Next() continues from, so that a checkpoint taken now restores
+      // to what this iterator yields next.
+      if (!entry.state.is_null()) state_ = std::move(entry.state);
+      std::rethrow_exception(entry.error);
+    }
     return std::nullopt;
   }
   state_ = std::move(entry.state);

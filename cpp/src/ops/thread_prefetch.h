@@ -22,7 +22,9 @@ namespace spelt::internal {
 // the end of the stream, still the state after the last element). SetState() stops the
 // thread, drops the read-ahead, restores the parent; the thread starts again at the next
 // Next(). An error of the parent is raised by the Next() that reaches it, after every element
-// before it; the next Next() asks the parent again. Waits go through BlockingWait
+// before it; the next Next() asks the parent again, and the state is then the parent's after
+// the error (past the failing element where the parent steps past it), so that a checkpoint
+// taken there restores to what this iterator yields next. Waits go through BlockingWait
 // (spelt/blocking_wait.h). Used by one thread at a time, like every DatasetIterator.
 class ThreadPrefetchIterator final : public DatasetIterator {
  public:
@@ -41,9 +43,12 @@ class ThreadPrefetchIterator final : public DatasetIterator {
   // error), or an error.
   struct Entry {
     std::optional<Value> value;
-    State state;
+    State state;  // the parent's after `value`, or after `error` (null if unknown)
     std::exception_ptr error;
   };
+  // The parent's state after its Next() raised: where the next Next() continues (past a
+  // failing element, or at it where the parent keeps its position). Null if unknown.
+  State StateAfterError() const;
   void Produce();
   // The parent's next element, read in the calling thread.
   std::optional<Value> ReadParent();
