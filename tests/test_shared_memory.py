@@ -238,18 +238,20 @@ def test_data_source_unlinked_by_another_process():
 
 def test_data_source_matches_grain():
     values = [0, -3, 2.5, "text", b"bytes", None, True]
-    g_src = grain.sources.SharedMemoryDataSource(values, name="legacy8_g")
-    s_src = spelt.sources.SharedMemoryDataSource(values, name="legacy8_s")
+    # Names of this process only: a test run beside another one must not meet its segments.
+    g_name, s_name = f"legacy8_g_{os.getpid()}", f"legacy8_s_{os.getpid()}"
+    g_src = grain.sources.SharedMemoryDataSource(values, name=g_name)
+    s_src = spelt.sources.SharedMemoryDataSource(values, name=s_name)
     try:
         assert len(s_src) == len(g_src)
         assert [s_src[i] for i in range(-7, 7)] == [g_src[i] for i in range(-7, 7)]
         assert list(s_src) == list(g_src)
-        assert str(s_src) == str(g_src).replace("legacy8_g", "legacy8_s")
+        assert str(s_src) == str(g_src).replace(g_name, s_name)
         with pytest.raises(IndexError):
             s_src[7]  # pylint: disable=pointless-statement
         with pytest.raises(FileExistsError):
-            spelt.sources.SharedMemoryDataSource([1], name="legacy8_s")
-        assert list(spelt.sources.SharedMemoryDataSource(name="legacy8_s")) == values
+            spelt.sources.SharedMemoryDataSource([1], name=s_name)
+        assert list(spelt.sources.SharedMemoryDataSource(name=s_name)) == values
         with multiprocessing.get_context("spawn").Pool(2) as pool:
             read = pool.starmap(_read_source, [(s_src, [1, 3]), (s_src, [6, 0])])
         assert read == [[-3, "text"], [True, 0]]
@@ -260,7 +262,7 @@ def test_data_source_matches_grain():
         s_src.close()
         s_src.unlink()
     with pytest.raises(FileNotFoundError):
-        spelt.sources.SharedMemoryDataSource(name="legacy8_s")
+        spelt.sources.SharedMemoryDataSource(name=s_name)
 
 
 def test_data_source_in_data_loader_with_workers():
