@@ -138,12 +138,12 @@ def test_arrays_from_worker_processes():
 
 _HOLDER = textwrap.dedent(
     """
-    import sys, time
+    import os, sys, time
     import numpy as np
     import spelt
     a = spelt.multiprocessing.SharedMemoryArray((1 << 20,), np.uint8)
     a[:] = 7
-    source = spelt.sources.SharedMemoryDataSource(list(range(100)), name="held")
+    source = spelt.sources.SharedMemoryDataSource(list(range(100)), name=f"held_{os.getpid()}")
     print(a.metadata.name, source.shm.name, flush=True)
     if sys.argv[1] == "sleep":
         time.sleep(600)
