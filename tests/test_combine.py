@@ -291,3 +291,14 @@ def test_iter_operations_take_map_dataset_parents(name):
 
     g_out, s_out = both(run)
     assert s_out == g_out
+
+
+@pytest.mark.parametrize("name", sorted(MAP_PARENT_OPS))
+def test_map_dataset_parents_are_no_extra_seed_level(name):
+    # The MapDataset is the operation's parent, as in Grain: default seeds derive as Grain's.
+    def run(g):
+        ds = MAP_PARENT_OPS[name](g, g.MapDataset.range(6).seed(3))
+        return [pipelines.describe(x) for x in ds.random_map(lambda x, rng: (x, rng.random()))]
+
+    g_out, s_out = both(run)
+    assert s_out == g_out

@@ -126,6 +126,8 @@ void RegisterDatasets(nb::module_& m) {
         return d.ToIter(ReadOptions{num_threads, prefetch_buffer_size}, allow_nones);
       }, "num_threads"_a, "prefetch_buffer_size"_a, "allow_nones"_a,
          "Grain's to_iter_dataset: ordered read-ahead (spelt/executor.h).");
+  map_dataset.def("as_stream", [](const MapDataset& d) { return d.AsStream(); },
+                  "This dataset read by an IterDataset operation (spelt/dataset.h AsStream).");
 
   m.def("source", [](std::shared_ptr<RandomAccessSource> source) {
     return MapDataset::Source(std::move(source));

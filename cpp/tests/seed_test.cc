@@ -80,5 +80,17 @@ TEST(IterOpsTest, WithOptionsIsALevelOfTheDerivation) {
   EXPECT_EQ(it->GetState(), State({{"next_index", 10}}));
 }
 
+TEST(IterOpsTest, AStreamOfAMapDatasetIsNoLevel) {
+  // Grain 0.2.18 reads a MapDataset parent of an IterDataset operation directly:
+  // LimitIterDataset(MapDataset.range(8).seed(3), 5) derives SeedSequence([3, 2]) for a
+  // transformation on top, as a MapDataset op would; to_iter_dataset() adds a level.
+  MapDataset seeded = MapDataset::Range(8).Seed(3);
+  EXPECT_EQ(seeded.AsStream().Limit(5).node()->DefaultSeed(),
+            seeded.Map([](Value v) { return v; }).node()->DefaultSeed());
+  EXPECT_NE(seeded.ToIter().Limit(5).node()->DefaultSeed(),
+            seeded.AsStream().Limit(5).node()->DefaultSeed());
+  EXPECT_EQ(DrainInts(*seeded.AsStream().Limit(5).MakeIterator()), (Ints{0, 1, 2, 3, 4}));
+}
+
 }  // namespace
 }  // namespace spelt

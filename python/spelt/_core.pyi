@@ -85,6 +85,11 @@ class MapDataset:
     def to_iter(self, num_threads: int, prefetch_buffer_size: int, allow_nones: bool) -> IterDataset:
         """Grain's to_iter_dataset: ordered read-ahead (spelt/executor.h)."""
 
+    def as_stream(self) -> IterDataset:
+        """
+        This dataset read by an IterDataset operation (spelt/dataset.h AsStream).
+        """
+
     def compute_chunk(self, begin: int, count: int) -> tuple: ...
 
 @overload

@@ -360,8 +360,7 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         """The engine nodes of the parents as streams: a MapDataset parent is read through
         ``to_iter_dataset()``, as Grain's IterDataset operations iterate it (``iter(parent)``)."""
         return [
-            p.to_iter_dataset()._node if isinstance(p, MapDataset) else p._node
-            for p in self._parents
+            p._node.as_stream() if isinstance(p, MapDataset) else p._node for p in self._parents
         ]
 
     def __iter__(self) -> DatasetIterator:

@@ -77,6 +77,9 @@ class DatasetNode {
   // SeedSequence of (seed, depth) pairs found by breadth-first search towards the sources,
   // not looking past a seeded node; nullopt if no ancestor (nor this node) is seeded.
   std::optional<uint32_t> DefaultSeed() const;
+  // False for a node that is no dataset of Grain's, so no level of that search
+  // (MapDataset::AsStream()): its parents take its place, at its depth.
+  bool IsLevel() const { return level_; }
 
  protected:
   explicit DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
@@ -85,12 +88,14 @@ class DatasetNode {
   // For nodes whose iterators call their parents from threads of their own, the parents
   // taking any lock they need themselves (thread prefetch): Serial() is then false.
   void set_not_serial() { serial_ = false; }
+  void set_not_a_level() { level_ = false; }
 
  private:
   std::vector<std::shared_ptr<const DatasetNode>> parents_;
   std::optional<std::vector<uint32_t>> seed_words_;
   bool serial_ = false;
   bool filters_ = false;
+  bool level_ = true;
 };
 
 class MapNode : public DatasetNode {
@@ -222,6 +227,11 @@ class MapDataset {
   // Ordered read-ahead (Grain's to_iter_dataset). Nones (filtered) are skipped unless
   // allow_nones, in which case they come out as Value() (None).
   IterDataset ToIter(ReadOptions options = {}, bool allow_nones = false) const;
+  // This dataset read as a stream by an IterDataset operation, as Grain's operations read a
+  // MapDataset parent (iter(parent), i.e. its to_iter_dataset()): ToIter(options), except
+  // that the read-ahead node is no level of the default-seed derivation, as in Grain, where
+  // the operation's parent is the MapDataset itself.
+  IterDataset AsStream(ReadOptions options = {}) const;
 
   const std::shared_ptr<const MapNode>& node() const { return node_; }
 

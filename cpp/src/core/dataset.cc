@@ -105,7 +105,17 @@ DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents
 
 std::optional<uint32_t> DatasetNode::DefaultSeed() const {
   std::vector<uint64_t> entropy;
-  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit{{this, 1}};  // depth of the new node's parent
+  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit;
+  // Queues `node` at `depth`; a node that is no level (IsLevel()) is replaced by its parents,
+  // in its place in the order, as if they were the parents of the node below it.
+  auto enqueue = [&](auto& self, const DatasetNode* node, uint64_t depth) -> void {
+    if (node->IsLevel() || node->seed_words()) {
+      to_visit.emplace_back(node, depth);
+      return;
+    }
+    for (const auto& p : node->parents()) self(self, p.get(), depth);
+  };
+  enqueue(enqueue, this, 1);  // depth of the new node's parent
   while (!to_visit.empty()) {
     auto [node, depth] = to_visit.front();
     to_visit.pop_front();
@@ -113,7 +123,7 @@ std::optional<uint32_t> DatasetNode::DefaultSeed() const {
       entropy.insert(entropy.end(), words->begin(), words->end());
       entropy.push_back(depth);
     } else {
-      for (const auto& p : node->parents()) to_visit.emplace_back(p.get(), depth + 1);
+      for (const auto& p : node->parents()) enqueue(enqueue, p.get(), depth + 1);
     }
   }
   if (entropy.empty()) return std::nullopt;
@@ -252,6 +262,11 @@ MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial) c
 IterDataset MapDataset::ToIter(ReadOptions options, bool allow_nones) const {
   options.Validate();
   return IterDataset(internal::MakePrefetchNode(node_, options, allow_nones));
+}
+
+IterDataset MapDataset::AsStream(ReadOptions options) const {
+  options.Validate();
+  return IterDataset(internal::MakePrefetchNode(node_, options, false, /*level=*/false));
 }
 
 IterDataset::IterDataset(std::shared_ptr<const IterNode> node) : node_(std::move(node)) {

@@ -13,9 +13,11 @@ namespace {
 
 class PrefetchNode final : public IterNode {
  public:
-  PrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones)
+  PrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones, bool level)
       : IterNode({parent}), parent_(std::move(parent)), options_(options),
-        allow_nones_(allow_nones) {}
+        allow_nones_(allow_nones) {
+    if (!level) set_not_a_level();
+  }
   std::string Name() const override { return "PrefetchIterDataset"; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     return MakeOrderedIterator(parent_->Length(), allow_nones_,
@@ -52,8 +54,9 @@ class PrefetchNode final : public IterNode {
 
 }  // namespace
 
-IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones) {
-  return std::make_shared<PrefetchNode>(std::move(parent), options, allow_nones);
+IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones,
+                             bool level) {
+  return std::make_shared<PrefetchNode>(std::move(parent), options, allow_nones, level);
 }
 
 }  // namespace spelt::internal

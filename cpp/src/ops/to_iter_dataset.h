@@ -7,7 +7,8 @@
 
 namespace spelt::internal {
 
-IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones);
+IterNodePtr MakePrefetchNode(MapNodePtr parent, ReadOptions options, bool allow_nones,
+                             bool level = true);
 
 }  // namespace spelt::internal
 
