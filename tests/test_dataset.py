@@ -968,3 +968,10 @@ def test_numpy_ints_in_states_and_counts():
 def test_pipe_func_is_positional_only():
     # Grain's pipe(func, /, *args, **kwargs): `func` may also be a keyword of the function.
     check_map(lambda g: g.MapDataset.range(3).pipe(lambda d, func: d.map(func), func=abs))
+
+
+def test_source_str_names_the_source_type():
+    # Grain's str() names the source's type, never its contents (a list of a million items).
+    for source in (list(range(10**5)), np.arange(4)):
+        g_str, s_str = both(lambda g: str(g.MapDataset.source(source)))
+        assert s_str == g_str.replace("grain", "spelt") and len(s_str) < 60

@@ -142,6 +142,11 @@ ERRORS = {
         ValueError,
     ),
     "source": (lambda g: g.MapDataset.source([1, 2]), NotImplementedError),
+    # The transform is checked before the parent, as Grain does.
+    "map_without_output_spec_over_source": (
+        lambda g: g.MapDataset.source([1, 2]).map(lambda x: x),
+        ValueError,
+    ),
     "batch_fn_without_output_spec": (
         lambda g: g.MapDataset.range(4).batch(2, batch_fn=functools.partial(np.stack, axis=0)),
         NotImplementedError,

@@ -633,9 +633,7 @@ class _TransformSpec:
     def _element_spec(self) -> Any:
         transform = _callables.transform_of(self._args[0])
         return element_spec.transformed_spec(
-            transform,
-            transforms.get_pretty_transform_name(transform),
-            element_spec.get_element_spec(self._parents[0]),
+            transform, transforms.get_pretty_transform_name(transform), self._parents[0]
         )
 
 
@@ -669,7 +667,7 @@ class _SourceMapDataset(MapDataset):
         return _core.source(_native_or_python(self._source))
 
     def __str__(self) -> str:
-        return f"SourceMapDataset(source={self._source!r})"
+        return f"SourceMapDataset(source={type(self._source).__name__})"  # Grain's
 
 
 def _int64_range(start: int, stop: int, step: int) -> tuple[int, int, int]:

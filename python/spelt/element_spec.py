@@ -52,10 +52,11 @@ def not_inferred(ds: Any) -> NotImplementedError:
     )
 
 
-def transformed_spec(transform: Any, transform_name: str, input_spec: Any) -> Any:
-    """The spec after a map, random_map or map_with_index: ``transform.output_spec(input_spec)``
-    (Grain's SupportsElementSpecInference). ValueError if the transform has no ``output_spec``
-    (Grain's message)."""
+def transformed_spec(transform: Any, transform_name: str, parent: Any) -> Any:
+    """The spec after a map, random_map or map_with_index over ``parent``:
+    ``transform.output_spec(get_element_spec(parent))`` (Grain's
+    SupportsElementSpecInference). ValueError if the transform has no ``output_spec`` (Grain's
+    message), checked before the parent's spec is, as Grain does."""
     output_spec = getattr(transform, "output_spec", None)
     if not callable(output_spec):
         raise ValueError(
@@ -64,7 +65,7 @@ def transformed_spec(transform: Any, transform_name: str, input_spec: Any) -> An
             " input_spec: PyTree[ShapeDtypeStructProtocol]) -> "
             " PyTree[ShapeDtypeStructProtocol]` to enable element spec inference."
         )
-    return output_spec(input_spec)
+    return output_spec(get_element_spec(parent))
 
 
 def batched_spec(input_spec: Any, batch_size: int, drop_remainder: bool, batch_fn: Any) -> Any:
