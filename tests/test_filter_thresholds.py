@@ -197,3 +197,22 @@ def test_options_reach_filters_below_thread_prefetch_and_interleave(num_threads,
             with pytest.raises(ValueError, match="filter_raise_threshold_ratio"):
                 list(g.experimental.WithOptionsIterDataset(build(g), options))
             assert len(list(build(g))) in (1000, 1200)  # the default options do not raise
+
+
+@pytest.mark.parametrize("make_ahead", [0, 1])
+def test_options_inside_an_interleaved_dataset_reach_its_filters(make_ahead):
+    def build(g, threshold):
+        part = g.MapDataset.range(3000).filter(lambda x: x % 10 == 0).to_iter_dataset()
+        if threshold is not None:
+            options = g.experimental.DatasetOptions(filter_raise_threshold_ratio=threshold)
+            part = g.experimental.WithOptionsIterDataset(part, options)
+        return g.experimental.InterleaveIterDataset(
+            [part, g.MapDataset.range(5).to_iter_dataset()],
+            cycle_length=2,
+            num_make_iter_threads=make_ahead,
+        )
+
+    for g in (grain, spelt):
+        with pytest.raises(ValueError, match="filter_raise_threshold_ratio"):
+            list(build(g, 0.5))
+        assert len(list(build(g, 0.95))) == len(list(build(g, None))) == 305

@@ -200,6 +200,16 @@ void RegisterDatasets(nb::module_& m) {
                  "collections.abc.Callable[[str], None] | None = None) -> DatasetIterator"),
          "An iterator whose filters check these thresholds (spelt/dataset_options.h); `warn` "
          "receives the warnings (None: stderr).");
+  m.def("with_filter_thresholds",
+        [](const IterDataset& d, bool warn_set, std::optional<double> warn, bool raise_set,
+           std::optional<double> raise) {
+          FilterThresholds thresholds;
+          if (warn_set) thresholds.filter_warn_threshold_ratio = warn;
+          if (raise_set) thresholds.filter_raise_threshold_ratio = raise;
+          return WithFilterThresholds(d, thresholds);
+        }, "dataset"_a, "warn_set"_a, "warn"_a.none(), "raise_set"_a, "raise_"_a.none(),
+        "The thresholds a pipeline sets for itself, over those of the iterator that makes it "
+        "(spelt/dataset_options.h WithFilterThresholds).");
 }
 
 }  // namespace spelt::python

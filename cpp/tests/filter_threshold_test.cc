@@ -62,6 +62,28 @@ TEST(FilterThresholdTest, InterleavedDatasetsCheckTheOptionsOfTheInterleave) {
   }
 }
 
+TEST(FilterThresholdTest, ThresholdsAPipelineSetsForItselfOverrideTheIterators) {
+  FilterThresholds raise_half;
+  raise_half.filter_raise_threshold_ratio = 0.5;
+  IterDataset own = WithFilterThresholds(RangeIter(2000).Filter(KeepOneInTen), raise_half);
+  EXPECT_THROW(Drain(*own.MakeIterator()), std::invalid_argument);
+  IterDataset::InterleaveOptions interleave;
+  interleave.cycle_length = 1;
+  EXPECT_THROW(Drain(*IterDataset::Interleave({own}, interleave).MakeIterator()),
+               std::invalid_argument);
+  // Fields it does not set are the iterator's: a disabled warning stays disabled.
+  DatasetOptions quiet;
+  quiet.filter_warn_threshold_ratio = std::nullopt;
+  quiet.warn = [](const std::string&) { FAIL() << "warned"; };
+  FilterThresholds raise_never;
+  raise_never.filter_raise_threshold_ratio = std::optional<double>();
+  EXPECT_EQ(Drain(*MakeIterator(
+                      WithFilterThresholds(RangeIter(2000).Filter(KeepOneInTen), raise_never),
+                      quiet))
+                .size(),
+            200u);
+}
+
 TEST(FilterThresholdTest, DisabledThresholdsAndPassingFilters) {
   DatasetOptions off;
   off.filter_warn_threshold_ratio = std::nullopt;

@@ -177,6 +177,11 @@ class IterDataset:
         An iterator whose filters check these thresholds (spelt/dataset_options.h); `warn` receives the warnings (None: stderr).
         """
 
+def with_filter_thresholds(dataset: IterDataset, warn_set: bool, warn: float | None, raise_set: bool, raise_: float | None) -> IterDataset:
+    """
+    The thresholds a pipeline sets for itself, over those of the iterator that makes it (spelt/dataset_options.h WithFilterThresholds).
+    """
+
 class DatasetIterator:
     """
     Iterator of an engine pipeline. Thread-safe: calls from several threads run one at a time (a waiting thread does not hold the GIL), so each element goes to exactly one caller and get_state() is always the position between two elements. A call from inside the pipeline's own callables raises RuntimeError.

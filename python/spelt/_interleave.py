@@ -13,19 +13,33 @@ from typing import Any
 
 from spelt import _core
 from spelt import dataset
+from spelt import dataset_options
 from spelt import element_spec
 
 
 def _dataset_node(datasets: Any, index: int) -> Any:
     """The engine node of ``datasets[index]``: an IterDataset's, or a MapDataset's
-    ``to_iter_dataset()`` (as Grain reads a MapDataset). TypeError for anything else."""
+    ``to_iter_dataset()`` (as Grain reads a MapDataset), with the filter thresholds that its own
+    WithOptionsIterDatasets set over those of the interleave's iterator. TypeError for anything
+    else."""
     ds = _iter_dataset(datasets, index)
     if not isinstance(ds, dataset.IterDataset):
         raise TypeError(
             f"InterleaveIterDataset: dataset {index} is a {type(ds).__name__}, not an"
             " IterDataset or a MapDataset"
         )
-    return ds._node
+    options = dataset_options.pipeline_options(ds)
+    warn, raise_ = "filter_warn_threshold_ratio", "filter_raise_threshold_ratio"
+    fields = options._user_set_fields  # pylint: disable=protected-access
+    if warn not in fields and raise_ not in fields:
+        return ds._node
+    return _core.with_filter_thresholds(
+        ds._node,
+        warn in fields,
+        options.filter_warn_threshold_ratio,
+        raise_ in fields,
+        options.filter_raise_threshold_ratio,
+    )
 
 
 def _non_negative(value: Any, what: str) -> int:

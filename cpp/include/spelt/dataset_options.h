@@ -33,6 +33,18 @@ struct DatasetOptions {
 // MakeIterator(ds, DatasetOptions{}).
 std::unique_ptr<DatasetIterator> MakeIterator(const IterDataset& ds, DatasetOptions options);
 
+// Thresholds a pipeline sets for itself: each field that holds a value (nullopt inside: the
+// check is disabled) overrides that of the options of the iterator that makes this one.
+struct FilterThresholds {
+  std::optional<std::optional<double>> filter_warn_threshold_ratio;
+  std::optional<std::optional<double>> filter_raise_threshold_ratio;
+};
+
+// `ds`, whose iterators check `thresholds` over the options they are made with: Grain's
+// WithOptionsIterDataset inside a dataset that another iterator opens when it needs it (one of
+// an interleave's datasets). Not a level of the default-seed derivation.
+IterDataset WithFilterThresholds(const IterDataset& ds, FilterThresholds thresholds);
+
 }  // namespace spelt
 
 #endif  // SPELT_DATASET_OPTIONS_H_

@@ -87,6 +87,37 @@ void FilterThresholdChecker::Check(bool passed) {
 
 }  // namespace internal
 
+namespace {
+
+class ThresholdsNode final : public IterNode {
+ public:
+  ThresholdsNode(std::shared_ptr<const IterNode> parent, FilterThresholds thresholds)
+      : IterNode({parent}), parent_(std::move(parent)), thresholds_(thresholds) {
+    set_not_a_level();
+  }
+  std::string Name() const override { return "WithOptionsIterDataset"; }
+  std::unique_ptr<DatasetIterator> MakeIterator() const override {
+    DatasetOptions options = internal::CurrentDatasetOptions();
+    if (const auto& warn = thresholds_.filter_warn_threshold_ratio) {
+      options.filter_warn_threshold_ratio = *warn;
+    }
+    if (const auto& raise = thresholds_.filter_raise_threshold_ratio) {
+      options.filter_raise_threshold_ratio = *raise;
+    }
+    return spelt::MakeIterator(IterDataset(parent_), std::move(options));
+  }
+
+ private:
+  std::shared_ptr<const IterNode> parent_;
+  FilterThresholds thresholds_;
+};
+
+}  // namespace
+
+IterDataset WithFilterThresholds(const IterDataset& ds, FilterThresholds thresholds) {
+  return IterDataset(std::make_shared<ThresholdsNode>(ds.node(), thresholds));
+}
+
 std::unique_ptr<DatasetIterator> MakeIterator(const IterDataset& ds, DatasetOptions options) {
   const DatasetOptions* outer = internal::current_options;
   internal::current_options = &options;
