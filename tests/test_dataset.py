@@ -975,3 +975,28 @@ def test_source_str_names_the_source_type():
     for source in (list(range(10**5)), np.arange(4)):
         g_str, s_str = both(lambda g: str(g.MapDataset.source(source)))
         assert s_str == g_str.replace("grain", "spelt") and len(s_str) < 60
+
+
+def _keep(x):
+    return x
+
+
+STR_PIPELINES = [
+    lambda g: g.MapDataset.range(5).map(_keep),
+    lambda g: g.MapDataset.range(5).random_map(lambda x, rng: x, seed=1),
+    lambda g: g.MapDataset.range(5).map_with_index(lambda i, x: x),
+    lambda g: g.MapDataset.range(5).filter(_keep),
+    lambda g: g.MapDataset.range(5)[1:3],
+    lambda g: g.MapDataset.range(5)[-2::2],
+    lambda g: g.MapDataset.range(5).batch(2, drop_remainder=True),
+    lambda g: g.MapDataset.range(5).repeat(2),
+    lambda g: g.MapDataset.range(5).to_iter_dataset(g.ReadOptions(num_threads=2)),
+    lambda g: g.MapDataset.range(5).to_iter_dataset().map(_keep).filter(_keep).batch(2),
+]
+
+
+@pytest.mark.parametrize("build", STR_PIPELINES)
+def test_str_as_grain(build):
+    # Grain's str() of each transformation (its execution summaries and messages show them).
+    g_str, s_str = both(lambda g: str(build(g)))
+    assert s_str == g_str

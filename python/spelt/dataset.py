@@ -845,11 +845,36 @@ class _OpIterDataset(IterDataset):
         return self._node.name()
 
 
-def _op(base: type, name: str, build: Callable[..., Any], *mixins: type) -> type:
-    """A module-level transformation class (picklable by reference) built by ``build``."""
-    cls = type(name, (*mixins, base), {"_build": staticmethod(build), "__module__": __name__})
+def _op(
+    base: type,
+    name: str,
+    build: Callable[..., Any],
+    *mixins: type,
+    describe: Callable[[Any], str] | None = None,
+) -> type:
+    """A module-level transformation class (picklable by reference) built by ``build``;
+    ``describe(ds)`` is its str() (Grain's), if given."""
+    namespace = {"_build": staticmethod(build), "__module__": __name__}
+    if describe is not None:
+        namespace["__str__"] = describe
+    cls = type(name, (*mixins, base), namespace)
     cls.__qualname__ = name
     return cls
+
+
+def _transform_str(ds: Any) -> str:
+    """Grain's str() of a map, random_map, map_with_index or filter."""
+    transform = _callables.transform_of(ds._args[0])
+    return f"{ds._node.name()}(transform={transforms.get_pretty_transform_name(transform)})"
+
+
+def _batch_str(ds: Any) -> str:
+    return f"{ds._node.name()}(batch_size={ds._args[0]}, drop_remainder={ds._args[1]})"
+
+
+def _slice_str(ds: Any) -> str:
+    start, stop, step = builtins.slice(*ds._args).indices(len(ds._parents[0]))
+    return f"SliceMapDataset[{start}:{stop}:{step}]"
 
 
 class _IndexPlan:
@@ -925,23 +950,59 @@ class _BatchIndex:
 
 _SeedMapDataset = _op(_OpMapDataset, "_SeedMapDataset", _core.MapDataset.seed, _ParentSpec)
 _ShuffleMapDataset = _op(_OpMapDataset, "_ShuffleMapDataset", _core.MapDataset.shuffle, _ParentSpec)
-_SliceMapDataset = _op(_OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice, _ParentSpec)
-_RepeatMapDataset = _op(_OpMapDataset, "_RepeatMapDataset", _core.MapDataset.repeat, _ParentSpec)
-_MapMapDataset = _op(_OpMapDataset, "_MapMapDataset", _core.MapDataset.map, _TransformSpec)
+_SliceMapDataset = _op(
+    _OpMapDataset, "_SliceMapDataset", _core.MapDataset.slice, _ParentSpec, describe=_slice_str
+)
+_RepeatMapDataset = _op(
+    _OpMapDataset,
+    "_RepeatMapDataset",
+    _core.MapDataset.repeat,
+    _ParentSpec,
+    describe=lambda ds: f"RepeatMapDataset(num_epochs={ds._args[0]})",
+)
+_MapMapDataset = _op(
+    _OpMapDataset, "_MapMapDataset", _core.MapDataset.map, _TransformSpec, describe=_transform_str
+)
 _RandomMapMapDataset = _op(
-    _OpMapDataset, "_RandomMapMapDataset", _core.MapDataset.random_map, _TransformSpec
+    _OpMapDataset,
+    "_RandomMapMapDataset",
+    _core.MapDataset.random_map,
+    _TransformSpec,
+    describe=_transform_str,
 )
 _MapWithIndexMapDataset = _op(
-    _OpMapDataset, "_MapWithIndexMapDataset", _core.MapDataset.map_with_index, _TransformSpec
+    _OpMapDataset,
+    "_MapWithIndexMapDataset",
+    _core.MapDataset.map_with_index,
+    _TransformSpec,
+    describe=_transform_str,
 )
-_FilterMapDataset = _op(_OpMapDataset, "_FilterMapDataset", _core.MapDataset.filter, _ParentSpec)
-_BatchMapDataset = _op(_OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch, _BatchSpec)
+_FilterMapDataset = _op(
+    _OpMapDataset,
+    "_FilterMapDataset",
+    _core.MapDataset.filter,
+    _ParentSpec,
+    describe=_transform_str,
+)
+_BatchMapDataset = _op(
+    _OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch, _BatchSpec, describe=_batch_str
+)
 _SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed, _ParentSpec)
 _MapIterDataset = _op(
-    _OpIterDataset, "_MapIterDataset", _core.IterDataset.map, _SameIndex, _TransformSpec
+    _OpIterDataset,
+    "_MapIterDataset",
+    _core.IterDataset.map,
+    _SameIndex,
+    _TransformSpec,
+    describe=_transform_str,
 )
 _RandomMapIterDataset = _op(
-    _OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map, _RngCount, _TransformSpec
+    _OpIterDataset,
+    "_RandomMapIterDataset",
+    _core.IterDataset.random_map,
+    _RngCount,
+    _TransformSpec,
+    describe=_transform_str,
 )
 _MapWithIndexIterDataset = _op(
     _OpIterDataset,
@@ -949,9 +1010,15 @@ _MapWithIndexIterDataset = _op(
     _core.IterDataset.map_with_index,
     _Counter,
     _TransformSpec,
+    describe=_transform_str,
 )
 _BatchIterDataset = _op(
-    _OpIterDataset, "_BatchIterDataset", _core.IterDataset.batch, _BatchIndex, _BatchSpec
+    _OpIterDataset,
+    "_BatchIterDataset",
+    _core.IterDataset.batch,
+    _BatchIndex,
+    _BatchSpec,
+    describe=_batch_str,
 )
 
 
@@ -963,6 +1030,8 @@ class _FilterIterDataset(_ParentSpec, _OpIterDataset):
 
     def __init__(self, parent: IterDataset, fn: Callable[[Any], bool]):
         super().__init__(parent, fn, _callables.filter_name(fn))
+
+    __str__ = _transform_str
 
 
 _SeedMapDataset._no_stage = _SeedIterDataset._no_stage = True  # not a stage in summaries
@@ -996,7 +1065,10 @@ class _PrefetchIterDataset(_ParentSpec, IterDataset):
         )
 
     def __str__(self) -> str:
-        return f"PrefetchIterDataset(read_options={self._read_options})"
+        return (
+            f"PrefetchIterDataset(read_options={self._read_options},"
+            f" allow_nones={self._allow_nones})"
+        )
 
     def _index_plan(self) -> _IndexPlan:
         return _IndexPlan()
