@@ -862,6 +862,12 @@ def _op(
     return cls
 
 
+def _transform_op(base: type, name: str, build: Callable[..., Any], *mixins: type) -> type:
+    """A map, random_map or map_with_index class: its spec is its transform's output_spec,
+    its str() Grain's."""
+    return _op(base, name, build, *mixins, _TransformSpec, describe=_transform_str)
+
+
 def _transform_str(ds: Any) -> str:
     """Grain's str() of a map, random_map, map_with_index or filter."""
     transform = _callables.transform_of(ds._args[0])
@@ -960,22 +966,12 @@ _RepeatMapDataset = _op(
     _ParentSpec,
     describe=lambda ds: f"RepeatMapDataset(num_epochs={ds._args[0]})",
 )
-_MapMapDataset = _op(
-    _OpMapDataset, "_MapMapDataset", _core.MapDataset.map, _TransformSpec, describe=_transform_str
+_MapMapDataset = _transform_op(_OpMapDataset, "_MapMapDataset", _core.MapDataset.map)
+_RandomMapMapDataset = _transform_op(
+    _OpMapDataset, "_RandomMapMapDataset", _core.MapDataset.random_map
 )
-_RandomMapMapDataset = _op(
-    _OpMapDataset,
-    "_RandomMapMapDataset",
-    _core.MapDataset.random_map,
-    _TransformSpec,
-    describe=_transform_str,
-)
-_MapWithIndexMapDataset = _op(
-    _OpMapDataset,
-    "_MapWithIndexMapDataset",
-    _core.MapDataset.map_with_index,
-    _TransformSpec,
-    describe=_transform_str,
+_MapWithIndexMapDataset = _transform_op(
+    _OpMapDataset, "_MapWithIndexMapDataset", _core.MapDataset.map_with_index
 )
 _FilterMapDataset = _op(
     _OpMapDataset,
@@ -988,29 +984,14 @@ _BatchMapDataset = _op(
     _OpMapDataset, "_BatchMapDataset", _core.MapDataset.batch, _BatchSpec, describe=_batch_str
 )
 _SeedIterDataset = _op(_OpIterDataset, "_SeedIterDataset", _core.IterDataset.seed, _ParentSpec)
-_MapIterDataset = _op(
-    _OpIterDataset,
-    "_MapIterDataset",
-    _core.IterDataset.map,
-    _SameIndex,
-    _TransformSpec,
-    describe=_transform_str,
+_MapIterDataset = _transform_op(
+    _OpIterDataset, "_MapIterDataset", _core.IterDataset.map, _SameIndex
 )
-_RandomMapIterDataset = _op(
-    _OpIterDataset,
-    "_RandomMapIterDataset",
-    _core.IterDataset.random_map,
-    _RngCount,
-    _TransformSpec,
-    describe=_transform_str,
+_RandomMapIterDataset = _transform_op(
+    _OpIterDataset, "_RandomMapIterDataset", _core.IterDataset.random_map, _RngCount
 )
-_MapWithIndexIterDataset = _op(
-    _OpIterDataset,
-    "_MapWithIndexIterDataset",
-    _core.IterDataset.map_with_index,
-    _Counter,
-    _TransformSpec,
-    describe=_transform_str,
+_MapWithIndexIterDataset = _transform_op(
+    _OpIterDataset, "_MapWithIndexIterDataset", _core.IterDataset.map_with_index, _Counter
 )
 _BatchIterDataset = _op(
     _OpIterDataset,
