@@ -44,7 +44,9 @@ def _describe_culprit(obj: Any, what: str) -> str:
     if dataset is None:
         path, culprit = _smallest_failing_part(obj, what, _SEARCH_DEPTH)
     else:
-        path, culprit = _smallest_failing_part(dataset, str(dataset), _SEARCH_DEPTH)
+        # Named by its class, as Grain names it (Spelt's own classes are Grain's with a "_").
+        name = type(dataset).__name__.lstrip("_")
+        path, culprit = _smallest_failing_part(dataset, name, _SEARCH_DEPTH)
     return f"{path} ({_short_repr(culprit)})"
 
 
