@@ -312,7 +312,8 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         return self.to_iter_dataset().__iter__()
 
     def _index_plan(self) -> _IndexPlan:
-        """As the parent of an IterDataset operation, read through ``to_iter_dataset()``."""
+        """As the parent of an IterDataset operation, read in order as ``to_iter_dataset()``
+        reads it (``IterDataset._stream_nodes``)."""
         return _IndexPlan()
 
     # Transformations.
@@ -357,8 +358,10 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
         return _core.python_iter_dataset(self, self._parent_nodes())
 
     def _stream_nodes(self) -> list[Any]:
-        """The engine nodes of the parents as streams: a MapDataset parent is read through
-        ``to_iter_dataset()``, as Grain's IterDataset operations iterate it (``iter(parent)``)."""
+        """The engine nodes of the parents as streams: a MapDataset parent is read as its
+        ``to_iter_dataset()`` reads it, as Grain's IterDataset operations iterate it
+        (``iter(parent)``), but with no extra level of the default-seed derivation
+        (``as_stream``: in Grain the MapDataset itself is the parent)."""
         return [
             p._node.as_stream() if isinstance(p, MapDataset) else p._node for p in self._parents
         ]
