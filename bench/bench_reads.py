@@ -43,11 +43,11 @@ from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-import bench  # Grain and Spelt imported there; _assert_same and _settle are shared
+import bench_mnist  # Grain and Spelt imported there; _assert_same and _settle are shared
 import bench_array_record as bar
 
-grain = bench.grain
-spelt = bench.spelt
+grain = bench_mnist.grain
+spelt = bench_mnist.spelt
 
 BATCH_SIZE = 128
 REPS = 5
@@ -82,7 +82,7 @@ class Contender:
             records += len(batch)
         self.rates.append(records / (time.perf_counter() - start))
         self.cpu_rates.append(records / (time.process_time() - cpu))
-        bench._settle(threads_before)  # noqa: SLF001  (Grain's read-ahead threads)
+        bench_mnist._settle(threads_before)  # noqa: SLF001  (Grain's read-ahead threads)
 
     @property
     def median(self) -> float:
@@ -98,7 +98,7 @@ def check_same_batches(case: str, contenders: Sequence[Contender]) -> None:
     for c, batches in zip(contenders[1:], first[1:]):
         for i, (a, b) in enumerate(zip(first[0], batches)):
             where = f"{case}: batch {i} of {c.name} vs {contenders[0].name}"
-            bench._assert_same(b, a, where)  # noqa: SLF001
+            bench_mnist._assert_same(b, a, where)  # noqa: SLF001
 
 
 def measure(

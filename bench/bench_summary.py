@@ -2,7 +2,7 @@
 
 Run alone with ``.venv/bin/python bench/bench_summary.py [-k PATTERN] [--reps N]``, or from
 ``bench/bench.py`` (``make bench``). Each case reads one epoch of a pipeline over 70,000
-MNIST-sized records (bench.MnistLikeSource) with tracking off and with it on
+MNIST-sized records (bench_mnist.MnistLikeSource) with tracking off and with it on
 (``DatasetOptions(execution_tracking_mode=STAGE_TIMING)``), alternating off, on, off, ...
 after one warm-up each; reported are median records per wall second and per CPU second of the
 process, spreads, and the ratio of the CPU medians. Goal (issue 11): tracking on costs <= 5%.
@@ -23,7 +23,7 @@ import numpy as np
 
 logging.getLogger("absl").setLevel(logging.ERROR)
 
-import bench  # noqa: E402  (MnistLikeSource)
+import bench_mnist  # noqa: E402  (MnistLikeSource)
 import spelt  # noqa: E402
 from spelt import _summary  # noqa: E402
 from spelt.experimental import (  # noqa: E402
@@ -48,7 +48,7 @@ def _cases(source):
             .seed(1)
             .shuffle()
             .to_iter_dataset()
-            .batch(bench.BATCH_SIZE)
+            .batch(bench_mnist.BATCH_SIZE)
         ),
         "python map (dict records: shuffle, map, batch)": lambda: (
             spelt.MapDataset.source(source)
@@ -56,7 +56,7 @@ def _cases(source):
             .shuffle()
             .map(_normalize)
             .to_iter_dataset()
-            .batch(bench.BATCH_SIZE)
+            .batch(bench_mnist.BATCH_SIZE)
         ),
     }
 
@@ -75,7 +75,7 @@ def main(argv=None) -> None:
     parser.add_argument("-k", default="", help="run only the cases whose name contains this")
     parser.add_argument("--reps", type=int, default=REPS)
     args = parser.parse_args(argv)
-    source = bench.MnistLikeSource()
+    source = bench_mnist.MnistLikeSource()
     cases = {k: v for k, v in _cases(source).items() if args.k in f"O1 {k}"}
     if not cases:
         return

@@ -4,7 +4,7 @@
     perf record -F 1000 --call-graph dwarf,16384 -- \\
         .venv/bin/python bench/profile_spelt.py --package /tmp/pkg -k DataLoader
 
-Grain is not run. ``-k`` takes the first case of bench.CASES whose name contains it.
+Grain is not run. ``-k`` takes the first case of bench_mnist.CASES whose name contains it.
 ``--package DIR`` imports ``spelt`` from DIR/spelt (e.g. the sources with an unstripped
 ``_core`` build, since the installed one is stripped) instead of the editable install.
 docs/benchmarks.md says what the profiles showed and how they were taken.
@@ -35,12 +35,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.package:
         _use_package(args.package)
-    bench = importlib.import_module("bench")  # imports spelt: after _use_package
-    print(f"spelt from {bench.spelt.__file__}")
-    case = next((c for c in bench.CASES if args.k in c.name), None)
+    bench_mnist = importlib.import_module("bench_mnist")  # imports spelt: after _use_package
+    print(f"spelt from {bench_mnist.spelt.__file__}")
+    case = next((c for c in bench_mnist.CASES if args.k in c.name), None)
     if case is None:
         parser.error(f"no case name contains {args.k!r}")
-    source = bench.MnistLikeSource()
+    source = bench_mnist.MnistLikeSource()
     start = time.perf_counter()
     for _ in range(args.epochs):
         for _ in case.spelt(source):

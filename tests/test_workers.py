@@ -424,7 +424,7 @@ def test_unpicklable_pipeline_names_the_object():
     with pytest.raises(TypeError, match="lock") as info:
         iter(ds)
     note = " ".join(info.value.__notes__)
-    assert "MapMapDataset._args[0].lock" in note and "cannot be pickled" in note
+    assert "MapMapDataset.args[0].lock" in note and "cannot be pickled" in note
     assert not wp.children(os.getpid())
 
 

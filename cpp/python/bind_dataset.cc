@@ -1,4 +1,4 @@
-// MapDataset and IterDataset handles in spelt._core (the engine side of python/spelt/dataset.py).
+// MapDataset and IterDataset handles in spelt._core (the engine side of python/spelt/_base.py and spelt/transformations/).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>

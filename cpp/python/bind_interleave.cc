@@ -1,4 +1,4 @@
-// InterleaveIterDataset in spelt._core (python/spelt/_interleave.py; ops/interleave.cc).
+// InterleaveIterDataset in spelt._core (python/spelt/transformations/interleave.py; ops/interleave.cc).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/vector.h>
 

@@ -1,5 +1,5 @@
 // ThreadPrefetchIterDataset and ThreadPrefetchDatasetIterator in spelt._core
-// (python/spelt/_thread_prefetch.py), and the wait hook that lets engine threads run Python
+// (python/spelt/transformations/thread_prefetch.py), and the wait hook that lets engine threads run Python
 // while a consumer holding the GIL waits for them (spelt/blocking_wait.h).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/unique_ptr.h>

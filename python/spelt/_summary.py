@@ -15,7 +15,6 @@ every ``REPORTING_PERIOD_S`` seconds while the iterator lives, as Grain does.
 from __future__ import annotations
 
 import contextlib
-import copy
 import dataclasses
 import functools
 import logging
@@ -24,8 +23,12 @@ import time
 import weakref
 from typing import Any, Iterator
 
+from spelt import _base
 from spelt import _config
 from spelt import _core
+from spelt import dataset_options
+from spelt.transformations import prefetch
+from spelt.transformations import thread_prefetch
 
 REPORTING_PERIOD_S = 5.0
 _log = logging.getLogger("spelt")
@@ -298,6 +301,8 @@ class Tracker:
         return ExecutionSummary(wall_time_s=wall, stages=tuple(out))
 
 
+# The attribute that marks the profiled twin of a dataset (its stages are already counted).
+_PROFILED = "_spelt_profiled"
 _collectors: list[list[Tracker]] = []  # the trackers made during each collecting() block
 
 
@@ -316,15 +321,13 @@ def collecting() -> Iterator[list[Tracker]]:
 def tracking_enabled(ds: Any) -> bool:
     """Whether ``iter(ds)`` tracks stages: debug mode, or STAGE_TIMING in the pipeline's
     options. False for a profiled twin itself (its stages are already counted)."""
-    if getattr(ds, "_spelt_profiled", False):
+    if getattr(ds, _PROFILED, False):
         return False
     if _collectors or _config.config.py_debug_mode:
         return True
-    from spelt import dataset_options  # pylint: disable=import-outside-toplevel
-
     node = ds
     while node is not None:
-        if isinstance(node, dataset_options.WithOptionsIterDataset):
+        if isinstance(node, _base.WithOptionsIterDataset):
             mode = node.merged_options.execution_tracking_mode
             return mode == dataset_options.ExecutionTrackingMode.STAGE_TIMING
         parents = getattr(node, "parents", ())
@@ -332,14 +335,12 @@ def tracking_enabled(ds: Any) -> bool:
     return False
 
 
-def _kind(ds: Any, dataset_mod: Any) -> str:
-    if isinstance(ds, dataset_mod.ProcessPrefetchIterDataset):
+def _kind(ds: Any) -> str:
+    if isinstance(ds, prefetch.ProcessPrefetchIterDataset):
         return "workers"
-    if isinstance(ds, dataset_mod._PrefetchIterDataset):  # pylint: disable=protected-access
-        return "prefetch" if not ds._parents[0]._node.serial() else "engine"  # pylint: disable=protected-access
-    from spelt import _thread_prefetch  # pylint: disable=import-outside-toplevel
-
-    if isinstance(ds, _thread_prefetch.ThreadPrefetchIterDataset):
+    if isinstance(ds, prefetch.PrefetchIterDataset):
+        return "prefetch" if not ds.parents[0].engine_node.serial() else "engine"
+    if isinstance(ds, thread_prefetch.ThreadPrefetchIterDataset):
         return "prefetch"
     module = type(ds).__module__ or ""
     return "engine" if module.startswith("spelt.") else "python"
@@ -355,22 +356,17 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
     and its stage. A pass-through dataset (whose node is its parent's, or one that says it
     makes no iterator of its own in Grain, ``_no_stage``: WithOptionsIterDataset, seed()) is
     copied but has no stage of its own: it returns its parent's."""
-    from spelt import dataset as dataset_mod  # pylint: disable=import-outside-toplevel
-
-    if not isinstance(ds, (dataset_mod.MapDataset, dataset_mod.IterDataset)):
+    if not isinstance(ds, (_base.MapDataset, _base.IterDataset)):
         return ds, None
-    twin = copy.copy(ds)  # drops the cached node (_Node.__getstate__)
-    twin._spelt_profiled = True  # pylint: disable=protected-access
-    kind = _kind(ds, dataset_mod)
+    kind = _kind(ds)
     stage = _Stage(_name(ds), kind, in_workers, 1 if in_workers else threads)
     parent_threads = threads
     if kind == "workers":
-        stage.parallelism = ds._options.num_workers  # pylint: disable=protected-access
+        stage.parallelism = ds.options.num_workers
         stage.workers = _WorkerTime()
-        twin._keeper_observer = functools.partial(_CountingKeeper, time=stage.workers)  # pylint: disable=protected-access
-    elif kind == "prefetch" and isinstance(ds, dataset_mod._PrefetchIterDataset):  # pylint: disable=protected-access
-        parent_threads = max(ds._read_options.num_threads, 1)  # pylint: disable=protected-access
-    elif isinstance(ds, dataset_mod._PrefetchIterDataset):  # pylint: disable=protected-access
+    elif kind == "prefetch" and isinstance(ds, prefetch.PrefetchIterDataset):
+        parent_threads = max(ds.read_options.num_threads, 1)
+    elif isinstance(ds, prefetch.PrefetchIterDataset):
         parent_threads = 1  # serial: the consumer's thread computes the elements
     parents = []
     for p in ds.parents:
@@ -378,17 +374,25 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
         parents.append(parent_twin)
         if parent_stage is not None:
             stage.inputs.append(parent_stage)
-    twin._parents = tuple(parents)  # pylint: disable=protected-access
-    node = twin._make_node()  # pylint: disable=protected-access
+    twin = _base.with_parents(ds, parents)
+    setattr(twin, _PROFILED, True)
+    if kind == "workers":
+        twin.keeper_observer = functools.partial(_CountingKeeper, time=stage.workers)
+    node = twin.engine_node
     if parents and (
         getattr(ds, "_no_stage", False) or node is getattr(parents[0], "_node_cache", None)
     ):
-        twin._node_cache = node  # pylint: disable=protected-access
         return twin, (stage.inputs[0] if stage.inputs else None)
     stage.stats = _core.StageStats()
-    wrap = _core.profiled_map if isinstance(ds, dataset_mod.MapDataset) else _core.profiled_iter
-    twin._node_cache = wrap(node, stage.stats)  # pylint: disable=protected-access
+    wrap = _core.profiled_map if isinstance(ds, _base.MapDataset) else _core.profiled_iter
+    twin.engine_node = wrap(node, stage.stats)
     return twin, stage
+
+
+def tracked_iterator(ds: Any) -> Any:
+    """``iter(ds)`` tracking stages (:func:`profiled_iterator`) when tracking is on
+    (:func:`tracking_enabled`), else None: ``IterDataset.__iter__`` then makes the plain one."""
+    return profiled_iterator(ds) if tracking_enabled(ds) else None
 
 
 def profiled_iterator(ds: Any) -> Any:
@@ -398,11 +402,8 @@ def profiled_iterator(ds: Any) -> Any:
     tracker = Tracker(stage)
     for trackers in _collectors:
         trackers.append(tracker)
-    from spelt import dataset  # pylint: disable=import-outside-toplevel
-
     # Through the profiled node, so that a Python dataset on top (custom __iter__) is counted.
-    it = dataset._NativeDatasetIterator(twin._engine_iterator(), twin)  # pylint: disable=protected-access
-    it._spelt_tracker = tracker  # pylint: disable=protected-access
+    it = _base.NativeDatasetIterator(_base.engine_iterator(twin), twin, tracker)
     tracker.start = time.perf_counter()
     if _config.config.py_debug_mode:
         _start_reporting(it, tracker)

@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Awaitable, Sequence
+from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 
+from spelt import _base
 from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
-from spelt import dataset
 from spelt import dataset_options
 from spelt import operations as operations_lib
 from spelt import options as options_lib
@@ -40,6 +40,7 @@ from spelt import packing
 from spelt import samplers as samplers_lib
 from spelt import sharding
 from spelt import transforms
+from spelt.transformations import source
 
 _VERSION = 2
 _PER_INDEX = (transforms.Map, transforms.RandomMap, transforms.MapWithIndex, transforms.Filter)
@@ -162,7 +163,7 @@ def _entered(source: Any) -> Any:
     return source
 
 
-class _SamplerMapDataset(dataset.MapDataset):
+class _SamplerMapDataset(_base.MapDataset):
     """Element l: data_source[sampler[l * shard_count + shard_index].record_key], read by the
     engine (spelt/sampler.h SamplerDataset): one batched read per chunk."""
 
@@ -176,7 +177,7 @@ class _SamplerMapDataset(dataset.MapDataset):
         shard = sharding.engine_options(self._shard)
         return _core.sampler_dataset(
             _engine_sampler(self._sampler, shard),
-            dataset._native_or_python(self._data_source),
+            source.native_or_python(self._data_source),
             shard,
         )
 
@@ -276,7 +277,7 @@ class DataLoader:
     def multiprocessing_options(self) -> options_lib.MultiprocessingOptions:
         return self._multiprocessing_options
 
-    def _create_dataset(self) -> dataset.IterDataset:
+    def _create_dataset(self) -> _base.IterDataset:
         ds: Any = _SamplerMapDataset(self._data_source, self._sampler, self._shard_options)
         ops = self._operations
         if self._per_index_count:
@@ -322,13 +323,18 @@ class DataLoader:
                 filter_warn_threshold_ratio=None,
                 execution_tracking_mode=dataset_options.ExecutionTrackingMode.STAGE_TIMING,
             )
-        return dataset_options.WithOptionsIterDataset(
+        return _base.WithOptionsIterDataset(
             ds.mp_prefetch(self._worker_backend or self._multiprocessing_options, **self._autotune),
             options,
         )
 
     def __iter__(self) -> DataLoaderIterator:
-        return DataLoaderIterator(self)
+        return DataLoaderIterator(
+            self._dataset.__iter__(),
+            self._data_source,
+            self._to_loader_state,
+            self._from_loader_state,
+        )
 
     # State conversion between the engine's position and Grain's layout.
     def _to_loader_state(self, dataset_state: dict[str, Any]) -> dict[str, Any]:
@@ -415,12 +421,20 @@ class DataLoaderIterator:
     """Iterator of a DataLoader; state is Grain's JSON (bytes). Calls from several threads are
     serialised (see DatasetIterator)."""
 
-    def __init__(self, data_loader: DataLoader):
-        self._data_loader = data_loader
-        self._iterator = data_loader._dataset.__iter__()  # pylint: disable=protected-access
+    def __init__(
+        self,
+        iterator: Any,
+        data_source: Any,
+        to_loader_state: Callable[[dict[str, Any]], Any],
+        from_loader_state: Callable[[Any], dict[str, Any]],
+    ):
+        """iterator: the DatasetIterator of the loader's pipeline; to/from_loader_state convert
+        its state to and from Grain's DataLoader layout."""
+        self._iterator = iterator
+        self._to_loader_state, self._from_loader_state = to_loader_state, from_loader_state
         # A data source that is a context manager is entered for the life of the iterator
         # (until close(), the end of the stream, or garbage collection).
-        self._entered = _entered(data_loader._data_source)  # pylint: disable=protected-access
+        self._entered = _entered(data_source)
 
     def __iter__(self) -> DataLoaderIterator:
         return self
@@ -441,7 +455,7 @@ class DataLoaderIterator:
         self._exit_source()
 
     def get_state(self) -> bytes:
-        state = self._data_loader._to_loader_state(self._iterator.get_state())  # pylint: disable=protected-access
+        state = self._to_loader_state(self._iterator.get_state())
         return json.dumps(state, indent=4).encode()
 
     def set_state(self, state: bytes) -> None:
@@ -449,7 +463,7 @@ class DataLoaderIterator:
             decoded = json.loads(state.decode() if isinstance(state, (bytes, bytearray)) else state)
         except (UnicodeDecodeError, json.JSONDecodeError, TypeError) as e:
             raise ValueError(f"DataLoader state is not valid JSON: {e}") from e
-        self._iterator.set_state(self._data_loader._from_loader_state(decoded))  # pylint: disable=protected-access
+        self._iterator.set_state(self._from_loader_state(decoded))
 
     def start_prefetch(self) -> None:
         """Starts read-ahead early; idempotent."""

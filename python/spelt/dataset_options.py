@@ -1,6 +1,7 @@
-"""Grain's dataset options (``grain.experimental.DatasetOptions``, ``ExecutionTrackingMode``,
-``WithOptionsIterDataset``; grain/_src/python/dataset/base.py and dataset.py): the same
-fields, defaults and merge rules (explicitly set values win, the latest first).
+"""Grain's dataset options (``grain.experimental.DatasetOptions``, ``ExecutionTrackingMode``;
+grain/_src/python/dataset/base.py): the same fields, defaults and merge rules (explicitly set
+values win, the latest first). ``WithOptionsIterDataset`` sets them for a pipeline
+(spelt/_base.py).
 
 The engine enforces the filter thresholds (spelt/dataset_options.h): every filtering iterator
 (an IterDataset ``filter``, and ``to_iter_dataset`` skipping what a MapDataset ``filter``
@@ -15,9 +16,7 @@ import enum
 import logging
 import math
 import time
-from typing import Any, Generic, TypeVar
-
-from spelt import dataset
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -86,41 +85,12 @@ class DatasetOptions:
                 continue
             if field.name in self._user_set_fields:
                 merged[field.name] = getattr(self, field.name)
-            elif field.name in other._user_set_fields:
+            elif field.name in set_fields(other):
                 merged[field.name] = getattr(other, field.name)
         return DatasetOptions(**merged)
 
 
-class WithOptionsIterDataset(dataset._SameIndex, dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
-    """``parent`` with ``options`` for the whole pipeline (merged with options set further
-    down; the latest set value wins). Output and state are the parent's."""
-
-    _no_stage = True  # Grain's iterates its parent: no stage in execution summaries
-
-    def __init__(self, parent: dataset.IterDataset, options: DatasetOptions):
-        super().__init__(parent)
-        self.options = options
-
-    def _make_node(self):
-        return self._stream_nodes()[0].with_options()
-
-    @property
-    def merged_options(self) -> DatasetOptions:
-        """These options merged with those of the WithOptionsIterDatasets below."""
-        return pipeline_options(self)
-
-    def __str__(self) -> str:
-        return f"WithOptionsIterDataset(options={self.options})"
-
-
-def pipeline_options(ds: Any) -> DatasetOptions:
-    """The options of the pipeline that ends at ``ds``: those of every WithOptionsIterDataset
-    in it, merged so that the outermost (the latest set) win; the defaults if there is none."""
-    result = DatasetOptions()
-    to_visit: list[Any] = [ds]
-    while to_visit:
-        node = to_visit.pop(0)
-        if isinstance(node, WithOptionsIterDataset):
-            result = result.merge(node.options)
-        to_visit.extend(getattr(node, "parents", ()))
-    return result
+def set_fields(options: DatasetOptions) -> frozenset[str]:
+    """The names of the fields of ``options`` set explicitly (not defaults), which win when
+    merged (Grain's ``_user_set_fields``)."""
+    return frozenset(options._user_set_fields)  # pylint: disable=protected-access

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from spelt import dataset
-from spelt._thread_prefetch import ThreadPrefetchIterDataset
+from spelt.transformations.thread_prefetch import ThreadPrefetchIterDataset
 
 
 class _DevicePut:

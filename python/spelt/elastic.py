@@ -22,6 +22,7 @@ from typing import Any
 from spelt import dataset
 from spelt import options as options_lib
 from spelt import sharding
+from spelt.transformations import filter as filter_lib
 
 _STATE_KEY = "global_next_index"
 
@@ -32,7 +33,7 @@ def _check_no_filter(ds: dataset.MapDataset) -> None:
     to_check = [ds]
     while to_check:
         node = to_check.pop()
-        if isinstance(node, dataset.MapDataset._Filter):  # pylint: disable=protected-access
+        if isinstance(node, filter_lib.FilterMapDataset):
             raise ValueError("ElasticIterator does not support `filter` transformation.")
         to_check.extend(node.parents)
 

@@ -6,27 +6,21 @@ import copy
 from typing import Any
 
 from spelt import _core
-from spelt._cache import CacheIterDataset
-from spelt._batch_and_pad import batch_and_pad
-from spelt._combine import LimitIterDataset, RepeatIterDataset, ZipIterDataset, ZipMapDataset
 from spelt._plot import plot_execution_summary
 from spelt._summary import ExecutionSummary, StageSummary
 from spelt._summary import execution_summary as get_execution_summary
 from spelt.array_record import ArrayRecordWriter
-from spelt.dataset import FlatMapIterDataset, apply_transformations, get_next_index, set_next_index
-from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode, WithOptionsIterDataset
+from spelt.dataset import (
+    FlatMapIterDataset,
+    WithOptionsIterDataset,
+    apply_transformations,
+    get_next_index,
+    set_next_index,
+)
+from spelt.dataset_options import DatasetOptions, ExecutionTrackingMode
 from spelt.device_put import device_put
 from spelt.elastic import ElasticIterator
-from spelt._flat_map import FlatMapMapDataset
-from spelt._rebatch import RebatchIterDataset
-from spelt._window_shuffle import WindowShuffleIterDataset, WindowShuffleMapDataset
 from spelt.element_spec import ShapeDtypeStruct, ShapeDtypeStructProtocol, get_element_spec
-from spelt._interleave import InterleaveIterDataset
-from spelt._thread_prefetch import (
-    ThreadPrefetchDatasetIterator,
-    ThreadPrefetchIterDataset,
-    multithread_prefetch,
-)
 from spelt.huggingface import HuggingFaceIterDataset
 from spelt.packing import (
     BestFitPackIterDataset,
@@ -41,6 +35,20 @@ from spelt.performance_config import PerformanceConfig, pick_performance_config
 from spelt.ray import RayOptions
 from spelt.rng_pool import RngPool
 from spelt.tfrecord import TFRecordDataSource, TFRecordIterDataset, TFRecordWriter
+from spelt.transformations.batch import batch_and_pad
+from spelt.transformations.cache import CacheIterDataset
+from spelt.transformations.flat_map import FlatMapMapDataset
+from spelt.transformations.interleave import InterleaveIterDataset
+from spelt.transformations.limit import LimitIterDataset
+from spelt.transformations.rebatch import RebatchIterDataset
+from spelt.transformations.repeat import RepeatIterDataset
+from spelt.transformations.shuffle import WindowShuffleIterDataset, WindowShuffleMapDataset
+from spelt.transformations.thread_prefetch import (
+    ThreadPrefetchDatasetIterator,
+    ThreadPrefetchIterDataset,
+)
+from spelt.transformations.multithread_prefetch import multithread_prefetch
+from spelt.transformations.zip import ZipIterDataset, ZipMapDataset
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
 

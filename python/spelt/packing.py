@@ -20,8 +20,8 @@ import dataclasses
 import enum
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
+from spelt import _base
 from spelt import _core
-from spelt import dataset
 from spelt import record
 
 
@@ -33,7 +33,7 @@ def _check_max_sequences_per_bin(max_sequences_per_bin: int | None) -> None:
         )
 
 
-class PackIterDataset(dataset.IterDataset):
+class PackIterDataset(_base.IterDataset):
     """Packs whole sequences into ``num_packing_bins`` bins; when an element fits in no bin,
     the bins are emitted (those holding a sequence, shuffled if ``shuffle_bins``) and a new
     batch of bins starts with it (Grain's PackIterDataset).
@@ -51,7 +51,7 @@ class PackIterDataset(dataset.IterDataset):
 
     def __init__(
         self,
-        parent: dataset.IterDataset,
+        parent: _base.IterDataset,
         *,
         length_struct: Any,
         num_packing_bins: int,
@@ -88,10 +88,10 @@ class PackIterDataset(dataset.IterDataset):
         self._pack_alignment_struct = pack_alignment_struct
         self._padding_struct = padding_struct
         self._max_sequences_per_bin = max_sequences_per_bin
-        self._node  # argument errors surface here  # pylint: disable=pointless-statement
+        self.engine_node  # argument errors surface here  # pylint: disable=pointless-statement
 
     def __iter__(self) -> PackingDatasetIterator:
-        return PackingDatasetIterator(self._engine_iterator(), self._num_packing_bins)
+        return PackingDatasetIterator(_base.engine_iterator(self), self._num_packing_bins)
 
     def _make_node(self):
         return _core.pack(
@@ -113,7 +113,7 @@ class PackIterDataset(dataset.IterDataset):
         return self._name
 
 
-class PackingDatasetIterator(dataset._NativeDatasetIterator):
+class PackingDatasetIterator(_base.NativeDatasetIterator):
     """Iterator of a PackIterDataset (Grain's PackingDatasetIterator)."""
 
     def __init__(self, it: Any, num_packing_bins: int):
@@ -174,7 +174,7 @@ class BOSHandling(enum.Enum):
     REPLACE_FIRST_TOKEN_WITH_BOS = enum.auto()
 
 
-class ConcatThenSplitIterDataset(dataset.IterDataset):
+class ConcatThenSplitIterDataset(_base.IterDataset):
     """Concat-then-split packing (Grain's ConcatThenSplitIterDataset): sequences are
     concatenated until a feature reaches its target length; the overflowing element is split and
     its rest starts the next output. Outputs: per feature of ``length_struct`` (in its order) the
@@ -190,7 +190,7 @@ class ConcatThenSplitIterDataset(dataset.IterDataset):
 
     def __init__(
         self,
-        parent: dataset.IterDataset,
+        parent: _base.IterDataset,
         *,
         length_struct: Mapping[str, int],
         meta_features: Collection[str] = (),
@@ -232,7 +232,7 @@ class ConcatThenSplitIterDataset(dataset.IterDataset):
             list(bos_features) if bos_handling == BOSHandling.REPLACE_FIRST_TOKEN_WITH_BOS else []
         )
         self._bos_token_id = 0 if bos_token_id is None else bos_token_id
-        self._node  # argument errors surface here  # pylint: disable=pointless-statement
+        self.engine_node  # argument errors surface here  # pylint: disable=pointless-statement
 
     def _make_node(self):
         return _core.concat_then_split(
@@ -248,14 +248,14 @@ class ConcatThenSplitIterDataset(dataset.IterDataset):
         return "ConcatThenSplitIterDataset"
 
 
-class _PackAndBatchIterDataset(dataset.IterDataset):
+class _PackAndBatchIterDataset(_base.IterDataset):
     """The engine side of PackAndBatchOperation: first-fit packing whose output is each whole
     batch of bins, ``(values, segment_ids, positions)``. State: that of the packing iterator."""
 
-    def __init__(self, parent: dataset.IterDataset, op: PackAndBatchOperation):
+    def __init__(self, parent: _base.IterDataset, op: PackAndBatchOperation):
         super().__init__(parent)
         self._op = op
-        self._node  # pylint: disable=pointless-statement
+        self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):
         op = self._op
@@ -275,7 +275,7 @@ class _PackAndBatchIterDataset(dataset.IterDataset):
         )
 
 
-class _CountingIterator(dataset.DatasetIterator):
+class _CountingIterator(_base.DatasetIterator):
     """Hands out ``record.data`` of the records of ``records`` and keeps their metadata; state:
     ``{"count": records handed out}`` (not restorable: the input is a plain iterator)."""
 
@@ -296,13 +296,13 @@ class _CountingIterator(dataset.DatasetIterator):
         raise ValueError("PackAndBatchOperation over a plain iterator cannot be restored")
 
 
-class _RecordsIterDataset(dataset.IterDataset):
+class _RecordsIterDataset(_base.IterDataset):
     def __init__(self, records: Iterator[Any], metadata: list[Any]):
         super().__init__()
         self._records = records
         self._metadata = metadata
 
-    def __iter__(self) -> dataset.DatasetIterator:
+    def __iter__(self) -> _base.DatasetIterator:
         return _CountingIterator(self._records, self._metadata)
 
 
@@ -332,7 +332,7 @@ class PackAndBatchOperation:
         if self.batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}")
 
-    def apply_to(self, ds: dataset.IterDataset) -> dataset.IterDataset:
+    def apply_to(self, ds: _base.IterDataset) -> _base.IterDataset:
         """The packed batches of ``ds`` (whose elements are the records' data)."""
         return _PackAndBatchIterDataset(ds, self)
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from spelt import _parquet
 from spelt import dataset
-from spelt._interleave import InterleaveIterDataset
+from spelt.transformations.interleave import InterleaveIterDataset
 
 # Grain interleaves at most this many files at a time (parquet_dataset._CYCLE_LENGTH).
 _CYCLE_LENGTH = 16

@@ -22,8 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from spelt import dataset
+from spelt import _base
 from spelt import options as options_lib
+from spelt.transformations import prefetch
 
 _log = logging.getLogger(__name__)
 
@@ -65,13 +66,13 @@ def _average_element_mb(datasets: list[Any], samples_to_check: int) -> float:
 def _prefetch_parents(ds: Any) -> list[Any]:
     """The MapDatasets read by the to_iter_dataset stages of ``ds`` (their elements are
     unbatched)."""
-    if isinstance(ds, dataset._PrefetchIterDataset):  # pylint: disable=protected-access
+    if isinstance(ds, prefetch.PrefetchIterDataset):
         return [ds.parents[0]]
     return [p for parent in ds.parents for p in _prefetch_parents(parent)]
 
 
 def pick_performance_config(
-    ds: dataset.IterDataset,
+    ds: _base.IterDataset,
     *,
     ram_budget_mb: int | None,
     max_workers: int | None,

@@ -17,8 +17,8 @@ import dataclasses
 from typing import Any
 
 from spelt import _core
-from spelt import dataset as dataset_lib
 from spelt import options as options_lib
+from spelt.transformations import prefetch as prefetch_lib
 
 __all__ = ["RayOptions", "RayPrefetchIterDataset", "stop_actors"]
 
@@ -79,7 +79,7 @@ class RayOptions:
             raise ValueError(f"RayOptions.timeout_s must be > 0, got {self.timeout_s}")
 
 
-class RayPrefetchIterDataset(dataset_lib._PrefetchIterDataset):  # pylint: disable=protected-access
+class RayPrefetchIterDataset(prefetch_lib.PrefetchIterDataset):
     """``parent.to_iter_dataset()`` with the elements computed by Ray actors.
 
     Its engine node is the ordered core with the process executor talking to Ray actors
@@ -91,37 +91,37 @@ class RayPrefetchIterDataset(dataset_lib._PrefetchIterDataset):  # pylint: disab
 
     def __init__(
         self,
-        parent: dataset_lib.MapDataset,
+        parent: Any,
         read_options: options_lib.ReadOptions,
         allow_nones: bool,
         options: RayOptions,
     ):
         super().__init__(parent, read_options, allow_nones)
-        self._options = options
+        self.options = options
 
     def _make_node(self):
         from spelt._workers import ray_pool  # pylint: disable=import-outside-toplevel
 
-        parent, options = self._parents[0], self._options
+        parent, options = self._parents[0], self.options
         return _core.process_prefetch(
-            parent._node,
+            parent.engine_node,
             ray_pool.RayKeeper(parent, options),
-            self._allow_nones,
+            self.allow_nones,
             options.num_actors,
             options.per_actor_buffer_size,
             target_chunk_seconds=ray_pool.TARGET_CHUNK_SECONDS,
         )
 
     def __str__(self) -> str:
-        return f"RayPrefetchIterDataset({self._options})"
+        return f"RayPrefetchIterDataset({self.options})"
 
 
 def prefetch(ds: Any, options: RayOptions) -> Any:
     """`ds` with each to_iter_dataset stage computed by Ray actors (IterDataset.mp_prefetch)."""
-    return dataset_lib._replace_stages(  # pylint: disable=protected-access
+    return prefetch_lib.replace_stages(
         ds,
         lambda stage: RayPrefetchIterDataset(
-            stage._parents[0], stage._read_options, stage._allow_nones, options
+            stage.parents[0], stage.read_options, stage.allow_nones, options
         ),
     )
 

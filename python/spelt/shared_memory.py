@@ -29,6 +29,7 @@ Thread-safety: creating, opening and unlinking are safe from several threads (on
 
 from __future__ import annotations
 
+import copyreg
 import dataclasses
 import fcntl
 import itertools
@@ -397,7 +398,12 @@ class SharedMemoryDataSource:
     __repr__ = __str__
 
     def __reduce__(self):
-        return _open_source, (self.shm.name, self.name)
+        # Rebuilt with __new__ and __setstate__: the copy attaches to the same segment.
+        return copyreg.__newobj__, (type(self),), (self.shm.name, self.name)
+
+    def __setstate__(self, state: tuple[str, str]) -> None:
+        segment_name, name = state
+        self._attach(Segment.open(segment_name), name)
 
     def close(self) -> None:
         """Closes the source here; it is empty afterwards."""
@@ -407,9 +413,3 @@ class SharedMemoryDataSource:
     def unlink(self) -> None:
         self._by_name.pop(self.name, None)
         self.shm.unlink()
-
-
-def _open_source(segment_name: str, name: str) -> SharedMemoryDataSource:
-    source = SharedMemoryDataSource.__new__(SharedMemoryDataSource)
-    source._attach(Segment.open(segment_name), name)  # pylint: disable=protected-access
-    return source

@@ -51,7 +51,7 @@ class RangeDataSource:
         return type(self), (self._start, self._stop, self._step)
 
     def _spelt_native_source(self) -> _core.NativeSource:
-        """The engine source (see dataset._native_or_python)."""
+        """The engine source (see spelt.transformations.source.native_or_python)."""
         return self._source
 
 

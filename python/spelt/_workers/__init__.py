@@ -1,6 +1,6 @@
 """Worker processes: the MapDataset part of a pipeline computed in parallel processes.
 
-See docs/workers.md for the design. ``IterDataset.mp_prefetch`` (dataset.py) replaces a
+See docs/workers.md for the design. ``IterDataset.mp_prefetch`` (transformations/prefetch.py) replaces a
 pipeline's ``to_iter_dataset`` stages by ProcessPrefetchIterDatasets, whose engine node is the
 ordered core with a worker-process executor (cpp/python/process_executor.cc). This package is
 what that executor talks to, once per chunk; it knows nothing of datasets. Modules, one concept

@@ -4,7 +4,7 @@ The pipeline is pickled with cloudpickle (lambdas, local functions and classes o
 travel by value). When that fails, the dataset tree is searched in post-order, as Grain does,
 and inside the first dataset that fails to pickle, its attributes (and their items and
 attributes, a few levels deep) for the first object that fails on its own; the error gets a
-note naming it, e.g. ``MapMapDataset._args[0]._lock (<_thread.lock object ...>)``.
+note naming it, e.g. ``MapMapDataset.args[0]._lock (<_thread.lock object ...>)``.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ class ChunkActor:
         node = self._pipelines.get(digest)
         if node is None:
             try:
-                node = protocol.decode(ray.get(pipeline[0]))._node  # pylint: disable=protected-access
+                node = protocol.decode(ray.get(pipeline[0])).engine_node
             except Exception as e:
                 e.add_note(
                     "spelt: raised while loading the pipeline in a Ray actor (are the modules"

@@ -151,7 +151,7 @@ def main(argv: list[str], release_gate: Callable[[], None]) -> int:
         dataset, worker_init_fn = _load_payload(payload_fd, dataset_size, init_size)
         if worker_init_fn is not None:
             worker_init_fn(index, count)
-        node = dataset._node  # pylint: disable=protected-access
+        node = dataset.engine_node
     except Exception as e:  # pylint: disable=broad-exception-caught
         e.add_note(f"spelt: raised while starting worker process {index} of {count}")
         try:

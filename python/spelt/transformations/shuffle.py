@@ -1,17 +1,27 @@
-"""Grain's window shuffles (``grain.experimental.WindowShuffleMapDataset`` and
-``WindowShuffleIterDataset``, grain/_src/python/dataset/transformations/shuffle.py at 0.2.18):
-faces over the engine op cpp/src/ops/window_shuffle.cc, which does the per-element work."""
+"""Shuffles: ``MapDataset.shuffle`` (global, cpp/src/ops/shuffle.cc) and Grain's window
+shuffles (``grain.experimental.WindowShuffleMapDataset`` and ``WindowShuffleIterDataset``,
+cpp/src/ops/window_shuffle.cc); grain/_src/python/dataset/transformations/shuffle.py at 0.2.18.
+The engine does the per-element work."""
 
 from __future__ import annotations
 
-from spelt import dataset
+from spelt import _args
+from spelt import _base
+from spelt import _core
+
+
+class ShuffleMapDataset(_base.ParentSpec, _base.OpMapDataset):
+    """``MapDataset.shuffle(seed)``: epoch e is permuted by Grain's index_shuffle with seed
+    ``seed + e``. Args: (seed,), already resolved (``_args.resolve_seed``)."""
+
+    _build = staticmethod(_core.MapDataset.shuffle)
 
 
 def _window_size(window_size: int) -> int:
-    return dataset._int_arg(window_size, "window_size")  # pylint: disable=protected-access
+    return _args.int_arg(window_size, "window_size")
 
 
-class WindowShuffleMapDataset(dataset._ParentSpec, dataset.MapDataset):  # pylint: disable=protected-access
+class WindowShuffleMapDataset(_base.ParentSpec, _base.MapDataset):
     """Shuffles ``parent`` within consecutive windows of ``window_size`` indices: window ``w``
     (counted from the first index, across epochs) is permuted by ``index_shuffle`` with seed
     ``seed + w`` (mod 2**32), so each index maps to exactly one index of its window. Same length
@@ -24,20 +34,20 @@ class WindowShuffleMapDataset(dataset._ParentSpec, dataset.MapDataset):  # pylin
     if either is not an int.
     """
 
-    def __init__(self, parent: dataset.MapDataset, *, window_size: int, seed: int):
+    def __init__(self, parent: _base.MapDataset, *, window_size: int, seed: int):
         super().__init__(parent)
         self._window_size = _window_size(window_size)
-        self._seed = dataset._check_seed(seed, "WindowShuffleMapDataset")  # pylint: disable=protected-access
-        self._node  # argument errors surface here  # pylint: disable=pointless-statement
+        self._seed = _args.check_seed(seed, "WindowShuffleMapDataset")
+        self.engine_node  # argument errors surface here  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.window_shuffle(self._window_size, self._seed)
+        return self._parents[0].engine_node.window_shuffle(self._window_size, self._seed)
 
     def __str__(self) -> str:
         return "WindowShuffleMapDataset"
 
 
-class WindowShuffleIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
+class WindowShuffleIterDataset(_base.ParentSpec, _base.IterDataset):
     """Reads ``window_size`` elements of ``parent`` at a time and returns them shuffled, window
     ``w`` by ``index_shuffle`` with seed ``seed + w`` (mod 2**32), in Grain's order (the last
     window holds what is left). Memory: one window of elements.
@@ -49,11 +59,11 @@ class WindowShuffleIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pyl
     [0, 2**32); TypeError if either is not an int.
     """
 
-    def __init__(self, parent: dataset.IterDataset, *, window_size: int, seed: int):
+    def __init__(self, parent: _base.IterDataset, *, window_size: int, seed: int):
         super().__init__(parent)
         self._window_size = _window_size(window_size)
-        self._seed = dataset._check_seed(seed, "WindowShuffleIterDataset")  # pylint: disable=protected-access
-        self._node  # pylint: disable=pointless-statement
+        self._seed = _args.check_seed(seed, "WindowShuffleIterDataset")
+        self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):
         return self._stream_nodes()[0].window_shuffle(self._window_size, self._seed)

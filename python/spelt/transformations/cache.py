@@ -3,11 +3,11 @@
 
 from __future__ import annotations
 
+from spelt import _base
 from spelt import _core
-from spelt import dataset
 
 
-class CacheIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: disable=protected-access
+class CacheIterDataset(_base.ParentSpec, _base.IterDataset):
     """Keeps the elements each iterator reads from ``parent`` in memory: once the parent has
     ended, a restart of the iterator to its initial state (``RepeatIterDataset`` does one per
     epoch) reads the kept elements instead of the parent.
@@ -18,9 +18,9 @@ class CacheIterDataset(dataset._ParentSpec, dataset.IterDataset):  # pylint: dis
     iterator. The same element objects are returned on every pass.
     """
 
-    def __init__(self, parent: dataset.IterDataset):
+    def __init__(self, parent: _base.IterDataset):
         super().__init__(parent)
-        self._node  # pylint: disable=pointless-statement
+        self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):
         return _core.cache(self._stream_nodes()[0])

@@ -1,14 +1,14 @@
-"""Grain's ``grain.experimental.FlatMapMapDataset``
-(grain/_src/python/dataset/transformations/flatmap.py at 0.2.18): a face over the engine op
-cpp/src/ops/flat_map_map.cc; only ``transform.flat_map`` runs in Python."""
+"""Grain's ``grain.experimental.FlatMapMapDataset`` and ``FlatMapIterDataset``
+(grain/_src/python/dataset/transformations/flatmap.py at 0.2.18): faces over the engine ops
+cpp/src/ops/flat_map_map.cc and flat_map.cc; only ``transform.flat_map`` runs in Python."""
 
 from __future__ import annotations
 
-from spelt import dataset
+from spelt import _base
 from spelt import transforms
 
 
-class FlatMapMapDataset(dataset.MapDataset):
+class FlatMapMapDataset(_base.MapDataset):
     """Splits each element of ``parent`` into at most ``transform.max_fan_out`` elements, at
     fixed slots: element ``i`` is output ``i % max_fan_out`` of
     ``transform.flat_map(parent[i // max_fan_out])``, None (skipped by ``to_iter_dataset``)
@@ -20,7 +20,7 @@ class FlatMapMapDataset(dataset.MapDataset):
     ``FlatMap``. ``MapDataset.batch`` cannot follow it (ValueError, as in Grain).
     """
 
-    def __init__(self, parent: dataset.MapDataset, transform: transforms.FlatMap):
+    def __init__(self, parent: _base.MapDataset, transform: transforms.FlatMap):
         super().__init__(parent)
         if not hasattr(transform, "flat_map") or not hasattr(transform, "max_fan_out"):
             raise TypeError(
@@ -28,10 +28,10 @@ class FlatMapMapDataset(dataset.MapDataset):
                 f" got {type(transform).__name__}"
             )
         self._transform = transform
-        self._node  # pylint: disable=pointless-statement
+        self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):
-        return self._parents[0]._node.flat_map(
+        return self._parents[0].engine_node.flat_map(
             self._transform.flat_map, self._transform.max_fan_out
         )
 
@@ -39,3 +39,20 @@ class FlatMapMapDataset(dataset.MapDataset):
         return (
             f"FlatMapMapDataset(transform={transforms.get_pretty_transform_name(self._transform)})"
         )
+
+
+class FlatMapIterDataset(_base.IterDataset):
+    """Each element becomes the elements of ``transform.flat_map(element)`` (Grain's
+    ``grain.experimental.FlatMapIterDataset``). State: parent state + position in the split."""
+
+    def __init__(self, parent: _base.IterDataset, transform: transforms.FlatMap):
+        super().__init__(parent)
+        self._transform = transform
+
+    def _make_node(self):
+        fn = (
+            self._transform.flat_map
+            if isinstance(self._transform, transforms.FlatMap)
+            else self._transform
+        )
+        return self._stream_nodes()[0].flat_map(fn)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from spelt import dataset
+from spelt import _base
 from spelt import element_spec
 
 
-class RebatchIterDataset(dataset.IterDataset):
+class RebatchIterDataset(_base.IterDataset):
     """The batches of ``parent`` (pytrees of arrays sharing a leading batch dimension, e.g. the
     output of ``batch``) re-cut into batches of ``batch_size`` rows along axis 0; the last one
     is partial unless ``drop_remainder``. A batch inside one parent batch is a view of it; one
@@ -24,11 +24,11 @@ class RebatchIterDataset(dataset.IterDataset):
     0 rows.
     """
 
-    def __init__(self, parent: dataset.IterDataset, batch_size: int, drop_remainder: bool = False):
+    def __init__(self, parent: _base.IterDataset, batch_size: int, drop_remainder: bool = False):
         super().__init__(parent)
         self._batch_size = batch_size
         self._drop_remainder = bool(drop_remainder)
-        self._node  # pylint: disable=pointless-statement
+        self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):
         return self._stream_nodes()[0].rebatch(self._batch_size, self._drop_remainder)

@@ -11,9 +11,10 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
+from spelt import _base
 from spelt import _core
-from spelt import dataset
 from spelt import dataset_options
+from spelt import _index_plan as index_plan_lib
 from spelt import element_spec
 
 
@@ -23,18 +24,18 @@ def _dataset_node(datasets: Any, index: int) -> Any:
     WithOptionsIterDatasets set over those of the interleave's iterator. TypeError for anything
     else."""
     ds = _iter_dataset(datasets, index)
-    if not isinstance(ds, dataset.IterDataset):
+    if not isinstance(ds, _base.IterDataset):
         raise TypeError(
             f"InterleaveIterDataset: dataset {index} is a {type(ds).__name__}, not an"
             " IterDataset or a MapDataset"
         )
-    options = dataset_options.pipeline_options(ds)
+    options = _base.pipeline_options(ds)
     warn, raise_ = "filter_warn_threshold_ratio", "filter_raise_threshold_ratio"
-    fields = options._user_set_fields  # pylint: disable=protected-access
+    fields = dataset_options.set_fields(options)
     if warn not in fields and raise_ not in fields:
-        return ds._node
+        return ds.engine_node
     return _core.with_filter_thresholds(
-        ds._node,
+        ds.engine_node,
         warn in fields,
         options.filter_warn_threshold_ratio,
         raise_ in fields,
@@ -49,19 +50,22 @@ def _non_negative(value: Any, what: str) -> int:
     return value
 
 
-def _iter_dataset(datasets: Any, index: int) -> dataset.IterDataset:
+def _iter_dataset(datasets: Any, index: int) -> _base.IterDataset:
     ds = datasets[index]
-    return ds.to_iter_dataset() if isinstance(ds, dataset.MapDataset) else ds
+    return ds.to_iter_dataset() if isinstance(ds, _base.MapDataset) else ds
 
 
-class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disable=protected-access
+class InterleaveDatasetIterator(_base.NativeDatasetIterator):
     """The iterator of an InterleaveIterDataset: the engine's, with Grain's state keys
     (``future_states`` keyed by int dataset index) and Grain's per-dataset ("shard") state
     management for elastic restores (``get_shard_states`` / ``set_shard_states``)."""
 
-    def __init__(self, it: Any, ds: InterleaveIterDataset):
+    def __init__(self, it: Any, ds: InterleaveIterDataset, datasets: Any, cycle_length: int):
+        """it: the engine's iterator of ``ds``, whose ``datasets`` and ``cycle_length`` these
+        are."""
         super().__init__(it, ds)
-        self._ds = ds
+        self._name = str(ds)
+        self._datasets, self._cycle_length = datasets, cycle_length
         self._start_states: dict[int, Any] = {}
 
     def get_state(self) -> dict[str, Any]:
@@ -78,9 +82,7 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
 
     def _start_state(self, index: int) -> Any:
         if index not in self._start_states:
-            self._start_states[index] = iter(
-                _iter_dataset(self._ds._datasets, index)  # pylint: disable=protected-access
-            ).get_state()
+            self._start_states[index] = iter(_iter_dataset(self._datasets, index)).get_state()
         return self._start_states[index]
 
     def get_shard_states(self) -> list[dict[str, Any]]:
@@ -89,7 +91,7 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
         state = self.get_state()
         future, first_unopened = state["future_states"], state["next_index_in_datasets"]
         indices = state["iterators_in_use_indices"]
-        shards: list[Any] = [None] * len(self._ds._datasets)  # pylint: disable=protected-access
+        shards: list[Any] = [None] * len(self._datasets)
         for i in range(len(shards)):
             if i >= first_unopened:
                 start = future[i] if i in future else self._start_state(i)
@@ -106,7 +108,7 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
         """Restores per-dataset states (from ``get_shard_states``, possibly of another
         sharding): the first cycle_length datasets not exhausted fill the cycle, the others
         start from their states when opened; exhausted ones fill what is left of the cycle."""
-        cycle = min(self._ds._cycle_length, len(self._ds._datasets))  # pylint: disable=protected-access
+        cycle = min(self._cycle_length, len(self._datasets))
         indices, states, exhausted, future = [], [], [], {}
         for i, shard in enumerate(shard_states):
             if shard["exhausted"]:
@@ -149,22 +151,22 @@ class InterleaveDatasetIterator(dataset._NativeDatasetIterator):  # pylint: disa
         self.set_state(dict(state, iterators_in_use_states=[it_state], exhausted=[0]))
 
     def _only_plan(self) -> Any:
-        plan = _iter_dataset(self._ds._datasets, 0)._index_plan()  # pylint: disable=protected-access
+        plan = index_plan_lib.of(_iter_dataset(self._datasets, 0))
         if plan is None:
             raise NotImplementedError("the interleaved dataset cannot tell its next index")
         return plan
 
     def _single_dataset(self, what: str) -> None:
-        if len(self._ds._datasets) != 1:  # pylint: disable=protected-access
+        if len(self._datasets) != 1:
             raise NotImplementedError(
                 f"{what} is not supported for InterleaveDatasetIterator with more than one dataset."
             )
 
     def __str__(self) -> str:
-        return str(self._ds).replace("InterleaveIterDataset", "InterleaveDatasetIterator")
+        return self._name.replace("InterleaveIterDataset", "InterleaveDatasetIterator")
 
 
-class InterleaveIterDataset(dataset.IterDataset):
+class InterleaveIterDataset(_base.IterDataset):
     """Interleaves ``datasets`` (a sequence of IterDatasets or MapDatasets, or a MapDataset of
     them, read lazily), taking one element from each of at most ``cycle_length`` open
     iterators in turn; an exhausted iterator's slot takes the next dataset (Grain's order).
@@ -184,7 +186,7 @@ class InterleaveIterDataset(dataset.IterDataset):
 
     def __init__(
         self,
-        datasets: Sequence[dataset.IterDataset | dataset.MapDataset] | dataset.MapDataset,
+        datasets: Sequence[_base.IterDataset | _base.MapDataset] | _base.MapDataset,
         *,
         cycle_length: int,
         num_make_iter_threads: int = 1,
@@ -207,7 +209,7 @@ class InterleaveIterDataset(dataset.IterDataset):
 
     def _make_node(self):
         datasets, count = self._datasets, len(self._datasets)
-        if isinstance(datasets, dataset.MapDataset):
+        if isinstance(datasets, _base.MapDataset):
             return _core.interleave_lazy(
                 count,
                 functools.partial(_dataset_node, datasets),
@@ -218,7 +220,8 @@ class InterleaveIterDataset(dataset.IterDataset):
         return _core.interleave(nodes, self._cycle_length, *self._options)
 
     def __iter__(self) -> InterleaveDatasetIterator:
-        return InterleaveDatasetIterator(self._node.make_iterator(), self)
+        it = self.engine_node.make_iterator()
+        return InterleaveDatasetIterator(it, self, self._datasets, self._cycle_length)
 
     @property
     def _element_spec(self) -> Any:
