@@ -754,3 +754,24 @@ def test_no_hang_on_errors_and_exit_with_live_iterators():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip() == "done"
+
+
+@pytest.mark.parametrize(
+    "make,what",
+    [
+        (lambda: spelt.MapDataset.range(4).batch(2.0), "batch: batch_size"),
+        (lambda: spelt.MapDataset.range(4).to_iter_dataset().batch("2"), "batch: batch_size"),
+        (lambda: spelt.MapDataset.range(4).repeat(1.5), "repeat: num_epochs"),
+        (lambda: spelt.samplers.IndexSampler(5.0), "IndexSampler: num_records"),
+        (lambda: spelt.samplers.IndexSampler(5, num_epochs=1.5), "IndexSampler: num_epochs"),
+        (lambda: spelt.samplers.SequentialSampler(None), "SequentialSampler: num_records"),
+        (
+            lambda: spelt.DataLoader(data_source=None, sampler=spelt.samplers.IndexSampler(5)),
+            "DataLoader: data_source",
+        ),
+    ],
+)
+def test_wrong_argument_types_raise_a_type_error_naming_the_argument(make, what):
+    with pytest.raises(TypeError, match=what) as e:
+        make()
+    assert "incompatible function arguments" not in str(e.value)

@@ -156,7 +156,8 @@ class _Transformations(Node):
         """Stacks ``batch_size`` consecutive elements leaf by leaf along a new axis 0 (numpy's
         np.stack rules, or ``batch_fn(list_of_elements)``); on a MapDataset batches never span
         epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
-        return self._Batch(self, _args.clamped(batch_size), drop_remainder, batch_fn)
+        batch_size = _args.clamped(_args.int_arg(batch_size, "batch: batch_size"))
+        return self._Batch(self, batch_size, drop_remainder, batch_fn)
 
     def apply(self, transformations: Any) -> Any:
         """Applies one ``grain.transforms`` transformation or a sequence of them, in order
@@ -320,7 +321,9 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         """Repeats num_epochs times (None: forever, len() is sys.maxsize as in Grain).
         reseed_each_epoch=False replays epoch 0 exactly. A length beyond sys.maxsize saturates
         at sys.maxsize (where Grain's len() raises OverflowError; docs/compatibility.md)."""
-        return self._Repeat(self, _args.clamped(num_epochs), reseed_each_epoch)
+        if num_epochs is not None:
+            num_epochs = _args.clamped(_args.int_arg(num_epochs, "repeat: num_epochs"))
+        return self._Repeat(self, num_epochs, reseed_each_epoch)
 
     def to_iter_dataset(
         self,

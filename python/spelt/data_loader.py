@@ -217,6 +217,11 @@ class DataLoader:
         state are those of worker_count=0; docs/distributed.md); ``autotune=True``, to pick
         and adapt the worker count (at most worker_count; 0: the CPU count) and buffer under
         ``ram_budget_mb`` while running (``IterDataset.mp_prefetch``; same output and state)."""
+        if not hasattr(data_source, "__getitem__"):
+            raise TypeError(
+                "DataLoader: data_source must be a random-access data source (__getitem__),"
+                f" got {type(data_source).__name__}"
+            )
         if worker_buffer_size < 0:
             raise ValueError(
                 "Worker buffer size must be greater than or equal zero."

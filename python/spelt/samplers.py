@@ -16,6 +16,7 @@ from typing import Optional, Protocol
 
 import numpy as np
 
+from spelt import _args
 from spelt import _core
 from spelt import record
 from spelt import sharding
@@ -120,6 +121,7 @@ class SequentialSampler(_EngineSampler):
         shard_options: sharding.ShardOptions = sharding.NoSharding(),
         seed: Optional[int] = None,
     ):
+        _args.int_arg(num_records, "SequentialSampler: num_records")
         self._num_records = num_records
         self._shard_options = shard_options
         self._seed = seed
@@ -175,6 +177,9 @@ class IndexSampler(_EngineSampler):
         num_epochs: Optional[int] = None,
         seed: Optional[int] = None,
     ):
+        _args.int_arg(num_records, "IndexSampler: num_records")
+        if num_epochs is not None:
+            _args.int_arg(num_epochs, "IndexSampler: num_epochs")
         self._num_records = num_records
         self._shard_options = shard_options
         self._shuffle = shuffle
