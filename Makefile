@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo demo-lm test test-ray bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
+.PHONY: demo demo-lm test test-ray test-torch test-keras bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
   fuzz-tfrecord clean format
 
 $(VENV)/.deps: requirements-dev.txt
@@ -37,7 +37,7 @@ test-cpp: cpp
 
 test-python: python
 	$(VENV)/bin/ruff format --check --quiet python tests bench examples cpp/fuzz
-	$(PY) -m pytest -q tests --ignore=tests/distributed
+	$(PY) -m pytest -q tests --ignore=tests/distributed --ignore=tests/torch_keras
 
 # The Ray executor (spelt.experimental.RayOptions): installs Ray (the spelt[ray] extra, with
 # Ray Data for bench D2) and runs tests/distributed on local Ray clusters that the tests start
@@ -49,6 +49,23 @@ $(VENV)/.ray: requirements-ray.txt $(VENV)/.deps
 
 test-ray: python $(VENV)/.ray
 	$(PY) -m pytest -q tests/distributed
+
+# spelt.torch and spelt.keras: install the CPU build of torch (requirements-torch.txt, the
+# spelt-ml[torch] extra) and Keras 3 (requirements-keras.txt, spelt-ml[keras]) and run
+# tests/torch_keras. Not in `make test` (torch is a large download); .ci/run runs both.
+$(VENV)/.torch: requirements-torch.txt $(VENV)/.deps
+	$(PY) -m pip install -q -r requirements-torch.txt
+	touch $@
+
+test-torch: python $(VENV)/.torch
+	$(PY) -m pytest -q tests/torch_keras/test_torch.py
+
+$(VENV)/.keras: requirements-keras.txt $(VENV)/.torch
+	$(PY) -m pip install -q -r requirements-keras.txt
+	touch $@
+
+test-keras: python $(VENV)/.keras
+	$(PY) -m pytest -q tests/torch_keras/test_keras.py
 
 # Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
 # and runs examples/find_package against it: once with find_package(spelt), once with pkg-config.
