@@ -892,7 +892,13 @@ def test_set_state_out_of_range_raises_index_error_like_grain(next_index, top):
 
     for g in (grain, spelt):
         it = iter(build(g))
-        with pytest.raises(IndexError, match="out of range for dataset of length 10"):
+        # Beyond 64 bits Spelt names the exact value, not the length (it fits no dataset).
+        message = (
+            f"{next_index} is out of range"
+            if next_index >= 2**64 and g is spelt
+            else "out of range for dataset of length 10"
+        )
+        with pytest.raises(IndexError, match=message):
             it.set_state({"next_index": next_index})
 
 

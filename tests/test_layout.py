@@ -13,6 +13,7 @@ import ast
 import graphlib
 import pathlib
 import re
+import subprocess
 
 import pytest
 
@@ -119,3 +120,34 @@ def test_only_the_tree_helper_gives_datasets_new_parents():
         if re.search(r"\b(?!self\b)\w+\._parents\s*=", line)
     ]
     assert assigners == ["python/spelt/_base.py:" + assigners[0].split(":")[1]], assigners
+
+
+# A path in a doc or comment: one of the repository's top folders (or a folder of cpp/src, or
+# spelt/ for the public headers), then path parts, ending in a file or folder name.
+_PATH = re.compile(
+    r"(?<![\w/.<-])((?:python/spelt|cpp/(?:src|include|python|tests|fuzz)|tests|bench|docs"
+    r"|examples|spelt|core|io|ops|sampling|array_record|riegeli|tfrecord)/[\w./-]*[A-Za-z0-9])"
+)
+_TEXT_FILES = (".md", ".py", ".cc", ".h", ".txt", ".toml", ".cmake")
+
+
+def _named_paths_missing() -> list[str]:
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split()
+    missing = []
+    for name in tracked:
+        if not name.endswith(_TEXT_FILES):
+            continue
+        for m in _PATH.finditer((ROOT / name).read_text(errors="replace")):
+            path = m.group(1)
+            if path.endswith("_test.py"):  # Grain's own test files, by their path in Grain
+                continue
+            roots = ("", "cpp/src/", "cpp/include/", "python/")
+            if not any((ROOT / (r + path)).exists() for r in roots):
+                missing.append(f"{name}: {path}")
+    return missing
+
+
+def test_docs_and_comments_name_paths_that_exist():
+    assert _named_paths_missing() == []

@@ -13,6 +13,7 @@
 
 #include "bindings.h"
 #include "gil.h"
+#include "py_state.h"
 #include "py_value.h"
 
 namespace spelt::python {

@@ -10,6 +10,7 @@
 
 #include "gil.h"
 #include "py_array_source.h"
+#include "py_state.h"
 
 namespace spelt::python {
 namespace {

@@ -16,7 +16,7 @@ namespace spelt::python {
 namespace {
 
 struct Cache {
-  nb::object asarray, ascontiguousarray, array, stack, json_dumps, json_loads;
+  nb::object asarray, ascontiguousarray, array, stack;
   nb::object defaultdict, partial;
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
@@ -165,22 +165,12 @@ void InitPyValue() {
   if (_import_array() < 0) throw nb::python_error();
   cache = new Cache();
   nb::module_ np = nb::module_::import_("numpy");
-  nb::module_ json = nb::module_::import_("json");
   cache->asarray = np.attr("asarray");
   cache->ascontiguousarray = np.attr("ascontiguousarray");
   cache->array = np.attr("array");
   cache->defaultdict = nb::module_::import_("collections").attr("defaultdict");
   cache->partial = nb::module_::import_("functools").attr("partial");
   cache->stack = np.attr("stack");
-  // numpy scalars in a state (np.int64 from numpy arithmetic or a checkpoint library's tree)
-  // are their Python numbers, as Grain's states hold them.
-  cache->json_dumps = cache->partial(
-      json.attr("dumps"), nb::arg("default") = nb::cpp_function([](nb::handle o) -> nb::object {
-        if (PyArray_IsScalar(o.ptr(), Generic)) return o.attr("item")();
-        throw nb::type_error(("Object of type " + std::string(nb::type_name(o.type()).c_str()) +
-                              " is not JSON serializable").c_str());
-      }));
-  cache->json_loads = json.attr("loads");
   SetObjectStackFallback(&StackWithObjects);
 }
 
@@ -349,19 +339,6 @@ nb::object ToPython(const Value& value) {
     }
   };
   return std::visit(Visitor{}, value.variant());
-}
-
-nb::object StateToPython(const State& state) { return cache->json_loads(nb::str(state.dump().c_str())); }
-
-State StateFromPython(nb::handle obj) {
-  nb::object text;
-  try {
-    text = cache->json_dumps(obj);
-  } catch (nb::python_error& e) {
-    throw std::invalid_argument("state is not JSON-serialisable: " +
-                                std::string(nb::str(e.value()).c_str()));
-  }
-  return State::parse(nb::cast<std::string>(text));
 }
 
 }  // namespace spelt::python

@@ -59,10 +59,6 @@ Value ToValue(nb::handle obj);
 // The Python object for a value (new reference).
 nb::object ToPython(const Value& value);
 
-// JSON state <-> Python (json-compatible dict / list / scalars).
-nb::object StateToPython(const State& state);
-State StateFromPython(nb::handle obj);
-
 // Called once at module import: caches numpy types and functions.
 void InitPyValue();
 

@@ -1,4 +1,4 @@
-// Tests for Stack() and StackedStringsTag() (spelt/batch.h).
+// Tests for Stack() and StackedStringsTag() (spelt/stack.h).
 #include <algorithm>
 #include <bit>
 #include <cmath>

@@ -527,7 +527,7 @@ class NativeDatasetIterator(Unpicklable, DatasetIterator):
     def get_state(self) -> dict[str, Any]:
         if self._closed:  # the state where it was closed, as Grain's iterators keep it
             return copy.deepcopy(self._closed_state)
-        return slices_as_tuples(self._it.get_state())
+        return self._it.get_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
         if not isinstance(state, dict):
@@ -551,24 +551,9 @@ class NativeDatasetIterator(Unpicklable, DatasetIterator):
 
     def close(self) -> None:
         if not self._closed:
-            self._closed_state = slices_as_tuples(self._it.get_state())
+            self._closed_state = self._it.get_state()
             self._closed = True
             self._it.close()
-
-
-def slices_as_tuples(state: Any) -> Any:
-    """``state`` with ConcatThenSplitIterDataset's ``remainder_slices`` as (start, stop) tuples,
-    as Grain returns them (Grain's restore compares them with the tuple (-1, -1))."""
-    if isinstance(state, dict):
-        return {
-            k: (
-                {f: tuple(s) for f, s in v.items()}
-                if k == "remainder_slices" and isinstance(v, dict)
-                else slices_as_tuples(v)
-            )
-            for k, v in state.items()
-        }
-    return state
 
 
 class ParentSpec:
@@ -617,31 +602,14 @@ class BatchSpec:
         )
 
 
-class OpMapDataset(MapDataset):
-    """A transformation of one parent MapDataset: the engine node is
-    ``_build(parent_node, *args)``, a typed method of ``_core.MapDataset``."""
+class _Op:
+    """A transformation of one parent: the engine node is ``_build(parent_node, *args)``, a
+    typed method of ``_core.MapDataset`` or ``_core.IterDataset``, built at once so that
+    argument errors surface where the transformation is called."""
 
     _build: Callable[..., Any]
 
-    def __init__(self, parent: MapDataset, *args: Any):
-        super().__init__(parent)
-        self.args = args
-        self.engine_node  # build now so that argument errors surface here  # pylint: disable=pointless-statement
-
-    def _make_node(self):
-        return self._build(self._parents[0].engine_node, *self.args)
-
-    def __str__(self) -> str:
-        return self.engine_node.name()
-
-
-class OpIterDataset(IterDataset):
-    """A transformation of one parent IterDataset: the engine node is
-    ``_build(parent_node, *args)``, a typed method of ``_core.IterDataset``."""
-
-    _build: Callable[..., Any]
-
-    def __init__(self, parent: IterDataset, *args: Any):
+    def __init__(self, parent: Any, *args: Any):
         super().__init__(parent)
         self.args = args
         self.engine_node  # pylint: disable=pointless-statement
@@ -651,6 +619,14 @@ class OpIterDataset(IterDataset):
 
     def __str__(self) -> str:
         return self.engine_node.name()
+
+
+class OpMapDataset(_Op, MapDataset):
+    """A transformation of one parent MapDataset (``_core.MapDataset`` methods)."""
+
+
+class OpIterDataset(_Op, IterDataset):
+    """A transformation of one parent IterDataset (``_core.IterDataset`` methods)."""
 
 
 class WithOptionsIterDataset(index_plan_lib.SameIndex, ParentSpec, IterDataset):

@@ -1,7 +1,7 @@
 // spelt/errors.h: exceptions for bad file contents, shared by every file format that Spelt
 // reads (Riegeli/ArrayRecord, TFRecord). what() names the file and the byte offset; callers
 // catch FileFormatError for any of them. The Python face raises them as ValueError
-// subclasses (cpp/python/errors.cc translates every engine exception in one place).
+// subclasses (cpp/python/bind_errors.cc translates every engine exception in one place).
 #ifndef SPELT_ERRORS_H_
 #define SPELT_ERRORS_H_
 

@@ -1,4 +1,4 @@
-// spelt/batch.h: combining elements into a batch (Grain's default batch function), and the
+// spelt/stack.h: combining elements into a batch (Grain's default batch function), and the
 // numpy dtype promotion and casting rules it follows.
 //
 // Thread-safe (pure functions of their arguments).

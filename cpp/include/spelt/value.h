@@ -68,7 +68,7 @@ class Opaque {
   virtual Value Unpack() const = 0;
   // A short description for error messages, e.g. "<Python object of type Foo>".
   virtual std::string Describe() const = 0;
-  // Batching (Stack() in spelt/batch.h) of a leaf that stays Opaque after Unpack(): called on
+  // Batching (Stack() in spelt/stack.h) of a leaf that stays Opaque after Unpack(): called on
   // element 0's leaf with the same-position leaves of all elements, in element order (the
   // first is this object), e.g. a Python object calls np.stack on them. Returns the output
   // leaf: a native value if it has one, else an Opaque. Throws std::invalid_argument if the

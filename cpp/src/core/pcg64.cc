@@ -1,5 +1,5 @@
 // numpy/random/src/pcg64 (PCG-XSL-RR 128/64) and Generator.shuffle's Fisher-Yates loop, in
-// our own words; tested against numpy's outputs (cpp/tests/pcg64_test.cc, tests/test_packing.py).
+// our own words; tested against numpy's outputs (cpp/tests/packing_test.cc, tests/test_packing.py).
 #include "core/pcg64.h"
 
 #include <bit>

@@ -1,5 +1,5 @@
-// spelt/random.cc: Grain's index_shuffle, numpy's SeedSequence and numpy's Philox4x64-10,
-// reimplemented bit-exactly (see random.h for the sources).
+// Implementation of spelt/random.h: Grain's index_shuffle, numpy's SeedSequence and numpy's
+// Philox4x64-10, reimplemented bit-exactly (see random.h for the sources).
 #include "spelt/random.h"
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Implementation of spelt/batch.h (Stack() and numpy's dtype promotion and casting), and of the
+// Implementation of spelt/stack.h (Stack() and numpy's dtype promotion and casting), and of the
 // default Opaque::StackLeaves() from spelt/value.h.
 //
 // Stack algorithm (one walk per element, no per-leaf string building on the happy path):

@@ -114,6 +114,10 @@ class BatchMapNode final : public MapNode {
   BatchFn fn_;
 };
 
+// Batches of the parent's elements. An error of the parent passes through without losing the
+// elements already taken for the batch: they stay pending, the next Next() continues the
+// batch after the failing element, and GetState() is the state before the first pending
+// element (so a restore re-reads them), as every buffering op does (docs/workers.md).
 class BatchIterator final : public DatasetIterator {
  public:
   BatchIterator(std::unique_ptr<DatasetIterator> parent, int64_t batch_size, bool drop_remainder,
@@ -121,13 +125,17 @@ class BatchIterator final : public DatasetIterator {
       : parent_(std::move(parent)), batch_size_(batch_size), drop_remainder_(drop_remainder),
         fn_(std::move(fn)) {}
   std::optional<Value> Next() override {
-    std::vector<Value> elements;
-    elements.reserve(static_cast<size_t>(batch_size_));
-    while (static_cast<int64_t>(elements.size()) < batch_size_) {
-      std::optional<Value> v = parent_->Next();
-      if (!v) break;
-      elements.push_back(std::move(*v));
+    if (pending_.empty()) {
+      pending_.reserve(static_cast<size_t>(batch_size_));
+      pending_start_ = parent_->GetState();
     }
+    while (static_cast<int64_t>(pending_.size()) < batch_size_) {
+      std::optional<Value> v = parent_->Next();  // an error leaves pending_ as it is
+      if (!v) break;
+      pending_.push_back(std::move(*v));
+    }
+    std::vector<Value> elements = std::move(pending_);
+    pending_.clear();
     if (elements.empty()) return std::nullopt;
     if (drop_remainder_ && static_cast<int64_t>(elements.size()) < batch_size_) {
       return std::nullopt;
@@ -135,14 +143,21 @@ class BatchIterator final : public DatasetIterator {
     return fn_(std::move(elements));
   }
   void StartPrefetch() override { parent_->StartPrefetch(); }
-  State GetState() const override { return parent_->GetState(); }
-  void SetState(const State& state) override { parent_->SetState(state); }
+  State GetState() const override {
+    return pending_.empty() ? parent_->GetState() : pending_start_;
+  }
+  void SetState(const State& state) override {
+    pending_.clear();
+    parent_->SetState(state);
+  }
 
  private:
   std::unique_ptr<DatasetIterator> parent_;
   int64_t batch_size_;
   bool drop_remainder_;
   BatchFn fn_;
+  std::vector<Value> pending_;  // taken for the next batch when an error interrupted it
+  State pending_start_;         // the parent's state before pending_[0]
 };
 
 class BatchIterNode final : public IterNode {

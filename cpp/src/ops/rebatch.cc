@@ -74,15 +74,21 @@ class RebatchIterator final : public DatasetIterator {
         last_parent_state_(parent_->GetState()) {}
 
   std::optional<Value> Next() override {
-    int64_t needed = batch_size_;
-    std::vector<std::vector<Array>> pieces;  // per leaf
-    while (needed > 0) {
+    // After an error of the parent, the rows taken for this batch are kept (pieces_) and the
+    // batch is completed from there; the state stays the one before them.
+    if (pending_rows_ == 0) pending_start_ = GetState();
+    while (pending_rows_ < batch_size_) {
+      const int64_t needed = batch_size_ - pending_rows_;
       if (!current_ || batch_idx_ >= Rows()) {
         const bool first_after_start = !current_;  // keeps a restored batch_idx
         last_parent_state_ = parent_->GetState();
         std::optional<Value> v = parent_->Next();
         if (!v) {
-          if (drop_remainder_) return std::nullopt;
+          if (drop_remainder_) {
+            pieces_.clear();
+            pending_rows_ = 0;
+            return std::nullopt;
+          }
           break;
         }
         current_ = Leaves(v->Unpacked());
@@ -94,13 +100,16 @@ class RebatchIterator final : public DatasetIterator {
       }
       const int64_t take = std::min(needed, rows - batch_idx_);
       if (take <= 0) continue;  // a restored batch already used up: read the next one
-      pieces.resize(current_->size());
+      pieces_.resize(current_->size());
       for (size_t i = 0; i < current_->size(); ++i) {
-        pieces[i].push_back(RowRange((*current_)[i], batch_idx_, batch_idx_ + take));
+        pieces_[i].push_back(RowRange((*current_)[i], batch_idx_, batch_idx_ + take));
       }
       batch_idx_ += take;
-      needed -= take;
+      pending_rows_ += take;
     }
+    std::vector<std::vector<Array>> pieces = std::move(pieces_);
+    pieces_.clear();
+    pending_rows_ = 0;
     if (pieces.empty()) return std::nullopt;
     std::vector<Value> leaves;
     for (size_t i = 0; i < pieces.size(); ++i) {
@@ -111,6 +120,7 @@ class RebatchIterator final : public DatasetIterator {
 
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
+    if (pending_rows_ > 0) return pending_start_;
     return State{{"parent", last_parent_state_}, {"batch_idx", batch_idx_}};
   }
 
@@ -121,6 +131,8 @@ class RebatchIterator final : public DatasetIterator {
     last_parent_state_ = parent_->GetState();
     batch_idx_ = batch_idx;
     current_.reset();
+    pieces_.clear();
+    pending_rows_ = 0;
   }
 
  private:
@@ -162,6 +174,9 @@ class RebatchIterator final : public DatasetIterator {
   State last_parent_state_;
   std::optional<std::vector<Array>> current_;  // leaves of the parent batch being cut
   int64_t batch_idx_ = 0;
+  std::vector<std::vector<Array>> pieces_;  // per leaf: rows taken for the batch being built
+  int64_t pending_rows_ = 0;                // rows in pieces_
+  State pending_start_;                     // GetState() before pieces_
   std::optional<Value> treedef_;
   std::vector<LeafPath> paths_;
 };

@@ -66,12 +66,21 @@ class WindowShuffleIterator final : public DatasetIterator {
         window_start_state_(parent_->GetState()) {}
 
   std::optional<Value> Next() override {
-    if (window_.empty()) {
+    while (window_.empty()) {
       if (parent_exhausted_) return std::nullopt;
-      window_start_state_ = parent_->GetState();
+      // After an error of the parent, the elements read for this window are kept (filling_)
+      // and the window is filled on from there; its start state stays the one before them.
+      if (filling_.empty() && restored_skip_ < 0) {
+        window_start_state_ = parent_->GetState();
+        pos_in_window_ = 0;
+      }
       FillAndShuffle();
-      pos_in_window_ = 0;
-      if (window_.empty()) return std::nullopt;
+      if (restored_skip_ >= 0) {  // drop what the restored state had handed out already
+        window_.resize(window_.size() - std::min(window_.size(), size_t(restored_skip_)));
+        restored_skip_ = -1;
+      } else if (window_.empty()) {
+        return std::nullopt;
+      }
     }
     ++pos_in_window_;
     Value v = std::move(window_.back());
@@ -100,23 +109,26 @@ class WindowShuffleIterator final : public DatasetIterator {
     window_index_ = window_index;
     pos_in_window_ = pos;
     parent_exhausted_ = false;
-    FillAndShuffle();
-    window_.resize(window_.size() - std::min(window_.size(), static_cast<size_t>(pos)));
+    filling_.clear();
+    window_.clear();
+    restored_skip_ = pos;  // the window is re-read at the next Next(), where errors belong
   }
 
  private:
-  // Reads up to window_size elements and orders them as Grain hands them out: position p of
-  // the shuffled window is element IndexShuffle(p) of the read ones, and Next() takes the last.
+  // Reads up to window_size elements (into filling_, which an error of the parent leaves as it
+  // is) and orders them as Grain hands them out: position p of the shuffled window is element
+  // IndexShuffle(p) of the read ones, and Next() takes the last.
   void FillAndShuffle() {
-    std::vector<Value> read;
-    while (static_cast<int64_t>(read.size()) < window_size_) {
+    while (static_cast<int64_t>(filling_.size()) < window_size_) {
       std::optional<Value> v = parent_->Next();
       if (!v) {
         parent_exhausted_ = true;
         break;
       }
-      read.push_back(std::move(*v));
+      filling_.push_back(std::move(*v));
     }
+    std::vector<Value> read = std::move(filling_);
+    filling_.clear();
     window_.clear();
     window_.reserve(read.size());
     const uint32_t seed = WindowSeed(seed_, window_index_);
@@ -129,7 +141,9 @@ class WindowShuffleIterator final : public DatasetIterator {
   int64_t window_size_;
   uint32_t seed_;
   State window_start_state_;
-  std::vector<Value> window_;  // shuffled; handed out from the back
+  std::vector<Value> window_;   // shuffled; handed out from the back
+  std::vector<Value> filling_;  // read for the next window when an error interrupted it
+  int64_t restored_skip_ = -1;  // after SetState(): pos_in_window of the window to re-read
   int64_t window_index_ = 0;
   int64_t pos_in_window_ = 0;
   bool parent_exhausted_ = false;

@@ -38,7 +38,7 @@ from spelt._workers import protocol
 _POLL_SECONDS = 0.5
 # How long a worker whose connection broke may take to exit before the consumer reports the
 # broken connection instead of its exit status: interpreter shutdown (atexit hooks, the
-# engine's exit grace of up to 2 s, spelt/gil.h) can take seconds on a loaded machine. The
+# engine's exit grace of up to 2 s, cpp/python/gil.h) can take seconds on a loaded machine. The
 # wait ends as soon as the worker exits.
 _EXIT_WAIT_SECONDS = 10.0
 _CLOSE_GRACE_SECONDS = 0.5

@@ -56,9 +56,10 @@ def _iter_dataset(datasets: Any, index: int) -> _base.IterDataset:
 
 
 class InterleaveDatasetIterator(_base.NativeDatasetIterator):
-    """The iterator of an InterleaveIterDataset: the engine's, with Grain's state keys
-    (``future_states`` keyed by int dataset index) and Grain's per-dataset ("shard") state
-    management for elastic restores (``get_shard_states`` / ``set_shard_states``)."""
+    """The iterator of an InterleaveIterDataset: the engine's, whose state has Grain's keys
+    (``future_states`` keyed by int dataset index: cpp/python/py_state.h), with Grain's
+    per-dataset ("shard") state management for elastic restores (``get_shard_states`` /
+    ``set_shard_states``)."""
 
     def __init__(self, it: Any, ds: InterleaveIterDataset, datasets: Any, cycle_length: int):
         """it: the engine's iterator of ``ds``, whose ``datasets`` and ``cycle_length`` these
@@ -67,18 +68,6 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
         self._name = str(ds)
         self._datasets, self._cycle_length = datasets, cycle_length
         self._start_states: dict[int, Any] = {}
-
-    def get_state(self) -> dict[str, Any]:
-        state = super().get_state()
-        state["future_states"] = {int(k): v for k, v in state["future_states"].items()}
-        return state
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        if isinstance(state, dict) and state.get("future_states"):
-            state = dict(
-                state, future_states={str(k): v for k, v in state["future_states"].items()}
-            )
-        super().set_state(state)
 
     def _start_state(self, index: int) -> Any:
         if index not in self._start_states:
