@@ -1,5 +1,6 @@
 // MapDataset and IterDataset handles in spelt._core (the engine side of python/spelt/_base.py and spelt/transformations/).
 #include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
@@ -118,6 +119,13 @@ void RegisterDatasets(nb::module_& m) {
                        std::optional<int64_t> stop, std::optional<int64_t> step) {
         return d.Slice(start, stop, step);
       }, "start"_a.none(), "stop"_a.none(), "step"_a.none())
+      .def("reindex", [](const MapDataset& d,
+                         nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>
+                             indices) {
+        const int64_t* begin = indices.data();
+        return d.Reindex(std::vector<int64_t>(begin, begin + indices.shape(0)));
+      }, "indices"_a, "Grain's ReindexMapDataset (spelt/dataset.h Reindex): element k is the "
+         "element at indices[k % len(indices)]; indices: a 1-D C-contiguous int64 array.")
       .def("repeat", [](const MapDataset& d, std::optional<int64_t> n, bool reseed) {
         return d.Repeat(n, reseed);
       }, "num_epochs"_a.none(), "reseed_each_epoch"_a)

@@ -207,6 +207,7 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
     _Select: type
     _Shuffle: type
     _Slice: type
+    _Reindex: type
     _Repeat: type
     _ToIter: type
 
@@ -307,10 +308,19 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         upstream; ValueError if there is none."""
         return self._Shuffle(self, _args.resolve_seed(seed, self.engine_node, "shuffle"))
 
-    def slice(self, sl: builtins.slice) -> MapDataset:
-        """Python slice of one epoch (later epochs read the same positions of later epochs)."""
+    def slice(self, sl: builtins.slice | Sequence[int]) -> MapDataset:
+        """The elements at ``sl``: a Python ``slice`` of one epoch (``ds[a:b:c]``), or a
+        sequence of indices (a list, tuple, range, 1-D integer numpy array or MapDataset of
+        ints, as Grain's ``ReindexMapDataset``): ``ds.slice([3, 1, 4])[k] == ds[[3, 1, 4][k]]``,
+        ``len()`` is the number of indices, negative ones count from the end, repeats allowed.
+
+        Both are fixed subsets: later epochs (``repeat``, ``ds[k]`` for ``k >= len``) read the
+        same parent indices again (docs/compatibility.md, grain#1200). The element spec is
+        this dataset's. ValueError if ``sl`` is neither; TypeError if it holds a non-int
+        (naming its position); IndexError for an index below ``-len(self)``.
+        """
         if not isinstance(sl, builtins.slice):
-            raise ValueError(f"sl is not a slice: {type(sl)}")
+            return self._Reindex(self, sl)
         return self._Slice(
             self, _args.clamped(sl.start), _args.clamped(sl.stop), _args.clamped(sl.step)
         )

@@ -1,7 +1,10 @@
 """libspelt bindings; use the `spelt` package instead of this module."""
 
 from collections.abc import Callable, Sequence
-from typing import overload
+from typing import Annotated, overload
+
+import numpy
+from numpy.typing import NDArray
 
 
 class CorruptFileError(ValueError):
@@ -79,6 +82,11 @@ class MapDataset:
         """Grain's FlatMapMapDataset."""
 
     def slice(self, start: int | None, stop: int | None, step: int | None) -> MapDataset: ...
+
+    def reindex(self, indices: Annotated[NDArray[numpy.int64], dict(shape=(None,), order='C', device='cpu', writable=False)]) -> MapDataset:
+        """
+        Grain's ReindexMapDataset (spelt/dataset.h Reindex): element k is the element at indices[k % len(indices)]; indices: a 1-D C-contiguous int64 array.
+        """
 
     def repeat(self, num_epochs: int | None, reseed_each_epoch: bool) -> MapDataset: ...
 

@@ -69,6 +69,7 @@ _OPERATIONS: dict[type, dict[str, Any]] = {
         "_Select": mix.SelectMapDataset,
         "_Shuffle": shuffle.ShuffleMapDataset,
         "_Slice": slice_lib.SliceMapDataset,
+        "_Reindex": slice_lib.ReindexMapDataset,
         "_Repeat": repeat.RepeatMapDataset,
         "_ToIter": prefetch.PrefetchIterDataset,
     },

@@ -199,6 +199,12 @@ class MapDataset {
   // Python slice semantics (negative values count from the end); nullopt = slice default.
   MapDataset Slice(std::optional<int64_t> start, std::optional<int64_t> stop,
                    std::optional<int64_t> step = std::nullopt) const;
+  // Grain's MapDataset.slice(Sequence[int]) (ReindexMapDataset): element k is this dataset's
+  // element indices[k % indices.size()], in every epoch (a fixed subset, as Slice). A negative
+  // index counts from the end of the first epoch (-1 is Length() - 1); an index >= Length()
+  // reads a later epoch, as Get does. Length() is indices.size(). Throws std::out_of_range for
+  // an index below -Length(), naming its position.
+  MapDataset Reindex(std::vector<int64_t> indices) const;
   // num_epochs epochs (nullopt = infinite). reseed_each_epoch=false replays epoch 0 exactly.
   MapDataset Repeat(std::optional<int64_t> num_epochs = std::nullopt,
                     bool reseed_each_epoch = true) const;

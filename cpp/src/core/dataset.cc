@@ -21,6 +21,7 @@
 #include "ops/map.h"
 #include "ops/mix.h"
 #include "ops/rebatch.h"
+#include "ops/reindex.h"
 #include "ops/repeat.h"
 #include "ops/seed.h"
 #include "ops/shuffle.h"
@@ -203,6 +204,21 @@ MapDataset MapDataset::Slice(std::optional<int64_t> start, std::optional<int64_t
   int64_t b = clamp(start, st < 0 ? length - 1 : 0);
   int64_t e = clamp(stop, st < 0 ? -1 : length);
   return MapDataset(internal::MakeSliceNode(node_, b, e, st));
+}
+
+MapDataset MapDataset::Reindex(std::vector<int64_t> indices) const {
+  const int64_t length = Length();
+  for (size_t k = 0; k < indices.size(); ++k) {
+    int64_t& index = indices[k];
+    if (index >= 0) continue;
+    if (index < -length) {
+      throw std::out_of_range("slice: index " + std::to_string(index) + " at position " +
+                              std::to_string(k) + " of the indices is out of range for a " +
+                              "dataset of length " + std::to_string(length));
+    }
+    index += length;
+  }
+  return MapDataset(internal::MakeReindexNode(node_, std::move(indices)));
 }
 
 MapDataset MapDataset::Repeat(std::optional<int64_t> num_epochs, bool reseed_each_epoch) const {
