@@ -4,7 +4,9 @@ Layout (Grain 0.2.18, grain/_src/python/checkpoint/handler.py and base.py): the 
 of process ``i`` of ``n`` (``sharding.get_process_index_and_count()``, i.e. JAX's) is the text
 file ``<directory>/process_<i>-of-<n>.json``: the state's JSON with ``indent=4``, for
 DataLoader and Dataset iterators alike. A file written by Grain restores in Spelt and the
-reverse.
+reverse. A checkpoint written by another number of processes restores only into an iterator
+whose state is global (``Redistributable``: ElasticIterator); any other restore raises a
+ValueError naming what was saved and what is asked (docs/compatibility.md).
 
 ``directory`` may be any path object with ``/`` and ``read_text``/``write_text``/``exists``
 (``pathlib.Path``, ``etils.epath.Path`` as Orbax passes it) or a ``str``/``os.PathLike``.
@@ -15,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import os
 import pathlib
-from typing import Any, Awaitable, Callable
+import re
+from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
 
 from spelt import sharding
 
@@ -32,12 +35,67 @@ def write_state(directory: Any, state: str) -> None:
     state_file(directory).write_text(state)
 
 
-def read_state(directory: Any) -> str:
-    """The text of this process's state file; ValueError naming the file if it is missing."""
+@runtime_checkable
+class Redistributable(Protocol):
+    """An iterator whose checkpoint restores on another number of processes: its state is
+    global (the same on every process, e.g. ElasticIterator's position), not a shard's."""
+
+    def merge_process_states(self, states: dict[str, str]) -> str:
+        """The state text this process restores, given every file of the checkpoint
+        (``{file name: text}``, all ``n`` of one process count ``n`` other than this one's).
+        ValueError if they do not make one state (e.g. processes saved different steps)."""
+
+
+_STATE_FILE = re.compile(r"process_(\d+)-of-(\d+)\.json")
+
+
+def read_state(directory: Any, item: Any = None) -> str:
+    """The text of this process's state file.
+
+    Where the checkpoint was written by another number of processes (this process's file is
+    missing and ``directory`` holds the ``n`` files ``process_<j>-of-<n>.json``), an ``item``
+    that is ``Redistributable`` merges those files into its state. Otherwise ValueError that
+    names this process's file, what the checkpoint holds (n files) and what to do."""
     path = state_file(directory)
-    if not path.exists():
-        raise ValueError(f"File {path} does not exist.")
-    return path.read_text()
+    if path.exists():
+        return path.read_text()
+    index, count = sharding.get_process_index_and_count()
+    by_count: dict[int, dict[int, Any]] = {}
+    for candidate in path.parent.glob("process_*-of-*.json"):
+        match = _STATE_FILE.fullmatch(candidate.name)
+        if match:
+            by_count.setdefault(int(match[2]), {})[int(match[1])] = candidate
+    complete = {n: files for n, files in by_count.items() if sorted(files) == list(range(n))}
+    missing = f"File {path} does not exist"
+    if not by_count:
+        raise ValueError(f"{missing}: {path.parent} holds no process_<i>-of-<n>.json file.")
+    if len(complete) != 1 or count in by_count:
+        held = "; ".join(
+            f"{len(files)} of the {n} files of {n} processes ({_names(files.values())})"
+            for n, files in sorted(by_count.items())
+        )
+        raise ValueError(
+            f"{missing}: {path.parent} holds {held}, not one complete set of another process"
+            " count. Restore from a checkpoint that every process finished writing."
+        )
+    ((saved_count, files),) = complete.items()
+    if not isinstance(item, Redistributable):
+        what = "this iterator" if item is None else f"a {type(item).__name__}"
+        raise ValueError(
+            f"{missing}: the checkpoint in {path.parent} was written by {saved_count}"
+            f" processes ({_names(files.values())}) and this is process {index} of {count}."
+            f" The state of {what} is the position of its own process's"
+            " shard, so it cannot be split over another number of processes without losing or"
+            f" repeating elements. Restore with {saved_count} processes, or checkpoint a"
+            " pipeline whose state is global (spelt.experimental.ElasticIterator; see"
+            " docs/compatibility.md, Checkpoints across process counts)."
+        )
+    return item.merge_process_states({f.name: f.read_text() for _, f in sorted(files.items())})
+
+
+def _names(paths: Any) -> str:
+    names = sorted((p.name for p in paths), key=lambda n: [int(x) for x in re.findall(r"\d+", n)])
+    return ", ".join(names) if len(names) <= 4 else f"{names[0]}, ..., {names[-1]}"
 
 
 async def _background_save(directory: Any, state: str) -> None:
@@ -48,8 +106,10 @@ async def _background_save(directory: Any, state: str) -> None:
     await asyncio.to_thread(write_state, directory, state)
 
 
-async def _background_load(directory: Any, set_state_text: Callable[[str], None]) -> None:
-    set_state_text(await asyncio.to_thread(read_state, directory))
+async def _background_load(
+    directory: Any, set_state_text: Callable[[str], None], item: Any
+) -> None:
+    set_state_text(await asyncio.to_thread(read_state, directory, item))
 
 
 async def start_save(state: str, directory: Any) -> Awaitable[None]:
@@ -60,7 +120,9 @@ async def start_save(state: str, directory: Any) -> Awaitable[None]:
     return _background_save(directory, state)
 
 
-async def start_load(directory: Any, set_state_text: Callable[[str], None]) -> Awaitable[None]:
+async def start_load(
+    directory: Any, set_state_text: Callable[[str], None], item: Any = None
+) -> Awaitable[None]:
     """What an iterator's ``load(directory)`` returns once awaited: the coroutine reading the
-    state file and calling ``set_state_text`` with its text."""
-    return _background_load(directory, set_state_text)
+    state file (``read_state(directory, item)``) and calling ``set_state_text`` with its text."""
+    return _background_load(directory, set_state_text, item)

@@ -15,7 +15,9 @@ Usage (Orbax's CheckpointManager)::
 
 Each process writes and reads its own file, ``process_<i>-of-<n>.json`` with ``i, n`` from
 ``spelt.sharding.get_process_index_and_count()`` (see ``spelt._checkpoint_io``); the files of
-Grain and Spelt are the same, so either restores the other's. The iterators' own
+Grain and Spelt are the same, so either restores the other's. An ElasticIterator's checkpoint
+also restores on another number of processes (its state is the global position); any other
+iterator's raises ValueError there (docs/compatibility.md, Checkpoints across process counts). The iterators' own
 ``save``/``load`` (Orbax's newer ``StatefulCheckpointable`` protocol) write the same files.
 """
 
@@ -28,6 +30,7 @@ from typing import Any
 
 from spelt import _checkpoint_io
 from spelt import dataset
+from spelt import elastic
 
 __all__ = ["CheckpointHandler"]
 
@@ -47,7 +50,7 @@ class CheckpointHandler:
         ``item`` is for Orbax's older API (Grain's). A ``DatasetIterator``'s state dict is
         written as JSON (indent 4); a ``DataLoaderIterator``'s state is already JSON bytes."""
         item = _item(item, args)
-        if isinstance(item, dataset.DatasetIterator):
+        if isinstance(item, _JSON_STATE):
             state = json.dumps(item.get_state(), indent=4)
         else:
             state = item.get_state().decode()
@@ -55,11 +58,16 @@ class CheckpointHandler:
 
     def restore(self, directory: Any, item: Any = None, args: Any = None) -> Any:
         """Sets ``item`` (or ``args.item``)'s state from this process's file in ``directory``,
-        starts its prefetch and returns it. ValueError if the file is missing or the state
-        does not fit the iterator's pipeline."""
+        starts its prefetch and returns it.
+
+        A checkpoint written by another number of processes restores into an ElasticIterator
+        (or its iterator), whose state is the global position: every file must hold the same
+        one. ValueError if this process's file is missing and the item's state cannot be
+        redistributed (naming the files saved and this process's index and count), or if the
+        state does not fit the iterator's pipeline."""
         item = _item(item, args)
-        state = _checkpoint_io.read_state(directory)
-        if isinstance(item, dataset.DatasetIterator):
+        state = _checkpoint_io.read_state(directory, item)
+        if isinstance(item, _JSON_STATE):
             item.set_state(json.loads(state))
         else:
             item.set_state(state.encode())
@@ -84,6 +92,11 @@ class CheckpointHandler:
     @classmethod
     def typestr(cls) -> str:
         return f"{cls.__module__}.{cls.__qualname__}"
+
+
+# Items whose get_state() is a dict written as JSON; DataLoader iterators give JSON bytes. An
+# ElasticIterator (an IterDataset with the iterator methods, as Grain's) is checkpointed itself.
+_JSON_STATE = (dataset.DatasetIterator, elastic.ElasticIterator)
 
 
 def _item(item: Any, args: Any) -> Any:

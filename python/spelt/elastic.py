@@ -10,6 +10,10 @@ one host restores every host of a new configuration (another k, another B): the 
 [0, g) were consumed, and the new hosts split [g, len(ds)) among themselves, so nothing is lost
 or read twice.
 
+Through Orbax (``spelt.checkpoint``, or the iterator's ``save``/``load``), a checkpoint written
+by N processes restores on M != N: every process's file holds the same position, which each new
+process restores (``merge_process_states``; docs/compatibility.md).
+
 The slicing, batching and read-ahead are engine operations (``MapDataset.slice``, ``batch``,
 ``to_iter_dataset``, ``mp_prefetch``); this module only keeps the global position.
 """
@@ -17,8 +21,10 @@ The slicing, batching and read-ahead are engine operations (``MapDataset.slice``
 from __future__ import annotations
 
 import functools
-from typing import Any
+import json
+from typing import Any, Awaitable
 
+from spelt import _checkpoint_io
 from spelt import dataset
 from spelt import options as options_lib
 from spelt import sharding
@@ -36,6 +42,16 @@ def _check_no_filter(ds: dataset.MapDataset) -> None:
         if isinstance(node, filter_lib.FilterMapDataset):
             raise ValueError("ElasticIterator does not support `filter` transformation.")
         to_check.extend(node.parents)
+
+
+def _global_next_index(state: Any) -> int:
+    """The position of an ElasticIterator state; ValueError if it is not one."""
+    value = state.get(_STATE_KEY) if isinstance(state, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"ElasticIterator state must be {{{_STATE_KEY!r}: non-negative int}}, got {state!r}"
+        )
+    return value
 
 
 def _host_batch_size(global_batch_size: int, shard_options: sharding.ShardOptions) -> int:
@@ -81,13 +97,51 @@ class _ElasticDatasetIterator(dataset.DatasetIterator):
     def set_state(self, state: dict[str, Any]) -> None:
         """Resumes at the global position of ``state`` (from any host of any configuration).
         ValueError if ``state`` is not a dict with a non-negative int ``global_next_index``."""
-        value = state.get(_STATE_KEY) if isinstance(state, dict) else None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise ValueError(
-                f"ElasticIterator state must be {{{_STATE_KEY!r}: non-negative int}}, got {state!r}"
-            )
+        value = _global_next_index(state)
         self.close()
         self._global_next_index = value
+
+    def start_prefetch(self) -> None:
+        """Starts the host pipeline's read-ahead before the first ``next``; idempotent."""
+        self._host_iterator().start_prefetch()
+
+    def merge_process_states(self, states: dict[str, str]) -> str:
+        """The state to restore from the files of a checkpoint written by another number of
+        processes (``spelt._checkpoint_io.Redistributable``): their common global position.
+
+        Args:
+            states: ``{file name: JSON text}`` of every process of the checkpoint.
+
+        Returns:
+            The JSON text of ``{"global_next_index": g}``: with it, process i of the new count k
+            reads ``ds[g + i :: k]``, so over the union of the new processes the elements
+            [0, g) stay consumed and [g, len(ds)) are read once each.
+
+        Raises:
+            ValueError: a file is not an ElasticIterator state, or the processes saved
+                different positions (not at the same step), naming each file's position.
+        """
+        positions = {}
+        for name, text in states.items():
+            try:
+                positions[name] = _global_next_index(json.loads(text))
+            except (ValueError, TypeError) as e:
+                raise ValueError(f"ElasticIterator checkpoint file {name}: {e}") from e
+        if len(set(positions.values())) != 1:
+            raise ValueError(
+                "ElasticIterator checkpoint files hold different global positions"
+                f" ({', '.join(f'{n}: {g}' for n, g in positions.items())}): the processes"
+                " saved at different steps, so no one position restores them on another"
+                " number of processes without losing or repeating elements"
+            )
+        return json.dumps({_STATE_KEY: next(iter(positions.values()))}, indent=4)
+
+    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``load``, as ``DatasetIterator.load``, from a checkpoint
+        written by any number of processes (see ``merge_process_states``)."""
+        return _checkpoint_io.start_load(
+            directory, lambda text: self.set_state(json.loads(text)), self
+        )
 
     def close(self) -> None:
         iterator, self._iterator = self._iterator, None
@@ -168,6 +222,24 @@ class ElasticIterator(dataset.IterDataset):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._default_iterator.set_state(state)
+
+    # Orbax: the ElasticIterator itself is a checkpointable, as its iterator is.
+    def merge_process_states(self, states: dict[str, str]) -> str:
+        """See ``_ElasticDatasetIterator.merge_process_states``."""
+        return self._default_iterator.merge_process_states(states)
+
+    def start_prefetch(self) -> None:
+        """Starts the read-ahead of the iterator ``iter()`` returns (Orbax's restore calls it)."""
+        self._default_iterator.start_prefetch()
+
+    def save(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``save`` of the iterator ``iter()`` returns."""
+        return self._default_iterator.save(directory)
+
+    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
+        """Orbax's checkpointable ``load`` into the iterator ``iter()`` returns, from a
+        checkpoint written by any number of processes."""
+        return self._default_iterator.load(directory)
 
     def close(self) -> None:
         if "_default_iterator" in self.__dict__:

@@ -1,0 +1,223 @@
+"""Orbax checkpoints restored on another number of processes (docs/compatibility.md,
+Checkpoints across process counts), with the real orbax-checkpoint package.
+
+Each save and restore runs in a fresh process (this file run as a script: ``python
+test_orbax_elastic.py ACTION LIB API INDEX COUNT DIRECTORY``) that fakes its JAX process index
+and count as tests/test_orbax.py does; the files that the processes of a multi-process save
+would write into one item directory are gathered there. An ElasticIterator saved on N
+processes restores on M: across the union of the processes every element of the dataset is
+read exactly once, in the order of the new configuration. Any other iterator raises a
+ValueError that names what was saved and what is asked.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from pipelines import timeout  # noqa: F401  (autouse fixture)
+
+LENGTH, GLOBAL_BATCH, STEPS_BEFORE = 48, 4, 3
+
+
+def _dataset(g):
+    return g.MapDataset.range(LENGTH).seed(0).shuffle()
+
+
+def _elastic(g, index, count):
+    return g.experimental.ElasticIterator(
+        _dataset(g), GLOBAL_BATCH, g.sharding.ShardOptions(index, count)
+    )
+
+
+def _plain(g, index, count):
+    return iter(_dataset(g)[index::count].to_iter_dataset())
+
+
+# The steps (in a fresh process each).
+
+
+def _fake_process(lib, index, count):
+    import spelt.sharding  # pylint: disable=import-outside-toplevel
+
+    spelt.sharding.get_process_index_and_count = lambda: (index, count)
+    if lib == "grain":
+        import grain._src.core.sharding as grain_sharding  # pylint: disable=import-outside-toplevel
+
+        grain_sharding.get_process_index_and_count = lambda: (index, count)
+
+
+def _flat(batches):
+    return [int(x) for b in batches for x in b]
+
+
+def _step(action, lib, api, index, count, directory):
+    import orbax.checkpoint as ocp  # pylint: disable=import-outside-toplevel
+
+    if lib == "grain":
+        import grain as g  # pylint: disable=import-outside-toplevel
+    else:
+        import spelt as g  # pylint: disable=import-outside-toplevel
+    _fake_process(lib, index, count)
+    # Grain 0.2.18's handler takes only DatasetIterators: its ElasticIterator's iterator.
+    elastic = _elastic(g, index, count)
+    elastic_item = iter(elastic) if lib == "grain" or api == "v1" else elastic
+    plain = _plain(g, index, count)
+    if action == "save":
+        before = {"elastic": _flat(next(elastic_item) for _ in range(STEPS_BEFORE))}
+        before["plain"] = [int(next(plain)) for _ in range(STEPS_BEFORE)]
+        if api == "v1":
+            ocp.experimental.v1.save_checkpointables(
+                directory, {"elastic": elastic_item, "plain": plain}
+            )
+        else:
+            with ocp.CheckpointManager(directory) as mngr:
+                mngr.save(
+                    1,
+                    args=ocp.args.Composite(
+                        elastic=g.checkpoint.CheckpointSave(elastic_item),
+                        plain=g.checkpoint.CheckpointSave(plain),
+                    ),
+                )
+        return before
+    out = {}
+    for name, item in (("elastic", elastic_item), ("plain", plain)):
+        try:
+            if api == "v1":
+                ocp.experimental.v1.load_checkpointables(directory, {name: item})
+            else:
+                with ocp.CheckpointManager(directory) as mngr:
+                    mngr.restore(
+                        mngr.latest_step(),
+                        args=ocp.args.Composite(**{name: g.checkpoint.CheckpointRestore(item)}),
+                    )
+        except Exception as e:  # pylint: disable=broad-except
+            while not isinstance(e, ValueError) and e.__cause__ is not None:
+                e = e.__cause__  # Orbax's v1 API raises its own error from the iterator's
+            out[name] = {"error": f"{type(e).__name__}: {e}"}
+            continue
+        out[name] = _flat(item) if name == "elastic" else [int(x) for x in item]
+    return out
+
+
+# The tests (pytest).
+
+
+def _run(action, lib, api, index, count, directory):
+    result = subprocess.run(
+        [sys.executable, __file__, action, lib, api, str(index), str(count), str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _save(lib, api, count, tmp_path):
+    """A save by `count` processes: each writes its own checkpoint, then the process files of
+    processes 1.. are put beside process 0's, as on a filesystem the processes share."""
+    before = []
+    for index in range(count):
+        before.append(_run("save", lib, api, index, count, tmp_path / f"p{index}"))
+        for state in (tmp_path / f"p{index}").rglob(f"process_{index}-of-{count}.json"):
+            target = tmp_path / "p0" / state.relative_to(tmp_path / f"p{index}")
+            if index:
+                shutil.copy(state, target)
+    return before, tmp_path / "p0"
+
+
+def _elastic_order(index, count, start):
+    """What host `index` of `count` reads from global position `start` (Grain's rule)."""
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    ds = list(_dataset(spelt))[start + index :: count]
+    host_batch = GLOBAL_BATCH // count
+    return ds[: len(ds) // host_batch * host_batch]
+
+
+def _plain_error(out, saved, index, count):
+    error = out["plain"]["error"]
+    assert error.startswith("ValueError: File ")
+    assert f"process_{index}-of-{count}.json does not exist" in error
+    assert f"written by {saved} processes" in error
+    assert f"process {index} of {count}" in error
+    assert f"Restore with {saved} processes" in error and "ElasticIterator" in error
+    return error
+
+
+def test_two_processes_restore_on_one(tmp_path):
+    before, directory = _save("spelt", "manager", 2, tmp_path)
+    for name in ("elastic", "plain"):
+        assert before[0][name] != before[1][name]
+    out = _run("restore", "spelt", "manager", 0, 1, directory)
+    consumed = GLOBAL_BATCH * STEPS_BEFORE
+    assert out["elastic"] == _elastic_order(0, 1, consumed)
+    union = before[0]["elastic"] + before[1]["elastic"] + out["elastic"]
+    assert sorted(union) == list(range(LENGTH))  # every element once: none lost, none repeated
+    error = _plain_error(out, 2, 0, 1)
+    assert "process_0-of-2.json, process_1-of-2.json" in error
+
+
+def test_one_process_restores_on_two(tmp_path):
+    (before,), directory = _save("spelt", "manager", 1, tmp_path)
+    outs = [_run("restore", "spelt", "manager", i, 2, directory) for i in range(2)]
+    consumed = GLOBAL_BATCH * STEPS_BEFORE
+    for index, out in enumerate(outs):
+        assert out["elastic"] == _elastic_order(index, 2, consumed)
+        _plain_error(out, 1, index, 2)
+    union = before["elastic"] + outs[0]["elastic"] + outs[1]["elastic"]
+    assert sorted(union) == list(range(LENGTH))
+
+
+def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
+    """Orbax's newer API calls the iterators' own save/load."""
+    before, directory = _save("spelt", "v1", 2, tmp_path)
+    out = _run("restore", "spelt", "v1", 0, 1, directory)
+    assert out["elastic"] == _elastic_order(0, 1, GLOBAL_BATCH * STEPS_BEFORE)
+    assert sorted(before[0]["elastic"] + before[1]["elastic"] + out["elastic"]) == list(
+        range(LENGTH)
+    )
+    _plain_error(out, 2, 0, 1)
+
+
+def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
+    """Grain 0.2.18's ElasticIterator writes the same files; Grain itself cannot restore them
+    on one process (its ValueError: the file does not exist), Spelt can."""
+    before, directory = _save("grain", "manager", 2, tmp_path)
+    spelt_before, _ = _save("spelt", "manager", 2, tmp_path / "spelt")
+    assert before == spelt_before  # the same pipeline reads the same elements in both
+    grain_out = _run("restore", "grain", "manager", 0, 1, directory)
+    assert "process_0-of-1.json does not exist" in grain_out["elastic"]["error"]
+    out = _run("restore", "spelt", "manager", 0, 1, directory)
+    assert out["elastic"] == _elastic_order(0, 1, GLOBAL_BATCH * STEPS_BEFORE)
+
+
+def test_different_positions_are_refused(tmp_path, monkeypatch):
+    """Processes that saved at different steps have no one global position: a clear error."""
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    for index, position in ((0, 8), (1, 12)):
+        state = json.dumps({"global_next_index": position})
+        (tmp_path / f"process_{index}-of-2.json").write_text(state)
+    monkeypatch.setattr(spelt.sharding, "get_process_index_and_count", lambda: (0, 1))
+    handler = spelt.checkpoint.CheckpointHandler()
+    with pytest.raises(ValueError, match="process_0-of-2.json: 8, process_1-of-2.json: 12"):
+        handler.restore(tmp_path, _elastic(spelt, 0, 1))
+    (tmp_path / "process_1-of-2.json").unlink()
+    with pytest.raises(ValueError, match="holds 1 of the 2 files of 2 processes"):
+        handler.restore(tmp_path, _elastic(spelt, 0, 1))
+    (tmp_path / "process_0-of-2.json").write_text('{"next_index": 3}')
+    (tmp_path / "process_1-of-2.json").write_text('{"next_index": 3}')
+    with pytest.raises(ValueError, match="process_0-of-2.json: ElasticIterator state must be"):
+        handler.restore(tmp_path, _elastic(spelt, 0, 1))
+
+
+if __name__ == "__main__":
+    action, lib, api, index, count, directory = sys.argv[1:]
+    result = _step(action, lib, api, int(index), int(count), directory)
+    print(json.dumps(result), flush=True)
