@@ -291,21 +291,20 @@ class Iterator(collections.abc.Iterator):
         self._spelt = iter(data)
         self._shard = shard
         self._pin_memory = pin_memory
-        self._state = self._spelt.get_state()
         self._worker: _PinThread | None = None
+        self._state = None  # with a worker: the Spelt state after the last element returned
 
     def __next__(self) -> Any:
         if not self._pin_memory:
-            element = next(self._spelt)
-            self._state = self._spelt.get_state()
-            return to_torch(element)
+            return to_torch(next(self._spelt))
         if self._worker is None:
+            self._state = self._spelt.get_state()
             self._worker = _PinThread(self._spelt)
         element, self._state = self._worker.next()
         return element
 
     def state_dict(self) -> dict:
-        state = self._state
+        state = self._spelt.get_state() if self._worker is None else self._state
         if isinstance(state, bytes):  # a DataLoader iterator's: Grain's JSON
             state = state.decode()
         return {"version": _STATE_VERSION, "shard": _shard_dict(self._shard), "spelt": state}
@@ -314,19 +313,19 @@ class Iterator(collections.abc.Iterator):
         _check_state(state_dict, self._shard)
         self.close()
         state = state_dict["spelt"]
-        if isinstance(state, str):
-            state = state.encode()
-        self._spelt.set_state(state)
-        self._state = self._spelt.get_state()
+        self._spelt.set_state(state.encode() if isinstance(state, str) else state)
 
     def close(self) -> None:
-        """Stops the background thread (if any); ``next()`` starts a new one."""
+        """Stops the background thread (if any), dropping what it read ahead; ``next()``
+        goes on after the last element returned (starting a new thread)."""
         if self._worker is not None:
             self._worker.stop()
             self._worker = None
+            self._spelt.set_state(self._state)
 
     def __del__(self):
-        self.close()
+        if self._worker is not None:
+            self._worker.stop()
 
 
 _END = object()

@@ -273,6 +273,10 @@ def test_pinning_thread_yields_copies_in_order_and_counts_only_returned_elements
     assert [_as_lists(b) for b in restored] == rest
     with pytest.raises(StopIteration):
         next(it)
+    it.load_state_dict(state)
+    assert _as_lists(next(it)) == rest[0]
+    it.close()  # drops what the thread read ahead, and goes on after the element returned
+    assert [_as_lists(b) for b in it] == rest[1:]
 
 
 def test_pinning_thread_hands_errors_to_the_consumer(fake_pinning):
