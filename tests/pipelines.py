@@ -762,3 +762,17 @@ def restore_in_new_process(requests: list[dict[str, Any]], tmp_dir: str) -> dict
     assert proc.returncode == 0, proc.stderr[-3000:]
     with open(out_path, "rb") as f:
         return pickle.load(f)
+
+
+def run_json_script(*args: Any) -> Any:
+    """Runs ``python *args`` on JAX's CPU platform (Orbax steps: each in a fresh process) and
+    returns the JSON of the last line it printed; fails the test with its stderr otherwise."""
+    result = subprocess.run(
+        [sys.executable, *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "JAX_PLATFORMS": "cpu"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])

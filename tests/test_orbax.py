@@ -8,7 +8,6 @@ after the save. Checkpoints written with Grain 0.2.18 restore in Spelt and the r
 
 import asyncio
 import json
-import os
 import pathlib
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import grain
 import grain.python
 import pytest
 
+import pipelines
 from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
 import spelt.python
@@ -26,15 +26,7 @@ PARAMS = {"b": [1, 2], "w": [[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]]}
 
 
 def _step(action, lib, directory):
-    result = subprocess.run(
-        [sys.executable, str(STEPS), action, lib, str(directory)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return pipelines.run_json_script(STEPS, action, lib, directory)
 
 
 def _assert_continues(saved, restored):

@@ -11,13 +11,12 @@ ValueError that names what was saved and what is asked.
 """
 
 import json
-import os
 import shutil
-import subprocess
 import sys
 
 import pytest
 
+import pipelines
 from pipelines import timeout  # noqa: F401  (autouse fixture)
 
 LENGTH, GLOBAL_BATCH, STEPS_BEFORE = 48, 4, 3
@@ -107,15 +106,7 @@ def _step(action, lib, api, index, count, directory):
 
 
 def _run(action, lib, api, index, count, directory):
-    result = subprocess.run(
-        [sys.executable, __file__, action, lib, api, str(index), str(count), str(directory)],
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "JAX_PLATFORMS": "cpu"},
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return pipelines.run_json_script(__file__, action, lib, api, index, count, directory)
 
 
 def _save(lib, api, count, tmp_path):
