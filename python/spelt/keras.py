@@ -101,7 +101,7 @@ class Dataset(DataAdapter):
             )
         self._data = data
         self._resume = False  # set_state: the next pass reads on from self._iterator
-        self._handed = 0  # batches handed to Keras, all passes
+        self.handed = 0  # batches handed to Keras, all passes
         self._recent: collections.deque = collections.deque(maxlen=_RECENT)
 
     # ---- Keras's DataAdapter -----------------------------------------------------------------
@@ -158,7 +158,7 @@ class Dataset(DataAdapter):
             raise ValueError(f"spelt.keras: not a state of this input: {state!r:.200}")
         self._resume = True
         self._recent.clear()
-        self._recent.append((self._handed, self.get_state()))
+        self._recent.append((self.handed, self.get_state()))
 
     def _batches(self):
         """One pass as Keras reads it; records the position after each batch."""
@@ -177,14 +177,14 @@ class Dataset(DataAdapter):
                     if resumed:  # restored at the end of a pass: this pass is the next one
                         resumed = False
                         continue
-                self._recent.append((self._handed, self.get_state()))
+                self._recent.append((self.handed, self.get_state()))
                 return
             resumed = False
-            self._handed += 1
-            self._recent.append((self._handed, self.get_state()))
+            self.handed += 1
+            self._recent.append((self.handed, self.get_state()))
             yield batch
 
-    def _state_after(self, handed: int) -> dict:
+    def state_after(self, handed: int) -> dict:
         """The position after the first ``handed`` batches Keras was handed."""
         for count, state in reversed(self._recent):
             if count == handed:
@@ -260,7 +260,7 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
                     f"{sorted(positions)})"
                 )
             self._data.set_state(positions[epoch])
-        self._base = self._data._handed
+        self._base = self._data.handed
         self._trained = self._epoch_start = 0
 
     def on_epoch_begin(self, epoch, logs=None):
@@ -275,7 +275,7 @@ class BackupAndRestore(keras.callbacks.BackupAndRestore):
         # The position first: a run killed between this write and Keras's finds the
         # position of the epoch Keras resumes at, whichever that is.
         positions = self._positions()
-        positions[str(epoch + 1)] = self._data._state_after(self._base + self._trained)
+        positions[str(epoch + 1)] = self._data.state_after(self._base + self._trained)
         keep = sorted(positions, key=int)[-2:]
         os.makedirs(self.backup_dir, exist_ok=True)
         tmp = self._positions_path + ".tmp"
