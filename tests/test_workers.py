@@ -7,6 +7,7 @@ datasets small. Pipelines live in worker_pipelines.py (workers import it by refe
 every test, once its objects are garbage, no worker process may remain.
 """
 
+import contextlib
 import gc
 import json
 import os
@@ -56,7 +57,13 @@ def _no_children_within(seconds):
 def no_workers_left_behind():
     yield
     gc.collect()  # datasets kept alive by reference cycles (e.g. a traceback) keep idle pools
-    _no_children_within(2)
+    try:
+        _no_children_within(2)
+    finally:  # what a test leaves running fails that test, not every test after it
+        for pid in wp.children(os.getpid()):
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
 
 
 def _arena_mappings():
@@ -499,24 +506,34 @@ def test_consumer_end_stops_workers(how):
         stderr=subprocess.PIPE,
         text=True,
     )
-    workers = json.loads(proc.stdout.readline())
-    assert len(workers) == 2
-    for pid in [proc.pid, *workers]:
+    try:
+        workers = json.loads(proc.stdout.readline())
+        assert len(workers) == 2
+        for pid in [proc.pid, *workers]:
+            try:
+                with open(f"/proc/{pid}/maps") as maps:
+                    assert "/dev/shm/" not in maps.read(), f"process {pid} maps a /dev/shm file"
+            except FileNotFoundError:  # the consumer of "exit" may be gone already
+                pass
+        if how != "exit":
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
+        start = time.monotonic()
         try:
-            with open(f"/proc/{pid}/maps") as maps:
-                assert "/dev/shm/" not in maps.read(), f"process {pid} maps a /dev/shm file"
-        except FileNotFoundError:  # the consumer of "exit" may be gone already
-            pass
-    if how != "exit":
-        time.sleep(0.2)
-        proc.send_signal(signal.SIGINT if how == "sigint" else signal.SIGKILL)
-    start = time.monotonic()
-    _, stderr = proc.communicate(timeout=10)
-    if how == "sigint":
-        assert "KeyboardInterrupt" in stderr
-    while any(wp.is_running(pid) for pid in workers):
-        assert time.monotonic() - start < 2, f"workers still running after {how}"
-        time.sleep(0.02)
+            _, stderr = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            pytest.fail(
+                f"the consumer still ran 10 s after {how}; its stderr:\n{proc.communicate()[1]}"
+            )
+        if how == "sigint":
+            assert "KeyboardInterrupt" in stderr
+        while any(wp.is_running(pid) for pid in workers):
+            assert time.monotonic() - start < 2, f"workers still running after {how}"
+            time.sleep(0.02)
+    finally:  # a consumer left running fails this test only (its workers exit with it)
+        proc.kill()
+        proc.communicate()
 
 
 def _killed_at_700(x):

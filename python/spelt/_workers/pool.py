@@ -7,8 +7,13 @@ outstanding (at most ``capacity`` each, counting its replies received but not ta
 being computed and the rest ready, so ``capacity`` bounds the arena memory a worker's chunks
 hold), so the first chunks go to whichever worker has started first. A worker answers its requests in order, so the
 pool knows which chunk each reply is for; replies are read as they come and kept until taken.
-A chunk abandoned (its Ticket dropped untaken) is dropped when its reply arrives, and the arena
-regions of dropped or consumed replies go back to their worker with its next request.
+A chunk abandoned (its Ticket dropped untaken) is dropped when its reply arrives, or by the
+pool's next submit or take if the reply was already in; the arena regions of dropped or consumed
+replies go back to their worker with its next request. The pool sees abandonment through a weak
+reference, not in a ``Ticket.__del__``: the engine drops a ticket on the consumer's thread after
+each chunk, and a SIGINT handler that runs inside a finalizer raises a KeyboardInterrupt that
+CPython only prints ("Exception ignored in ...") and drops, so Ctrl-C was lost and the consumer
+read on.
 
 Each worker gets a socket, an arena (arena.py), the shared payload memfd (the pickled MapDataset
 and worker_init_fn) and the start gate (bootstrap.py). Failures never hang: waiting for a reply
@@ -48,17 +53,24 @@ _CLOSE_GRACE_SECONDS = 0.5
 class _Chunk:
     begin: int
     count: int
+    ticket: weakref.ref = dataclasses.field(init=False)  # to its Ticket
     worker: int = -1  # -1 while not sent
     reply: tuple | None = None  # (record, error, seconds, nbytes) once received
-    abandoned: bool = False
+
+    @property
+    def abandoned(self) -> bool:
+        """Its Ticket is gone (a chunk being taken has a live Ticket)."""
+        return self.ticket() is None
 
 
 class Ticket:
-    """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk."""
+    """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk. No
+    ``__del__``: dropping a Ticket runs no Python code (see module doc)."""
 
     def __init__(self, pool: WorkerPool, chunk: _Chunk):
         self._pool = pool
         self._chunk: _Chunk | None = chunk
+        chunk.ticket = weakref.ref(self)
 
     def take(self) -> tuple[Any, BaseException | None, float, int]:
         """(elements, error, seconds, nbytes) of the chunk (see WorkerPool.take)."""
@@ -66,10 +78,6 @@ class Ticket:
         if chunk is None:
             raise ValueError("Ticket.take: already taken")
         return self._pool.take(chunk)
-
-    def __del__(self):
-        if self._chunk is not None:
-            self._pool.abandon(self._chunk)
 
 
 def usable_cpus() -> int:
@@ -137,6 +145,7 @@ class WorkerPool:
         self._ready: list[bool] = []
         self._sent: list[collections.deque[_Chunk]] = []  # per worker, request order
         self._held: list[int] = []  # per worker, replies received and not taken
+        self._received: list[_Chunk] = []  # those replies' chunks
         self._queue: collections.deque[_Chunk] = collections.deque()  # not sent yet
         self._closed = False
         self._fds: list[int] = []  # the payload and gate, kept while the pool may grow
@@ -231,10 +240,11 @@ class WorkerPool:
         """Queues elements [begin, begin + count) and sends what the workers can take now."""
         self._check_open()
         chunk = _Chunk(begin, count)
+        ticket = Ticket(self, chunk)
         self._queue.append(chunk)
         self._receive_ready(timeout=0)
         self._dispatch()
-        return Ticket(self, chunk)
+        return ticket
 
     def take(self, chunk: _Chunk) -> tuple[Any, BaseException | None, float, int]:
         """(elements, error, seconds, nbytes): the elements computed from chunk.begin on, in index
@@ -247,6 +257,7 @@ class WorkerPool:
             if not self._receive_ready(timeout=_POLL_SECONDS):
                 raise RuntimeError(f"spelt: chunk at {chunk.begin} is neither sent nor queued")
         record, error, seconds, nbytes = chunk.reply
+        self._received.remove(chunk)
         self._held[chunk.worker] -= 1
         elements = self._arenas[chunk.worker].unpack(record)
         where = chunk.begin + len(elements)
@@ -264,14 +275,6 @@ class WorkerPool:
             )
         return elements, error, seconds, nbytes
 
-    def abandon(self, chunk: _Chunk) -> None:
-        """Nobody will take `chunk`: its reply is dropped (now, or when it arrives)."""
-        chunk.abandoned = True
-        if chunk.reply is not None and not self._closed:
-            self._arenas[chunk.worker].discard(chunk.reply[0])
-            self._held[chunk.worker] -= 1
-            chunk.reply = None
-
     def close(self) -> None:
         """Stops every worker and reaps them (see module doc). Idempotent."""
         self._closed = True
@@ -283,8 +286,17 @@ class WorkerPool:
         if self._closed:
             raise RuntimeError("spelt: the worker pool is closed")
 
+    def _drop_abandoned(self) -> None:
+        """Drops the replies received for chunks abandoned since (their workers get the room
+        back)."""
+        for chunk in [c for c in self._received if c.abandoned]:
+            self._received.remove(chunk)
+            self._arenas[chunk.worker].discard(chunk.reply[0])
+            self._held[chunk.worker] -= 1
+
     def _dispatch(self) -> None:
         """Sends queued chunks, in order, to the ready workers with room."""
+        self._drop_abandoned()
         while self._queue:
             if self._queue[0].abandoned:
                 self._queue.popleft()
@@ -343,6 +355,7 @@ class WorkerPool:
                 self._arenas[worker].discard(message[1])
             else:
                 chunk.reply = message[1:]
+                self._received.append(chunk)
                 self._held[worker] += 1
 
     # Failures.
