@@ -65,7 +65,7 @@ _OPERATIONS: dict[type, dict[str, Any]] = {
         "_Source": source.SourceMapDataset,
         "_Range": source.RangeMapDataset,
         "_Concatenate": mix.ConcatenateMapDataset,
-        "_Mix": mix.MixMapDataset,
+        "_Mix": mix.MixedMapDataset,
         "_Select": mix.SelectMapDataset,
         "_Shuffle": shuffle.ShuffleMapDataset,
         "_Slice": slice_lib.SliceMapDataset,

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from spelt import _tree
 
 
+@runtime_checkable
 class ShapeDtypeStructProtocol(Protocol):
     """Anything with ``shape`` (tuple of int or None) and ``dtype`` (numpy dtype-like)."""
 

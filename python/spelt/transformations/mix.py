@@ -39,7 +39,7 @@ class ConcatenateMapDataset(_base.ParentSpec, _base.MapDataset):
         )
 
 
-class MixMapDataset(_base.ParentSpec, _base.MapDataset):
+class MixedMapDataset(_base.ParentSpec, _base.MapDataset):
     """Grain's MixedMapDataset by weights (default uniform)."""
 
     def __init__(self, datasets: Sequence[_base.MapDataset], weights: Sequence[float] | None):

@@ -33,6 +33,15 @@ class PrefetchIterDataset(_base.ParentSpec, _base.IterDataset):
         self.read_options = read_options
         self.allow_nones = allow_nones
 
+    # Grain's attribute names (its tests and user code read them).
+    @property
+    def _read_options(self) -> options_lib.ReadOptions:
+        return self.read_options
+
+    @property
+    def _allow_nones(self) -> bool:
+        return self.allow_nones
+
     def _make_node(self):
         return self._parents[0].engine_node.to_iter(
             self.read_options.num_threads,

@@ -71,10 +71,10 @@ def _index_array(indices: Any) -> np.ndarray:
     if isinstance(indices, _base.MapDataset):
         indices = indices.engine_node.get_many(list(builtins.range(len(indices))))
     elif isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__len__"):
-        # ValueError, as Spelt's slice() has always raised for a non-slice (tests/test_dataset.py)
+        # Grain's ValueError and message for a non-slice, and what else slice() takes
         raise ValueError(
-            "slice: sl is not a slice or a sequence of ints (a list, a 1-D integer array, a"
-            f" MapDataset of ints): {type(indices).__name__}"
+            f"sl is not a slice: {type(indices)} (nor a sequence of ints: a list, a 1-D"
+            " integer array, a MapDataset of ints)"
         )
     array = indices if isinstance(indices, np.ndarray) else np.asarray(indices)
     if array.dtype.kind == "b":
