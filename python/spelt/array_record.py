@@ -13,16 +13,16 @@ import glob
 import operator
 import os
 import re
-from typing import Any, Sequence, Union
+from typing import Any, Sequence
 
 from spelt import _core
 from spelt._file_source import FileSource
+from spelt._paths import PathLike, local_path
 from spelt._record_writer import RecordWriter
 
 CorruptFileError = _core.CorruptFileError
 UnsupportedError = _core.UnsupportedError
 
-PathLike = Union[str, os.PathLike]
 _SHARD_SPEC = re.compile(r"^(?P<base>.+)@(?P<count>\d+)$")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 _MANIFEST_SUFFIX = ".manifest.json"  # spelt convert's description of its shards
@@ -36,15 +36,16 @@ def expand_paths(
     Each spec is a path, a glob (``train-*``, ``train-?????-of-00008``; matches sorted, minus
     the ``*.manifest.json`` that ``spelt convert`` writes beside its shards), or a sharded spec
     ``name@N`` meaning ``name-00000-of-0000N`` ... ``name-0000(N-1)-of-0000N``.
-    Raises ValueError for an empty list and FileNotFoundError for a glob matching nothing or a
-    missing file; messages start with ``what``.
+    Raises ValueError for an empty list, FileNotFoundError for a glob matching nothing or a
+    missing file, and NotImplementedError for a URI other than ``file://`` (see
+    ``spelt._paths.local_path``); messages start with ``what``.
     """
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
     if not paths:
         raise ValueError(f"{what}: no paths given")
     out: list[str] = []
-    for spec in map(os.fspath, paths):
+    for spec in (local_path(p, what) for p in paths):
         match = _SHARD_SPEC.match(spec)
         if match and not os.path.exists(spec):
             count = int(match["count"])
@@ -124,7 +125,7 @@ class ArrayRecordWriter(RecordWriter):
     """
 
     def __init__(self, path: PathLike, options: str = ""):
-        path = os.fspath(path)
+        path = local_path(path, "ArrayRecordWriter")
         super().__init__(path, _core.ArrayRecordWriter.open(path, options))
 
 
@@ -134,7 +135,7 @@ def info(path: PathLike) -> dict[str, Any]:
     Raises FileNotFoundError for a missing path (or a directory), CorruptFileError and
     UnsupportedError as the data source does.
     """
-    path = os.fspath(path)
+    path = local_path(path, "array_record.info")
     if not os.path.isfile(path):  # the native open error surfaces as a bare RuntimeError
         raise FileNotFoundError(f"no such file: {path!r}")
     return _core.array_record_info(path)

@@ -26,6 +26,7 @@ from spelt import _convert
 from spelt import _convert_inputs
 from spelt import _profile_cli
 from spelt import array_record
+from spelt._paths import local_path
 
 _INSPECT_EXAMPLES = """examples:
   spelt inspect data/train@8                 the 8 shards data/train-0000?-of-00008
@@ -91,7 +92,7 @@ def _inspect(specs: Sequence[str], verify: bool) -> int:
     for spec in specs:
         try:
             paths = array_record.expand_paths(spec)
-        except (OSError, ValueError) as e:
+        except (OSError, ValueError, NotImplementedError) as e:
             print(f"{spec}: error: {e}", file=sys.stderr)
             status = 1
             continue
@@ -108,13 +109,14 @@ def _inspect(specs: Sequence[str], verify: bool) -> int:
 def _convert_command(args: argparse.Namespace) -> int:
     if args.num_shards <= 0:
         raise ValueError(f"--num-shards must be positive, got {args.num_shards}")
+    output = local_path(args.output, "-o")
     writer_options = f"group_size:{args.group_size},{args.compression}"
     with tempfile.TemporaryDirectory() as d:  # bad options fail now, before any reading
         array_record.ArrayRecordWriter(os.path.join(d, "check"), writer_options).close()
     inputs = _convert_inputs.open_inputs(args.inputs, args.kind, args.allow_mixed)
     manifest = _convert.convert(
         inputs,
-        args.output,
+        output,
         num_shards=args.num_shards,
         writer_options=writer_options,
         options={
@@ -129,7 +131,7 @@ def _convert_command(args: argparse.Namespace) -> int:
     )
     print(
         f"wrote {manifest['num_records']:,} records to {args.num_shards} shard(s):"
-        f" {args.output}@{args.num_shards} (manifest: {args.output}.manifest.json)"
+        f" {output}@{args.num_shards} (manifest: {output}.manifest.json)"
     )
     return 0
 
@@ -201,7 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "profile":
             return _profile_cli.run(args)
         return _convert_command(args)
-    except (OSError, ValueError, ImportError) as e:
+    except (OSError, ValueError, ImportError, NotImplementedError) as e:
         print(f"spelt {args.command}: error: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ from typing import Any
 
 from spelt import _core
 from spelt._file_source import FileSource
+from spelt._paths import local_path
 from spelt._record_writer import RecordWriter
 from spelt.array_record import PathLike, expand_paths
 from spelt.dataset import DatasetIterator, IterDataset
@@ -57,7 +58,7 @@ class TFRecordIterDataset(IterDataset):
 
     def __init__(self, path: PathLike, compression: str | None = None):
         super().__init__()
-        self._path = os.fspath(path)
+        self._path = local_path(path, "TFRecordIterDataset")
         self._compression = _check_compression(compression)
 
     def _make_node(self):
@@ -175,7 +176,7 @@ class TFRecordWriter(RecordWriter):
     def __init__(self, path: PathLike, compression: str = "", level: int = -1):
         if compression is None:
             raise ValueError('TFRecordWriter: compression must be "", "GZIP" or "ZLIB", not None')
-        path = os.fspath(path)
+        path = local_path(path, "TFRecordWriter")
         super().__init__(
             path, _core.TFRecordWriter.open(path, _check_compression(compression), level)
         )
@@ -184,7 +185,7 @@ class TFRecordWriter(RecordWriter):
 def detect_compression(path: PathLike) -> str:
     """``""``, ``"GZIP"`` or ``"ZLIB"``: the compression of a TFRecord file, from its first
     bytes (a valid first record header always means uncompressed)."""
-    return _core.detect_tfrecord_compression(os.fspath(path))
+    return _core.detect_tfrecord_compression(local_path(path, "detect_compression"))
 
 
 __all__ = [

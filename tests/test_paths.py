@@ -1,0 +1,58 @@
+"""URIs given to the readers and writers that open local files (spelt._paths)."""
+
+import numpy as np
+import pytest
+import spelt as grain
+from spelt import array_record, cli, tfrecord
+
+REMOTE = ["gs://bucket/train", "s3://bucket/train@2", "hf://datasets/x/y", "abfs://c/train-*"]
+
+
+@pytest.mark.parametrize("uri", REMOTE)
+@pytest.mark.parametrize(
+    "open_path",
+    [
+        grain.sources.ArrayRecordDataSource,
+        array_record.ArrayRecordWriter,
+        array_record.info,
+        tfrecord.TFRecordDataSource,
+        tfrecord.TFRecordIterDataset,
+        tfrecord.TFRecordWriter,
+        tfrecord.detect_compression,
+    ],
+)
+def test_remote_uri_is_refused_naming_it(tmp_path, monkeypatch, uri, open_path):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(NotImplementedError, match=f"{uri.split(':')[0]}:// URI") as e:
+        open_path(uri)
+    assert repr(uri) in str(e.value)
+    assert not list(tmp_path.iterdir())  # no local folder named "gs:" or "s3:"
+
+
+def test_file_uri_reads_and_writes_local_files(tmp_path):
+    path = tmp_path / "a b.array_record"
+    with array_record.ArrayRecordWriter(f"file://{tmp_path}/a%20b.array_record") as w:
+        w.write(b"x")
+        w.write(b"yz")
+    assert path.exists()
+    ds = grain.sources.ArrayRecordDataSource(f"file://localhost{path}")
+    assert [ds[0], ds[1]] == [b"x", b"yz"]
+
+
+def test_file_uri_of_another_host_is_refused():
+    with pytest.raises(ValueError, match="names host 'elsewhere'"):
+        grain.sources.ArrayRecordDataSource("file://elsewhere/data/x.array_record")
+
+
+def test_convert_to_a_bucket_fails_and_writes_nothing_local(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "data.npz", x=np.arange(10))
+    code = cli.main(["convert", "data.npz", "-o", "s3://bucket/x", "--num-shards", "2"])
+    assert code == 1
+    assert "s3://bucket/x" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz"]
+
+
+def test_inspect_of_a_bucket_fails_naming_it(capsys):
+    assert cli.main(["inspect", "gs://bucket/train@4"]) == 1
+    assert "gs://bucket/train@4" in capsys.readouterr().err
