@@ -312,7 +312,8 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         """The elements at ``sl``: a Python ``slice`` of one epoch (``ds[a:b:c]``), or a
         sequence of indices (a list, tuple, range, 1-D integer numpy array or MapDataset of
         ints, as Grain's ``ReindexMapDataset``): ``ds.slice([3, 1, 4])[k] == ds[[3, 1, 4][k]]``,
-        ``len()`` is the number of indices, negative ones count from the end, repeats allowed.
+        ``len()`` is the number of indices, negative ones count from the end, one at or
+        beyond ``len(self)`` reads a later epoch (as ``self[i]``), repeats allowed.
 
         Both are fixed subsets: later epochs (``repeat``, ``ds[k]`` for ``k >= len``) read the
         same parent indices again (docs/compatibility.md, grain#1200). The element spec is
@@ -516,11 +517,14 @@ class Unpicklable:
 class NativeDatasetIterator(Unpicklable, DatasetIterator):
     """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
 
-    def __init__(self, it: Any, ds: IterDataset | None = None, tracker: Any = None):
+    def __init__(
+        self, it: Any, ds: IterDataset | None = None, tracker: Any = None, *, pipeline: Any = None
+    ):
         """it: the engine's iterator; ds: the dataset it iterates (None: an iterator over
         another iterator, whose next index it cannot tell). Only ds's index plan is kept: the
         dataset itself would keep its worker pools alive. tracker: the execution summary's
-        Tracker of its stages, if tracked (spelt/_summary.py)."""
+        Tracker of its stages, if tracked (spelt/_summary.py). pipeline: the dataset whose data
+        sources ``close()`` closes, if not ds (:func:`closable_sources`)."""
         super().__init__()
         if tracker is not None:
             self._spelt_tracker = tracker
@@ -528,6 +532,8 @@ class NativeDatasetIterator(Unpicklable, DatasetIterator):
         self._index_plan = None if ds is None else index_plan_lib.of(ds)
         self._closed = False
         self._closed_state: dict[str, Any] | None = None
+        pipeline = ds if pipeline is None else pipeline
+        self._sources = closable_sources(pipeline) if pipeline is not None else []
 
     def __next__(self) -> Any:
         if self._closed:
@@ -560,10 +566,13 @@ class NativeDatasetIterator(Unpicklable, DatasetIterator):
         self._it.start_prefetch()
 
     def close(self) -> None:
+        """Stops the pipeline, then calls ``close()`` once on each plain data source it reads
+        (:func:`closable_sources`; Grain never does: docs/compatibility.md). Idempotent."""
         if not self._closed:
             self._closed_state = self._it.get_state()
             self._closed = True
             self._it.close()
+        close_sources(self.__dict__.pop("_sources", ()))  # pop: once, even from two threads
 
 
 class ParentSpec:
@@ -684,6 +693,54 @@ def pipeline_options(ds: Any) -> dataset_options.DatasetOptions:
             result = result.merge(node.options)
         to_visit.extend(getattr(node, "parents", ()))
     return result
+
+
+# Sources whose close() an iterator must not call: it empties a shared segment that the next
+# iterator (the next epoch) reads (Spelt's and Grain's SharedMemoryDataSource / InMemoryDataSource).
+_KEPT_OPEN = {("spelt", "SharedMemoryDataSource"), ("grain", "SharedMemoryDataSource")}
+
+
+def _closable(source: Any) -> bool:
+    kind = type(source)
+    if (kind.__module__.split(".")[0], kind.__name__) in _KEPT_OPEN:
+        return False
+    if hasattr(source, "__enter__") and hasattr(source, "__exit__"):
+        return False  # a context manager: a DataLoader enters and exits it (data_loader.py)
+    return callable(getattr(source, "close", None))
+
+
+def closable_sources(ds: Any) -> list[Any]:
+    """The distinct data sources (by identity) of the pipeline ``ds`` that its iterators'
+    ``close()`` closes: those of ``MapDataset.source`` and a DataLoader's ``data_source``
+    (``_spelt_data_source``) anywhere among its parents (and the datasets of an interleave
+    given as a sequence, ``_spelt_inner_datasets``) that have a ``close()`` and are not context
+    managers, except a SharedMemoryDataSource (``_KEPT_OPEN``)."""
+    found: dict[int, Any] = {}
+    seen: set[int] = set()
+    to_visit: list[Any] = [ds]
+    while to_visit:
+        node = to_visit.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        source = getattr(node, "_spelt_data_source", None)
+        if source is not None and id(source) not in found and _closable(source):
+            found[id(source)] = source
+        to_visit.extend(getattr(node, "parents", ()))
+        to_visit.extend(getattr(node, "_spelt_inner_datasets", ()))
+    return list(found.values())
+
+
+def close_sources(sources: Sequence[Any]) -> None:
+    """Calls each source's ``close()``; the first error is raised after all were called."""
+    error: BaseException | None = None
+    for source in sources:
+        try:
+            source.close()
+        except Exception as e:  # pylint: disable=broad-exception-caught
+            error = error or e
+    if error is not None:
+        raise error
 
 
 def with_parents(ds: Any, parents: Sequence[Any]) -> Any:

@@ -173,6 +173,11 @@ class _SamplerMapDataset(_base.MapDataset):
         self._sampler = sampler
         self._shard = shard
 
+    @property
+    def _spelt_data_source(self) -> Any:
+        """The source an iterator's ``close()`` closes (``_base.closable_sources``)."""
+        return self._data_source
+
     def _make_node(self):
         shard = sharding.engine_options(self._shard)
         return _core.sampler_dataset(

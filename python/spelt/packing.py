@@ -91,7 +91,7 @@ class PackIterDataset(_base.IterDataset):
         self.engine_node  # argument errors surface here  # pylint: disable=pointless-statement
 
     def __iter__(self) -> PackingDatasetIterator:
-        return PackingDatasetIterator(_base.engine_iterator(self), self._num_packing_bins)
+        return PackingDatasetIterator(_base.engine_iterator(self), self._num_packing_bins, self)
 
     def _make_node(self):
         return _core.pack(
@@ -116,8 +116,9 @@ class PackIterDataset(_base.IterDataset):
 class PackingDatasetIterator(_base.NativeDatasetIterator):
     """Iterator of a PackIterDataset (Grain's PackingDatasetIterator)."""
 
-    def __init__(self, it: Any, num_packing_bins: int):
-        super().__init__(it)
+    def __init__(self, it: Any, num_packing_bins: int, pipeline: Any = None):
+        """pipeline: the PackIterDataset, whose data sources ``close()`` closes."""
+        super().__init__(it, pipeline=pipeline)
         self._num_packing_bins = num_packing_bins
         self._size_bytes: int | None = None
 

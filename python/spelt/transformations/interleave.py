@@ -196,6 +196,12 @@ class InterleaveIterDataset(_base.IterDataset):
             _non_negative(iter_buffer_size, "iter_buffer_size"),
         )
 
+    @property
+    def _spelt_inner_datasets(self) -> Sequence[Any]:
+        """The datasets whose data sources an iterator's ``close()`` closes (not those of a
+        lazy MapDataset of datasets, made per iterator)."""
+        return () if isinstance(self._datasets, _base.MapDataset) else tuple(self._datasets)
+
     def _make_node(self):
         datasets, count = self._datasets, len(self._datasets)
         if isinstance(datasets, _base.MapDataset):

@@ -87,7 +87,9 @@ def _index_array(indices: Any) -> np.ndarray:
     if array.size == 0:
         return np.zeros(0, dtype=np.int64)
     if array.dtype.kind == "i" or (array.dtype.kind == "u" and array.max() <= _args.MAX_INDEX):
-        return np.ascontiguousarray(array, dtype=np.int64)
+        # A copy: the caller's array may change later, and the dataset is rebuilt from this one
+        # where it is unpickled (worker processes).
+        return np.array(array, dtype=np.int64, order="C")
     # Not all ints to numpy (floats, None, strings, mixed with ints beyond int64): check each,
     # so that the error names the position and nothing is rounded.
     checked = []

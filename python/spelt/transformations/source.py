@@ -38,6 +38,11 @@ class SourceMapDataset(_base.MapDataset):
     def _make_node(self):
         return _core.source(native_or_python(self._source))
 
+    @property
+    def _spelt_data_source(self) -> Any:
+        """The source an iterator's ``close()`` closes (``_base.closable_sources``)."""
+        return self._source
+
     def __str__(self) -> str:
         return f"SourceMapDataset(source={type(self._source).__name__})"  # Grain's
 
