@@ -171,6 +171,19 @@ def test_worker_processes_close_the_consumers_source_once():
     assert source.closes == 1
 
 
+def test_a_data_loader_over_a_map_dataset_closes_the_sources_under_it():
+    source = _ClosableSource()
+    loader = spelt.DataLoader(
+        data_source=spelt.MapDataset.source(source).slice([5, 0, 3]),
+        sampler=spelt.samplers.SequentialSampler(3, spelt.sharding.NoSharding()),
+    )
+    it = iter(loader)
+    assert next(it) == 5
+    it.close()
+    it.close()
+    assert source.closes == 1
+
+
 def test_close_through_prefetch_packing_and_elastic_iterators():
     class Arrays(_ClosableSource):
         def __getitem__(self, index):
@@ -199,6 +212,9 @@ def test_close_through_prefetch_packing_and_elastic_iterators():
         spelt.MapDataset.source(source), 2, spelt.sharding.NoSharding()
     )
     assert list(next(elastic)) == [0, 1]
+    elastic.set_state({"global_next_index": 4})  # a new host iterator, the same source
+    assert source.closes == 0
+    assert list(next(elastic)) == [4, 5]
     elastic.close()
     elastic.close()
     assert source.closes == 1

@@ -712,9 +712,10 @@ def _closable(source: Any) -> bool:
 def closable_sources(ds: Any) -> list[Any]:
     """The distinct data sources (by identity) of the pipeline ``ds`` that its iterators'
     ``close()`` closes: those of ``MapDataset.source`` and a DataLoader's ``data_source``
-    (``_spelt_data_source``) anywhere among its parents (and the datasets of an interleave
-    given as a sequence, ``_spelt_inner_datasets``) that have a ``close()`` and are not context
-    managers, except a SharedMemoryDataSource (``_KEPT_OPEN``)."""
+    (``_spelt_data_source``; the sources of one that is a dataset) anywhere among its parents
+    (and the datasets of an interleave given as a sequence, ``_spelt_inner_datasets``) that
+    have a ``close()`` and are not context managers, except a SharedMemoryDataSource
+    (``_KEPT_OPEN``)."""
     found: dict[int, Any] = {}
     seen: set[int] = set()
     to_visit: list[Any] = [ds]
@@ -724,11 +725,20 @@ def closable_sources(ds: Any) -> list[Any]:
             continue
         seen.add(id(node))
         source = getattr(node, "_spelt_data_source", None)
-        if source is not None and id(source) not in found and _closable(source):
+        if isinstance(source, _Transformations):  # a MapDataset as a DataLoader's data_source
+            to_visit.append(source)
+        elif source is not None and id(source) not in found and _closable(source):
             found[id(source)] = source
         to_visit.extend(getattr(node, "parents", ()))
         to_visit.extend(getattr(node, "_spelt_inner_datasets", ()))
     return list(found.values())
+
+
+def close_keeping_sources(it: DatasetIterator) -> None:
+    """``it.close()`` without closing its data sources: for an iterator that a Spelt iterator
+    replaces by another over the same sources (ElasticIterator.set_state)."""
+    it.__dict__.pop("_sources", None)
+    it.close()
 
 
 def close_sources(sources: Sequence[Any]) -> None:

@@ -24,6 +24,7 @@ import functools
 import json
 from typing import Any, Awaitable
 
+from spelt import _base
 from spelt import _checkpoint_io
 from spelt import dataset
 from spelt import options as options_lib
@@ -98,7 +99,9 @@ class _ElasticDatasetIterator(dataset.DatasetIterator):
         """Resumes at the global position of ``state`` (from any host of any configuration).
         ValueError if ``state`` is not a dict with a non-negative int ``global_next_index``."""
         value = _global_next_index(state)
-        self.close()
+        iterator, self._iterator = self._iterator, None
+        if iterator is not None:  # replaced by the next one: its sources stay open
+            _base.close_keeping_sources(iterator)
         self._global_next_index = value
 
     def start_prefetch(self) -> None:
