@@ -363,6 +363,7 @@ def test_changing_the_indices_later_changes_nothing_also_in_copies():
         (spelt.MapDataset.source([1, 2.5]), TypeError, "position 1 is not an int: 2.5"),
         (spelt.MapDataset.range(3).filter(lambda x: x != 1), TypeError, "position 1 .* None"),
         (range(-11, 0), IndexError, "index -11 at position 0 .* length 10"),
+        (spelt.MapDataset.range(3).repeat(), ValueError, "must be finite"),
     ],
 )
 def test_bad_indices_from_map_datasets_and_ranges_are_named(indices, error, match):

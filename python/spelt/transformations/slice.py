@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import builtins
 import operator
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -43,7 +44,8 @@ class ReindexMapDataset(_base.ParentSpec, _base.OpMapDataset):
     one int64 array (8 bytes each), and a chunk of elements is one batched read of the parent.
 
     Raises:
-        ValueError: ``indices`` is not a sequence (or is a string).
+        ValueError: ``indices`` is not a sequence (or is a string), or is an infinite
+            MapDataset.
         TypeError: ``indices`` is a boolean mask, is not 1-D, or holds something that is not
             an int (naming its position).
         IndexError: an index below ``-len(parent)`` or beyond the int64 range (naming its
@@ -69,6 +71,11 @@ class ReindexMapDataset(_base.ParentSpec, _base.OpMapDataset):
 def _index_array(indices: Any) -> np.ndarray:
     """``indices`` as a 1-D C-contiguous int64 array; errors as ReindexMapDataset's."""
     if isinstance(indices, _base.MapDataset):
+        if len(indices) >= sys.maxsize:
+            raise ValueError(
+                "slice: a MapDataset of indices must be finite (it is read once, at the call),"
+                f" got an infinite one: {indices}"
+            )
         indices = indices.engine_node.get_many(list(builtins.range(len(indices))))
     elif isinstance(indices, (str, bytes, bytearray)) or not hasattr(indices, "__len__"):
         # Grain's ValueError and message for a non-slice, and what else slice() takes
