@@ -10,7 +10,7 @@ CPP_BUILD := build/cpp
 JOBS ?= 2
 
 .PHONY: demo demo-lm test test-ray test-torch test-keras bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
-  fuzz-tfrecord clean format
+  fuzz-tfrecord clean format wheel test-wheel
 
 $(VENV)/.deps: requirements-dev.txt
 	@dpkg -s $(APT_PACKAGES) >/dev/null 2>&1 || \
@@ -37,7 +37,8 @@ test-cpp: cpp
 
 test-python: python
 	$(VENV)/bin/ruff format --check --quiet python tests bench examples cpp/fuzz
-	$(PY) -m pytest -q tests --ignore=tests/distributed --ignore=tests/torch_keras
+	$(PY) -m pytest -q tests --ignore=tests/distributed --ignore=tests/torch_keras \
+	  --ignore=tests/wheel
 
 # The Ray executor (spelt.experimental.RayOptions): installs Ray (the spelt[ray] extra, with
 # Ray Data for bench D2) and runs tests/distributed on local Ray clusters that the tests start
@@ -66,6 +67,39 @@ $(VENV)/.keras: requirements-keras.txt $(VENV)/.torch
 
 test-keras: python $(VENV)/.keras
 	$(PY) -m pytest -q tests/torch_keras/test_keras.py
+
+# A self-contained manylinux wheel for the running CPython (docs/install.md): pip builds it
+# (-v: CMake's progress shows; in the build dir of `make python`, so after it only the
+# packaging runs), then auditwheel checks the glibc floor (manylinux_2_28, see
+# cmake/spelt-portable.cmake), grafts ISA-L into it and prints the tag. pyarrow's libraries
+# are left out: spelt._parquet_native loads them from the user's pyarrow (and, with a pyarrow
+# of another ABI, Spelt reads Parquet through pyarrow's Python API).
+WHEEL_DIR := build/dist
+WHEEL_PLAT := manylinux_2_28_$(shell uname -m)
+wheel: setup
+	rm -rf $(WHEEL_DIR)
+	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip wheel -v --no-build-isolation --no-deps \
+	  -w $(WHEEL_DIR)/raw .
+	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) --exclude 'libarrow.so.*' \
+	  --exclude 'libparquet.so.*' -w $(WHEEL_DIR) $(WHEEL_DIR)/raw/*.whl
+	$(VENV)/bin/auditwheel show $(WHEEL_DIR)/*.whl
+	@echo "(auditwheel show's first line says linux_x86_64 only because spelt._parquet_native links" \
+	  "pyarrow's libparquet, which the wheel leaves to pyarrow; its symbols give the tag above)"
+	@ls -l $(WHEEL_DIR)/*.whl | awk '{printf "wheel: %s (%.1f MB)\n", $$NF, $$5 / 1e6}'
+
+# Installs the wheel into a new venv and runs the pytest suite against the installed package,
+# in a private mount namespace where the system's zstd, brotli, snappy, highwayhash and ISA-L
+# are unreadable (tests/wheel/hide_system_codecs.sh); tests/wheel checks that spelt comes from
+# the wheel and that its modules load no library from the system but glibc's and libgcc_s.
+WHEEL_VENV := build/wheel-venv
+test-wheel: wheel
+	rm -rf $(WHEEL_VENV)
+	python3 -m venv $(WHEEL_VENV)
+	$(WHEEL_VENV)/bin/python -m pip install -q --upgrade pip
+	$(WHEEL_VENV)/bin/python -m pip install -q -r requirements-dev.txt $(WHEEL_DIR)/*.whl
+	SPELT_WHEEL=$$(ls $(WHEEL_DIR)/*.whl) tests/wheel/hide_system_codecs.sh \
+	  $(WHEEL_VENV)/bin/python -m pytest -q -p no:cacheprovider tests \
+	  --ignore=tests/distributed --ignore=tests/torch_keras
 
 # Installs libspelt into build/install (headers, libspelt.a, CMake package, spelt.pc) and builds
 # and runs examples/find_package against it: once with find_package(spelt), once with pkg-config.

@@ -3,9 +3,27 @@
 # PkgConfig::SPELT_ISAL (Intel ISA-L: CRC32C for TFRecord; found with pkg-config) and
 # spelt::highwayhash. Included by CMakeLists.txt to build libspelt, and by the installed
 # spelt-config.cmake: libspelt is a static library, so programs that link it link these too.
+# With SPELT_STATIC_CODECS (set by CMakeLists.txt for the Python extension, see
+# cmake/spelt-portable.cmake), each codec target links the codec's static archives where the
+# system has them, so that the wheel needs no system codec.
 # Sets SPELT_MISSING_DEPENDENCIES to the (Debian package) names of those not found; the includer
 # decides how to fail.
 find_package(PkgConfig QUIET)
+
+# Makes `target` link lib<name>.a for each name (in link order) if every one of them exists;
+# otherwise the target keeps its shared libraries.
+function(spelt_link_static_archives target)
+  set(archives "")
+  foreach(name IN LISTS ARGN)
+    find_library(SPELT_ARCHIVE_${name} NAMES lib${name}.a)
+    if(NOT SPELT_ARCHIVE_${name})
+      message(STATUS "${target}: no lib${name}.a, linking the shared library")
+      return()
+    endif()
+    list(APPEND archives ${SPELT_ARCHIVE_${name}})
+  endforeach()
+  set_target_properties(${target} PROPERTIES INTERFACE_LINK_LIBRARIES "${archives}")
+endfunction()
 set(SPELT_MISSING_DEPENDENCIES "")
 if(NOT PkgConfig_FOUND)
   list(APPEND SPELT_MISSING_DEPENDENCIES pkg-config)
@@ -32,7 +50,12 @@ else()
   endif()
 endif()
 
-find_library(SPELT_HIGHWAYHASH_LIBRARY NAMES highwayhash)
+if(SPELT_STATIC_CODECS)  # its own cache entry, so a build dir never keeps the other choice
+  find_library(SPELT_HIGHWAYHASH_ARCHIVE NAMES libhighwayhash.a highwayhash)
+  set(SPELT_HIGHWAYHASH_LIBRARY ${SPELT_HIGHWAYHASH_ARCHIVE})
+else()
+  find_library(SPELT_HIGHWAYHASH_LIBRARY NAMES highwayhash)
+endif()
 find_path(SPELT_HIGHWAYHASH_INCLUDE_DIR highwayhash/c_bindings.h)
 if(NOT SPELT_HIGHWAYHASH_LIBRARY OR NOT SPELT_HIGHWAYHASH_INCLUDE_DIR)
   list(APPEND SPELT_MISSING_DEPENDENCIES libhighwayhash-dev)
@@ -41,4 +64,12 @@ elseif(NOT TARGET spelt::highwayhash)
   set_target_properties(spelt::highwayhash PROPERTIES
                         IMPORTED_LOCATION "${SPELT_HIGHWAYHASH_LIBRARY}"
                         INTERFACE_INCLUDE_DIRECTORIES "${SPELT_HIGHWAYHASH_INCLUDE_DIR}")
+endif()
+
+if(SPELT_STATIC_CODECS AND NOT SPELT_MISSING_DEPENDENCIES)
+  spelt_link_static_archives(PkgConfig::SPELT_ZSTD zstd)
+  spelt_link_static_archives(PkgConfig::SPELT_BROTLI brotlidec brotlienc brotlicommon)
+  spelt_link_static_archives(PkgConfig::SPELT_SNAPPY snappy)
+  spelt_link_static_archives(PkgConfig::SPELT_ZLIB z)
+  spelt_link_static_archives(PkgConfig::SPELT_ISAL isal)
 endif()

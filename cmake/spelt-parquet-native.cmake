@@ -36,6 +36,7 @@ target_compile_definitions(_parquet_native PRIVATE
                            _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI})
 target_compile_options(_parquet_native PRIVATE -Wall -Wextra)
 target_link_libraries(_parquet_native PRIVATE ${SPELT_LIBPARQUET} ${SPELT_LIBARROW})
+spelt_make_portable(_parquet_native)
 # Installed beside pyarrow in site-packages (spelt/ next to pyarrow/); the build tree uses
 # the wheel's directory.
 set_target_properties(_parquet_native PROPERTIES

@@ -5,7 +5,7 @@ This module is the one place that knows how the corpus is made and read:
 - ``corpus_files`` lists the standard library's ``.py`` files (real text present offline on
   every machine with Python; site-packages excluded), up to a byte budget;
 - ``prepare`` trains a byte-level BPE tokenizer on them with Hugging Face ``tokenizers`` (the
-  optional extra ``spelt[lm]``, imported here only), tokenizes every file, appends an
+  optional extra ``spelt-ml[lm]``, imported here only), tokenizes every file, appends an
   end-of-text token, cuts each document into pieces of at most ``seq_len + 1`` tokens (first-fit
   packing does not split sequences) and writes the pieces as int32 arrays into ArrayRecord
   shards with Spelt's ``ArrayRecordWriter``;
@@ -62,7 +62,7 @@ def train_tokenizer(texts: list[str], vocab_size: int) -> Any:
         from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     except ImportError as e:
         raise ImportError(
-            "the LM demo tokenizes with Hugging Face tokenizers: pip install 'spelt[lm]'"
+            "the LM demo tokenizes with Hugging Face tokenizers: pip install 'spelt-ml[lm]'"
         ) from e
 
     tokenizer = Tokenizer(models.BPE())

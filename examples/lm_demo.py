@@ -2,7 +2,7 @@
 
 1. Builds a corpus from the Python standard library's source files (present offline wherever
    Python is), trains a byte-level BPE tokenizer on it (Hugging Face ``tokenizers``, the
-   ``spelt[lm]`` extra) and stores the tokenized documents as ArrayRecord shards of int32
+   ``spelt-ml[lm]`` extra) and stores the tokenized documents as ArrayRecord shards of int32
    arrays (lm_data.py).
 2. Reads them with a global shuffle, packs them first-fit to ``--seq-len`` tokens with segment
    ids and positions (``spelt.experimental.FirstFitPackIterDataset``) and batches them; measures

@@ -26,7 +26,7 @@ ParquetDataSource = spelt.experimental.ParquetDataSource
 def decoder(request, monkeypatch):
     """Every test runs with the native decoder (spelt._parquet_native, which the build makes
     where pyarrow is importable, as it is for these tests) and with pyarrow's alone."""
-    assert _parquet._native is not None, "spelt._parquet_native was not built"
+    assert _parquet.native_module() is not None, "spelt._parquet_native was not built"
     if request.param == "pyarrow":
         monkeypatch.setattr(_parquet, "_native", None)
     return request.param

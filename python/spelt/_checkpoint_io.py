@@ -14,7 +14,6 @@ ValueError naming what was saved and what is asked (docs/compatibility.md).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import pathlib
 import re
@@ -103,12 +102,16 @@ async def _background_save(directory: Any, state: str) -> None:
     await_creation = getattr(directory, "await_creation", None)
     if await_creation is not None:
         directory = await await_creation()
+    import asyncio  # pylint: disable=import-outside-toplevel  # ~50 ms: only Orbax v1 needs it
+
     await asyncio.to_thread(write_state, directory, state)
 
 
 async def _background_load(
     directory: Any, set_state_text: Callable[[str], None], item: Any
 ) -> None:
+    import asyncio  # pylint: disable=import-outside-toplevel  # ~50 ms: only Orbax v1 needs it
+
     set_state_text(await asyncio.to_thread(read_state, directory, item))
 
 

@@ -1,7 +1,7 @@
 """Parquet row groups as numpy columns: what ParquetIterDataset, ParquetDataSource and
 ``spelt convert`` share.
 
-pyarrow is an optional dependency (``pip install 'spelt[parquet]'``), imported on first use.
+pyarrow is an optional dependency (``pip install 'spelt-ml[parquet]'``), imported on first use.
 A row group becomes one numpy array per column, as Grain 0.2.18 builds it
 (grain/_src/python/dataset/sources/parquet_dataset.py: ``table.column(i).to_numpy()``), so a
 row is ``{name: column[i]}``: numpy scalars for numeric columns, ``str``/``bytes`` for string
@@ -30,12 +30,26 @@ import numpy as np
 
 from spelt import _core
 
-try:  # optional (see the module docstring); needs pyarrow's libraries, loaded by its import
-    import pyarrow as _pyarrow  # noqa: F401  # pylint: disable=unused-import
+# spelt._parquet_native once native_module() has looked (None if it does not load); Ellipsis
+# until then, so that `import spelt` does not import pyarrow (~30 ms).
+_native: Any = ...
 
-    from spelt import _parquet_native as _native
-except ImportError:
-    _native = None
+
+def native_module() -> Any:
+    """``spelt._parquet_native``, or None where it was not built or does not load (no pyarrow,
+    or a pyarrow of another ABI: docs/install.md). Imported on the first call; it needs
+    pyarrow's libraries, loaded by pyarrow's import."""
+    global _native  # pylint: disable=global-statement
+    if _native is ...:
+        try:
+            import pyarrow  # noqa: F401  # pylint: disable=import-outside-toplevel,unused-import
+
+            from spelt import _parquet_native  # pylint: disable=import-outside-toplevel
+
+            _native = _parquet_native
+        except ImportError:
+            _native = None
+    return _native
 
 
 def pyarrow_parquet() -> Any:
@@ -44,7 +58,7 @@ def pyarrow_parquet() -> Any:
         import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel
     except ImportError as e:
         raise ImportError(
-            "reading Parquet needs pyarrow: pip install 'spelt[parquet]' (or pip install pyarrow)"
+            "reading Parquet needs pyarrow: pip install 'spelt-ml[parquet]' (or pip install pyarrow)"
         ) from e
     return pq
 
@@ -124,7 +138,8 @@ def native_decoder(path: Any, file: Any, read_kwargs: dict[str, Any]) -> NativeD
     """The NativeDecoder of ``file`` (opened from ``path``) if the module is available, the
     file is local and read with no options, and it reads at least one column (see the module
     docstring); else None."""
-    if _native is None or read_kwargs or not isinstance(path, str) or not os.path.isfile(path):
+    native = native_module()
+    if native is None or read_kwargs or not isinstance(path, str) or not os.path.isfile(path):
         return None
     schema = file.schema_arrow
     if len(set(schema.names)) != len(schema.names):  # columns are found by name
@@ -138,7 +153,7 @@ def native_decoder(path: Any, file: Any, read_kwargs: dict[str, Any]) -> NativeD
     if not any(specs) or len(specs) != file.metadata.num_columns:
         return None
     try:
-        return NativeDecoder(_native.RowGroupDecoder(path, specs), leaves, field_specs)
+        return NativeDecoder(native.RowGroupDecoder(path, specs), leaves, field_specs)
     except (ValueError, RuntimeError):  # leaves not as the Arrow schema says: pyarrow reads it
         return None
 

@@ -1,6 +1,6 @@
 """A picture of an execution summary: the pipeline graph and per-stage time bars (matplotlib).
 
-matplotlib is an optional dependency (``pip install spelt[plot]``), imported on the first
+matplotlib is an optional dependency (``pip install spelt-ml[plot]``), imported on the first
 call. Used by ``spelt.experimental.plot_execution_summary`` and ``spelt profile``.
 """
 
@@ -112,7 +112,7 @@ def plot_execution_summary(
         titles: a heading per summary (default "pipeline 1", ...).
 
     Raises:
-        ImportError: matplotlib is not installed (``pip install spelt[plot]``).
+        ImportError: matplotlib is not installed (``pip install spelt-ml[plot]``).
         ValueError: an empty sequence of summaries.
     """
     summaries = [summary] if isinstance(summary, _summary.ExecutionSummary) else list(summary)

@@ -3,7 +3,7 @@
 ``CheckpointHandler`` is Grain 0.2.18's Orbax handler (grain/_src/python/checkpoint/handler.py)
 for DataLoader and Dataset iterators; ``CheckpointSave`` and ``CheckpointRestore`` are its
 Orbax ``CheckpointArgs``, registered with it. As in Grain they exist only where the
-``orbax-checkpoint`` package is installed (``pip install spelt[orbax]``); Spelt imports Orbax
+``orbax-checkpoint`` package is installed (``pip install spelt-ml[orbax]``); Spelt imports Orbax
 when one of them is first used, not at ``import spelt``.
 
 Usage (Orbax's CheckpointManager)::
@@ -140,7 +140,7 @@ def orbax_arg(name: str) -> type:
     except ImportError as e:
         raise AttributeError(
             f"spelt.checkpoint.{name} needs the orbax-checkpoint package"
-            f" (pip install spelt[orbax]): {e}"
+            f" (pip install spelt-ml[orbax]): {e}"
         ) from e
 
 

@@ -4,7 +4,7 @@ Grain 0.2.18's design (grain/_src/python/experimental/device_put/device_put.py):
 reads ``cpu_buffer_size`` elements ahead on the host, a second thread calls
 ``jax.device_put`` on them and keeps ``device_buffer_size`` of them on the devices, so the
 host-to-device copies of the next batches run while the consumer computes on this one.
-jax is imported on the first call only (``pip install spelt[jax]``).
+jax is imported on the first call only (``pip install spelt-ml[jax]``).
 """
 
 from __future__ import annotations

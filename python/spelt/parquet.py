@@ -169,7 +169,7 @@ class ParquetIterDataset(dataset.IterDataset):
     list columns), equal to Grain's. State (one file): ``{"row_group": g,
     "index_within_row_group": i}``; restores in any process. Files are opened lazily, by the
     iterator; FileNotFoundError / ValueError (not Parquet, corrupt footer) name the file.
-    Needs pyarrow (``pip install 'spelt[parquet]'``). An iterator is for one thread at a time.
+    Needs pyarrow (``pip install 'spelt-ml[parquet]'``). An iterator is for one thread at a time.
     """
 
     def __init__(self, path: str | os.PathLike | Sequence[str | os.PathLike], **read_kwargs: Any):

@@ -7,7 +7,7 @@ Ray cluster; the consumer merges them in index order in the engine, so the outpu
 ``get_state()`` are those of the pipeline without workers, for any number of actors, and a
 checkpoint restores with local workers and the reverse. See docs/distributed.md.
 
-Ray is optional (``pip install spelt[ray]``): it is imported when a RayOptions stage is iterated,
+Ray is optional (``pip install spelt-ml[ray]``): it is imported when a RayOptions stage is iterated,
 never by ``import spelt``.
 """
 

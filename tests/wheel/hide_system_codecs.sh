@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Runs a command (for `make test-wheel`: pytest on the installed wheel) where the system's zstd,
+# brotli, snappy, highwayhash and ISA-L cannot be loaded: in a private mount namespace each of
+# their shared-library files is covered by /dev/null, so a wheel that still needs one fails to
+# import. The covered files are listed in SPELT_HIDDEN_LIBRARIES (":"-separated) for
+# tests/wheel/test_installed_wheel.py. zlib stays readable, since CPython's own zlib module
+# loads it; that test checks that Spelt's modules do not.
+# Needs root or unprivileged user namespaces (unshare(1)); fails otherwise.
+set -euo pipefail
+if [ -z "${SPELT_IN_PRIVATE_MOUNTS:-}" ]; then
+  namespace=(unshare --mount --propagation private)
+  [ "$(id -u)" = 0 ] || namespace=(unshare --user --map-root-user --mount --propagation private)
+  SPELT_IN_PRIVATE_MOUNTS=1 exec "${namespace[@]}" "$0" "$@"
+fi
+hidden=()
+for lib in $(ldconfig -p | awk '/lib(zstd|brotli(common|dec|enc)|snappy|highwayhash|isal)\.so/ {print $NF}'); do
+  file=$(readlink -f "$lib")
+  case " ${hidden[*]-} " in *" $file "*) continue ;; esac
+  mount --bind /dev/null "$file"
+  hidden+=("$file")
+done
+SPELT_HIDDEN_LIBRARIES=$(IFS=:; echo "${hidden[*]-}")
+export SPELT_HIDDEN_LIBRARIES
+echo "hidden from this process tree: ${SPELT_HIDDEN_LIBRARIES:-nothing}" >&2
+exec "$@"
