@@ -112,6 +112,56 @@ def test_index_shuffle_matches_grain(max_index, seed, rounds):
         assert sorted(s) == list(range(max_index + 1))
 
 
+def _error_of(call):
+    try:
+        call()
+    except (TypeError, ValueError, OverflowError) as e:
+        return type(e), str(e)
+    raise AssertionError("no error")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (0, 8, 33, 2),  # rounds: checked first, with Grain's message
+        (0, 8, 33, 5),
+        (0, 8, 33, 0),
+        (0, 8, 33, 1025),
+        (0, 1, 0, 4294967294),
+        (-1, 8, 33, 4),  # index
+        (9, 8, 76, 4),
+        (0, -1, 0, 4),
+        (-1, 8, 33, 2),  # both bad: the rounds message
+    ],
+)
+def test_index_shuffle_value_errors_match_grain(args):
+    # Grain's binding (index_shuffle_module.cc): ValueError, same text.
+    s = _error_of(lambda: spelt.experimental.index_shuffle(*args))
+    g = _error_of(lambda: grain.experimental.index_shuffle(*args))
+    assert s == g
+    assert s[0] is ValueError
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"seed": -1},  # seed and rounds are uint32, index and max_index int64, as in Grain
+        {"seed": 2**32},
+        {"seed": 1.0},
+        {"rounds": -2},
+        {"rounds": 2**32 + 4},
+        {"index": 2**63},
+        {"max_index": 2**63},
+        {"index": 0.5},
+        {"index": None},
+    ],
+)
+def test_index_shuffle_type_errors_match_grain(kwargs):
+    args = {"index": 0, "max_index": 8, "seed": 3, "rounds": 4, **kwargs}
+    assert _error_of(lambda: spelt.experimental.index_shuffle(**args))[0] is TypeError
+    assert _error_of(lambda: grain.experimental.index_shuffle(**args))[0] is TypeError
+
+
 # ---------------------------------------------------------------------------------------------
 # Sources and range.
 

@@ -17,17 +17,22 @@ using namespace nanobind::literals;
 namespace spelt::python {
 
 void RegisterFunctions(nb::module_& m) {
-  m.def("index_shuffle", [](int64_t index, int64_t max_index, int64_t seed, int64_t rounds) {
-    if (index < 0 || max_index < 0 || rounds < 0 || rounds > 1024) {
-      throw std::invalid_argument("index_shuffle: need 0 <= index <= max_index and rounds even"
-                                  " in [4, 1024], got index=" + std::to_string(index) +
-                                  ", max_index=" + std::to_string(max_index) +
-                                  ", rounds=" + std::to_string(rounds));
+  // Grain's binding (index_shuffle_module.cc at 0.2.18): index and max_index are int64, seed
+  // and rounds uint32 (out of range, negative or not an int: TypeError), then its checks, in
+  // its order, with its messages (ValueError).
+  m.def("index_shuffle", [](int64_t index, int64_t max_index, uint32_t seed, uint32_t rounds) {
+    if (rounds < 4 || rounds % 2 != 0 || rounds > 1024) {
+      throw std::invalid_argument(
+          "rounds must be an even integer between 4 and 1024, but got rounds = " +
+          std::to_string(rounds));
+    }
+    if (index < 0 || index > max_index) {
+      throw std::invalid_argument("index must be in [0, max_index], but got index = " +
+                                  std::to_string(index) +
+                                  " and max_index = " + std::to_string(max_index));
     }
     return static_cast<int64_t>(IndexShuffle(static_cast<uint64_t>(index),
-                                             static_cast<uint64_t>(max_index),
-                                             CheckSeed(seed, "index_shuffle"),
-                                             static_cast<uint32_t>(rounds)));
+                                             static_cast<uint64_t>(max_index), seed, rounds));
   }, "index"_a, "max_index"_a, "seed"_a, "rounds"_a = 4,
   "Grain's index_shuffle: position of `index` in a permutation of [0, max_index] (spelt/random.h).");
 

@@ -58,8 +58,10 @@ def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int
 
     Bit-exact with Grain's index_shuffle, except that Spelt's is a permutation for every
     max_index (Grain's is not when max_index is a power of two 2^k, k even >= 16).
-    Raises ValueError for index outside [0, max_index], seed outside [0, 2**32), rounds
-    odd or outside [4, 1024].
+    Errors are Grain's: ValueError (Grain's messages) for rounds odd or outside [4, 1024],
+    checked first, then for index outside [0, max_index]; TypeError for a seed or rounds
+    outside [0, 2**32), an index or max_index outside int64, or a non-int. ``rounds``
+    defaults to 4 (Grain's has no default).
     """
     return _core.index_shuffle(index, max_index, seed, rounds)
 
