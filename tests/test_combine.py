@@ -7,6 +7,7 @@ are also restored from every position in a new process by test_checkpoint.py."""
 from __future__ import annotations
 
 import pickle
+import re
 
 import grain
 import numpy as np
@@ -92,6 +93,30 @@ def test_zip_map():
     for parents in ([], [spelt.MapDataset.range(2), spelt.MapDataset.range(3)]):
         with pytest.raises(ValueError):
             spelt.experimental.ZipMapDataset(parents)
+
+
+def _without_addresses(text):
+    """``<pkg.module.Class object at 0x...>`` as ``<Class>``: Grain's and Spelt's datasets
+    compared by their str()."""
+    return re.sub(r"<[\w.]+\.(\w+) object at 0x[0-9a-f]+>", r"<\1>", text)
+
+
+def test_zip_str_matches_grain():
+    # Grain's text: the parents as a tuple (and ZipMapDataset's missing ")"), for 1 and 3.
+    def build(g):
+        m = [g.MapDataset.range(3), g.MapDataset.range(3).seed(1).shuffle(), g.MapDataset.range(3)]
+        return [
+            g.experimental.ZipMapDataset(m[:1]),
+            g.experimental.ZipMapDataset(m),
+            g.experimental.ZipIterDataset([d.to_iter_dataset() for d in m[:1]]),
+            g.experimental.ZipIterDataset([d.to_iter_dataset() for d in m], strict=False),
+        ]
+
+    g_ds, s_ds = both(build)
+    assert [_without_addresses(str(d)) for d in s_ds] == [_without_addresses(str(d)) for d in g_ds]
+    assert _without_addresses(str(s_ds[2])) == (
+        "ZipIterDataset(parents=(<PrefetchIterDataset>,), strict=True)"
+    )
 
 
 @pytest.mark.parametrize("strict", [True, False])

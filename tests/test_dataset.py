@@ -643,6 +643,19 @@ def test_flat_map_iter_dataset():
     assert spelt.experimental.FlatMapTransform is spelt.transforms.FlatMap
 
 
+def test_flat_map_iter_dataset_str_matches_grain():
+    def build(g):
+        parent = g.MapDataset.range(4).to_iter_dataset()
+        return [
+            g.experimental.FlatMapIterDataset(parent, pipelines.user_classes(g).Split()),
+            parent.apply([pipelines.user_classes(g).Split()]),  # the same dataset, by apply
+        ]
+
+    g_ds, s_ds = both(build)
+    assert [str(d) for d in s_ds] == [str(d) for d in g_ds]
+    assert str(s_ds[0]) == "FlatMapIterDataset(transform=Split)"
+
+
 def test_apply_with_transform_objects():
     def build(g):
         u = pipelines.user_classes(g)

@@ -56,3 +56,8 @@ class FlatMapIterDataset(_base.IterDataset):
             else self._transform
         )
         return self._stream_nodes()[0].flat_map(fn)
+
+    def __str__(self) -> str:
+        return (
+            f"FlatMapIterDataset(transform={transforms.get_pretty_transform_name(self._transform)})"
+        )

@@ -26,7 +26,7 @@ class ZipMapDataset(_base.MapDataset):
         return tuple(element_spec.get_element_spec(p) for p in self._parents)
 
     def __str__(self) -> str:
-        return f"ZipMapDataset(parents={list(self._parents)}"
+        return f"ZipMapDataset(parents={self._parents}"  # Grain's text: a tuple, no ")"
 
 
 class ZipIterDataset(_base.IterDataset):
@@ -46,4 +46,4 @@ class ZipIterDataset(_base.IterDataset):
         return tuple(element_spec.get_element_spec(p) for p in self._parents)
 
     def __str__(self) -> str:
-        return f"ZipIterDataset(parents={list(self._parents)}, strict={self._strict})"
+        return f"ZipIterDataset(parents={self._parents}, strict={self._strict})"  # a tuple
