@@ -264,8 +264,24 @@ def test_dataset_options_merge_like_grain():
         lambda g: g.experimental.ThreadPrefetchIterDataset(
             g.MapDataset.range(20).to_iter_dataset().batch(4), prefetch_buffer_size=2
         ),
+        # seed() on an IterDataset: its iterator is its parent's (Grain: a copy of the dataset).
+        lambda g: g.MapDataset.range(20).to_iter_dataset().seed(5),
+        lambda g: g.MapDataset.range(20).to_iter_dataset().seed(5).random_map(lambda x, r: x),
+        lambda g: g.MapDataset.range(20).to_iter_dataset().seed(5).map(lambda x: x).batch(3),
+        lambda g: g.MapDataset.range(20).seed(5).shuffle().to_iter_dataset().seed(6).batch(2),
     ],
-    ids=["batch", "map_batch", "random_map", "map_with_index", "limit", "thread_prefetch"],
+    ids=[
+        "batch",
+        "map_batch",
+        "random_map",
+        "map_with_index",
+        "limit",
+        "thread_prefetch",
+        "seed",
+        "seed_random_map",
+        "seed_map_batch",
+        "seed_shuffle_seed_batch",
+    ],
 )
 def test_next_index_through_ops_matches_grain(build):
     # Grain's get_next_index / set_next_index go through each iterator: a batch counts
