@@ -1061,6 +1061,14 @@ STR_PIPELINES = [
     lambda g: g.MapDataset.range(5).repeat(2),
     lambda g: g.MapDataset.range(5).to_iter_dataset(g.ReadOptions(num_threads=2)),
     lambda g: g.MapDataset.range(5).to_iter_dataset().map(_keep).filter(_keep).batch(2),
+    # to_iter_dataset(): a range without read_options reads with prefetch_buffer_size=0 (Grain's
+    # RangeMapDataset.to_iter_dataset); any other dataset, or given options, as given.
+    lambda g: g.MapDataset.range(5).to_iter_dataset(),
+    lambda g: g.MapDataset.range(5).to_iter_dataset(allow_nones=True),
+    lambda g: g.MapDataset.range(5).to_iter_dataset(g.ReadOptions()),
+    lambda g: g.MapDataset.range(5).seed(1).to_iter_dataset(),
+    lambda g: g.MapDataset.range(5).map(_keep).to_iter_dataset(),
+    lambda g: g.MapDataset.source([1, 2]).to_iter_dataset(),
 ]
 
 

@@ -126,7 +126,9 @@ class BatchIterator final : public DatasetIterator {
         fn_(std::move(fn)) {}
   std::optional<Value> Next() override {
     if (pending_.empty()) {
-      pending_.reserve(static_cast<size_t>(batch_size_));
+      // At most 4096 ahead: a batch size beyond any stream (batch(2**63) takes everything)
+      // must not reserve it.
+      pending_.reserve(static_cast<size_t>(std::min<int64_t>(batch_size_, 4096)));
       pending_start_ = parent_->GetState();
     }
     while (static_cast<int64_t>(pending_.size()) < batch_size_) {

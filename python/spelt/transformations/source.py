@@ -13,6 +13,7 @@ from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import element_spec
+from spelt import options as options_lib
 
 
 def native_or_python(source: Any) -> Any:
@@ -86,3 +87,17 @@ class RangeMapDataset(_base.MapDataset):
     def __str__(self) -> str:
         start, stop, step = self._args
         return f"RangeMapDataset(start={start}, stop={stop}, step={step})"
+
+    def to_iter_dataset(
+        self,
+        read_options: options_lib.ReadOptions | None = None,
+        *,
+        allow_nones: bool = False,
+    ) -> _base.IterDataset:
+        """As ``MapDataset.to_iter_dataset``, but without ``read_options`` the elements are read
+        in the calling thread, ``ReadOptions(prefetch_buffer_size=0)`` (Grain's
+        RangeMapDataset: there is no I/O to overlap)."""
+        return super().to_iter_dataset(
+            read_options or options_lib.ReadOptions(prefetch_buffer_size=0),
+            allow_nones=allow_nones,
+        )
