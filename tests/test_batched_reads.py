@@ -344,5 +344,6 @@ def test_map_dataset_getitems_reads_the_source_once():
     got = ds._getitems(indices)
     assert source.batches == [[1, 2, 9, 5]]
     assert got == [ds[i] for i in indices] == [2, None, 18, 10]
+    assert ds._getitems([0, -11]) == [ds[0], ds[-11]] == [0, 18]  # -11: epoch -1, as Grain
     with pytest.raises(IndexError):
-        ds._getitems([0, -11])
+        ds.repeat()._getitems([0, -1])  # an infinite dataset has no addressable epoch -1

@@ -978,6 +978,48 @@ def test_ints_beyond_int64_saturate_like_python():
     )
 
 
+NEGATIVE_INDEX_PIPELINES = {
+    "range": lambda g: g.MapDataset.range(10),
+    "shuffle": lambda g: g.MapDataset.range(10).seed(3).shuffle(),
+    "shuffle_seed_0": lambda g: g.MapDataset.range(10).shuffle(seed=0),  # epoch -1: 2**32 - 1
+    "source_shuffle_map": lambda g: (
+        g.MapDataset.source(list(range(10))).seed(5).shuffle().map(lambda x: x * 2)
+    ),
+    "shuffle_filter": lambda g: g.MapDataset.range(10).seed(1).shuffle().filter(_even),
+    "shuffle_batch": lambda g: g.MapDataset.range(10).seed(4).shuffle().batch(3),
+    "shuffle_repeat": lambda g: g.MapDataset.range(10).seed(2).shuffle().repeat(2),
+    "repeat_shuffle": lambda g: g.MapDataset.range(10).repeat(2).seed(2).shuffle(),
+    "concatenate": lambda g: g.MapDataset.concatenate(
+        [g.MapDataset.range(4).seed(1).shuffle(), g.MapDataset.range(10, 16)]
+    ),
+}
+
+
+def _even(x):
+    return x % 2 == 0
+
+
+@pytest.mark.parametrize("name", NEGATIVE_INDEX_PIPELINES)
+def test_negative_index_reads_an_earlier_epoch_as_grain(name):
+    # Grain's ds[i] for i < 0 is a global index: position i % len of epoch i // len, so after
+    # a shuffle ds[-1] is the last element of the permutation of seed - 1 (mod 2**32).
+    g_ds, s_ds = both(NEGATIVE_INDEX_PIPELINES[name])
+    n = len(s_ds)
+    indices = [-1, -2, -n, -n - 1, -2 * n - 3, -7 * n]
+    assert_same([s_ds[i] for i in indices], [g_ds[i] for i in indices])
+    assert_same(s_ds._getitems(indices), g_ds._getitems(indices))
+
+
+def test_negative_index_of_a_shuffle_is_not_the_first_epochs():
+    ds = spelt.MapDataset.range(10).seed(3).shuffle()
+    assert [ds[i] for i in range(-10, 0)] != [ds[i] for i in range(10)]
+    assert sorted(ds[i] for i in range(-10, 0)) == list(range(10))  # a whole epoch
+    assert ds[-1] == ds[(2**32 - 1) * 10 + 9]  # epoch -1 is epoch 2**32 - 1 for the seeds
+    for empty_or_infinite in (spelt.MapDataset.range(0), ds.repeat()):
+        with pytest.raises(IndexError):
+            empty_or_infinite[-1]  # pylint: disable=pointless-statement
+
+
 @pytest.mark.parametrize("num_epochs", [2 * 10**18, 2**63, 2**70])
 def test_repeat_beyond_maxsize_saturates(num_epochs):
     # Grain's len() (and iteration) raises OverflowError here; Spelt's length saturates at

@@ -111,11 +111,13 @@ def test_bad_arguments_types():
         spelt.MapDataset.range(3).map(3)
     with pytest.raises(ValueError):
         spelt.MapDataset.range(3).slice(1)
-    # A negative index counts from the end of the first epoch (Grain: ds[-1] == ds[len - 1]
-    # too on unshuffled datasets); one past the start is an error.
-    assert spelt.MapDataset.range(3)[-1] == 2
-    with pytest.raises(IndexError):
-        spelt.MapDataset.range(3)[-4]
+    # A negative index reads an earlier epoch, as in Grain (range(3)[-4] is position 2 of
+    # epoch -2); an empty or infinite dataset has none that the engine can address.
+    assert spelt.MapDataset.range(3)[-1] == grain.MapDataset.range(3)[-1] == 2
+    assert spelt.MapDataset.range(3)[-4] == grain.MapDataset.range(3)[-4] == 2
+    for ds in (spelt.MapDataset.range(0), spelt.MapDataset.range(3).repeat()):
+        with pytest.raises(IndexError):
+            ds[-1]  # pylint: disable=pointless-statement
 
 
 # ---------------------------------------------------------------------------------------------

@@ -257,9 +257,10 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         return len(self.engine_node)
 
     def __getitem__(self, index):
-        """Element at a global index (>= len reads later epochs; negative counts from the end
-        of the first epoch, as Grain does), None if filtered out; a slice gives a dataset.
-        IndexError for a negative index below -len."""
+        """Element at a global index (>= len reads later epochs; a negative one reads an
+        earlier epoch, as Grain does: -1 is the last element of epoch -1, whose per-epoch
+        seeds are seed - 1 modulo 2**32), None if filtered out; a slice gives a dataset.
+        IndexError for an index that the engine's int64 indices cannot address."""
         if isinstance(index, slice):
             return self.slice(index)
         return self.engine_node.get(self._global_index(index))
@@ -270,28 +271,7 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         return self.engine_node.get_many([self._global_index(i) for i in indices])
 
     def _global_index(self, index: int) -> int:
-        index = operator.index(index)
-        if index >= _args.MAX_INDEX:
-            return self._reduced_index(index)
-        if index < 0:  # counts from the end of the first epoch, as Grain does
-            index += len(self)
-            if index < 0:
-                raise IndexError(
-                    f"index {index - len(self)} out of range for a dataset of length {len(self)}"
-                )
-        return index
-
-    def _reduced_index(self, index: int) -> int:
-        """An index past 2**63 - 1 (any Python int works, as in Grain) as the engine's int64
-        index of the same element: same position, epoch taken modulo 2**32 (per-epoch seeds
-        are seed + epoch mod 2**32). IndexError if even that does not fit in 64 bits."""
-        length = len(self)
-        if 0 < length < _args.MAX_INDEX:
-            epoch, position = divmod(index, length)
-            reduced = (epoch % 2**32) * length + position
-            if reduced < _args.MAX_INDEX:
-                return reduced
-        raise IndexError(f"index {index} is beyond what a dataset of length {length} can address")
+        return global_index(index, len(self))
 
     def __iter__(self) -> DatasetIterator:
         return self.to_iter_dataset().__iter__()
@@ -344,6 +324,26 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
     ) -> IterDataset:
         """Ordered read-ahead over this dataset, skipping Nones unless allow_nones."""
         return self._ToIter(self, read_options or options_lib.ReadOptions(), allow_nones)
+
+
+def global_index(index: int, length: int) -> int:
+    """The engine's int64 index of element ``index`` (any Python int, as Grain takes) of a
+    MapDataset of ``length`` elements. An index that is negative or past 2**63 - 1 becomes the
+    index of the same element position, epoch taken modulo 2**32 (per-epoch seeds are seed +
+    epoch mod 2**32): Grain reads a negative index as a global index too, epoch ``index //
+    length`` (negative) at position ``index % length``. IndexError if even that does not fit
+    in 64 bits (an infinite dataset, say) or the dataset is empty."""
+    index = operator.index(index)
+    if 0 <= index < _args.MAX_INDEX:
+        return index
+    if 0 < length < _args.MAX_INDEX:
+        epoch, position = divmod(index, length)
+        reduced = (epoch % 2**32) * length + position
+        if reduced < _args.MAX_INDEX:
+            return reduced
+    if index < 0 and length == 0:
+        raise IndexError(f"index {index} out of range for a dataset of length 0")
+    raise IndexError(f"index {index} is beyond what a dataset of length {length} can address")
 
 
 class IterDataset(_Transformations, Generic[T], abc.ABC):

@@ -34,9 +34,10 @@ class ReindexMapDataset(_base.ParentSpec, _base.OpMapDataset):
     Args:
         parent: the MapDataset to read.
         indices: a sequence of ints (list, tuple, range, a 1-D integer numpy array, or a
-            MapDataset of ints, read once here). A negative index counts from the end of the
-            parent's first epoch, as ``parent[i]`` does; an index >= ``len(parent)`` reads a
-            later epoch of the parent, as ``parent[i]`` does. Indices may repeat.
+            MapDataset of ints, read once here). A negative index reads an earlier epoch of the
+            parent, as ``parent[i]`` does (-1: the last element of epoch -1); an index >=
+            ``len(parent)`` reads a later epoch of the parent, as ``parent[i]`` does. Indices
+            may repeat.
 
     ``len()`` is ``len(indices)``; the element spec is the parent's. Later epochs (``ds[k]``
     for ``k >= len(ds)``, ``repeat``) read the same parent indices again, as Spelt's slices do
@@ -48,8 +49,8 @@ class ReindexMapDataset(_base.ParentSpec, _base.OpMapDataset):
             MapDataset.
         TypeError: ``indices`` is a boolean mask, is not 1-D, or holds something that is not
             an int (naming its position).
-        IndexError: an index below ``-len(parent)`` or beyond the int64 range (naming its
-            position).
+        IndexError: an index beyond the int64 range, or a negative one that the parent
+            cannot address (an empty or infinite parent), naming its position.
     """
 
     _build = staticmethod(_core.MapDataset.reindex)
@@ -62,6 +63,12 @@ class ReindexMapDataset(_base.ParentSpec, _base.OpMapDataset):
             if len(array) <= 5
             else f"[{array[0]}, {array[1]}, ..., {array[-2]}, {array[-1]}]"
         )
+        for position in np.flatnonzero(array < 0):  # an earlier epoch, as parent[i] reads it
+            index = int(array[position])
+            try:
+                array[position] = _base.global_index(index, len(parent))
+            except IndexError as e:
+                raise IndexError(f"slice: index {index} at position {position}: {e}") from None
         super().__init__(parent, array)
 
     def __str__(self) -> str:  # Grain's
