@@ -29,6 +29,7 @@ import collections
 import hashlib
 import os
 import time
+import weakref
 from typing import Any
 
 import ray
@@ -109,7 +110,11 @@ def connect(options: Any) -> None:
 
 
 class _Ticket:
-    """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk."""
+    """A submitted chunk. ``take()`` once; dropping it untaken abandons the chunk. No
+    ``__del__``: the engine drops a ticket on the consumer's thread after each chunk, and a
+    SIGINT handler run inside a finalizer raises a KeyboardInterrupt that CPython prints and
+    drops, so Ctrl-C would be lost. Its actor sees the abandonment through a weak reference
+    (``_Actor.in_flight``), and Ray frees the result with the ticket's ObjectRef."""
 
     def __init__(self, pool: RayPool, begin: int, count: int):
         self._pool = pool
@@ -124,10 +129,6 @@ class _Ticket:
         self.taken = True
         return self._pool.take(self)
 
-    def __del__(self):
-        if not self.taken:
-            self._pool.release(self)
-
 
 class _Actor:
     """One actor of a pool: its handle, whether it has started (its first call, ``location()``,
@@ -137,7 +138,16 @@ class _Actor:
         self.index = index
         self.handle = handle
         self.started = handle.location.remote()  # an ObjectRef until it is ready, then True
-        self.in_flight = 0
+        self.tickets: list[weakref.ref] = []  # of its chunks submitted and not released
+
+    @property
+    def in_flight(self) -> int:
+        """Its chunks submitted, neither taken nor abandoned (their tickets dropped)."""
+        self.tickets = [t for t in self.tickets if t() is not None]
+        return len(self.tickets)
+
+    def forget(self, ticket: _Ticket) -> None:
+        self.tickets = [t for t in self.tickets if t() is not None and t() is not ticket]
 
 
 class RayPool:
@@ -216,12 +226,12 @@ class RayPool:
         ticket.ref = actor.handle.compute.remote(
             self._payload, self.digest, ticket.begin, ticket.count
         )
-        actor.in_flight += 1
+        actor.tickets.append(weakref.ref(ticket))
 
     def release(self, ticket: _Ticket) -> None:
         """The ticket's chunk will not be taken (again): its actor has room for another."""
         if ticket.actor is not None:
-            ticket.actor.in_flight -= 1
+            ticket.actor.forget(ticket)
         ticket.ref = ticket.actor = None  # Ray frees the result with the last reference
 
     def take(self, ticket: _Ticket) -> tuple[Any, BaseException | None, float, int]:
