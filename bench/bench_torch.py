@@ -12,6 +12,11 @@ each batch handed to the same loop (one tiny step that reads every value). Two c
   batches record indices and gathers a batch with one numpy call (``.mp_prefetch`` with W
   workers), torch reads records one by one (``__getitem__``) and collates them.
 
+With 0 workers every loader does all the work on the one thread of the loop, so the bound is
+``ceiling``: the same batches made by a plain Python loop (the case's work and nothing else:
+the transform per record and ``np.stack``, or one gather per batch), printed with each loader's
+ratio to it.
+
 Times are from the first batch to the last (worker start-up excluded, reported apart); the
 median of the repeats is printed with the min and max. Imports nothing from other bench
 modules.
@@ -85,6 +90,22 @@ def torch_loader(case: str, workers: int):
     )
 
 
+def ceiling_loader(case: str, workers: int):
+    """The case's work alone, in a plain loop on this thread (the bound with 0 workers)."""
+    assert workers == 0
+    order = np.random.default_rng(0).permutation(RECORDS)
+    source, normalize = Records(normalize=False), Normalize()
+    for begin in range(0, RECORDS, BATCH):
+        idx = order[begin : begin + BATCH]
+        if case == "python-map":
+            records = [normalize.map(source[i]) for i in idx]
+            image = np.stack([r["image"] for r in records])
+            label = np.stack([r["label"] for r in records])
+        else:
+            image, label = IMAGES[idx], LABELS[idx]
+        yield {"image": torch.from_numpy(image), "label": torch.from_numpy(label)}
+
+
 def train(loader) -> tuple[float, float, int]:
     """(start-up s, s from the first batch to the last, records) of one pass."""
     start = time.perf_counter()
@@ -112,7 +133,10 @@ def main():
     for case in ("python-map", "gather"):
         for workers in args.workers:
             rates = {}
-            for name, make in (("spelt.torch", spelt_loader), ("torch", torch_loader)):
+            loaders = [("spelt.torch", spelt_loader), ("torch", torch_loader)]
+            if workers == 0:
+                loaders.append(("ceiling", ceiling_loader))
+            for name, make in loaders:
                 runs = [train(make(case, workers)) for _ in range(args.repeats)]
                 per_s = sorted(n / t for _, t, n in runs)
                 startup = statistics.median(s for s, _, _ in runs)
@@ -125,6 +149,12 @@ def main():
             print(
                 f"{case:10s} workers={workers} ratio {rates['spelt.torch'] / rates['torch']:.2f}x"
             )
+            if workers == 0:
+                print(
+                    f"{case:10s} workers=0 spelt.torch / ceiling "
+                    f"{rates['spelt.torch'] / rates['ceiling']:.2f}, torch / ceiling "
+                    f"{rates['torch'] / rates['ceiling']:.2f}"
+                )
 
 
 if __name__ == "__main__":
