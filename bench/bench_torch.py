@@ -18,8 +18,8 @@ the transform per record and ``np.stack``, or one gather per batch), printed wit
 ratio to it.
 
 Times are from the first batch to the last (worker start-up excluded, reported apart); the
-median of the repeats is printed with the min and max. Imports nothing from other bench
-modules.
+loaders alternate within each repeat, and the median of the repeats is printed with the min
+and max. Imports nothing from other bench modules.
 """
 
 from __future__ import annotations
@@ -136,10 +136,13 @@ def main():
             loaders = [("spelt.torch", spelt_loader), ("torch", torch_loader)]
             if workers == 0:
                 loaders.append(("ceiling", ceiling_loader))
-            for name, make in loaders:
-                runs = [train(make(case, workers)) for _ in range(args.repeats)]
-                per_s = sorted(n / t for _, t, n in runs)
-                startup = statistics.median(s for s, _, _ in runs)
+            runs = {name: [] for name, _ in loaders}
+            for _ in range(args.repeats):  # alternating, so that load changes hit all alike
+                for name, make in loaders:
+                    runs[name].append(train(make(case, workers)))
+            for name, _ in loaders:
+                per_s = sorted(n / t for _, t, n in runs[name])
+                startup = statistics.median(s for s, _, _ in runs[name])
                 rates[name] = statistics.median(per_s)
                 print(
                     f"{case:10s} workers={workers} {name:12s} "
