@@ -16,7 +16,9 @@ fi
 # private copy, outside every library search path, so Spelt cannot load it by its name.
 private=$(mktemp -d)
 trap 'rm -rf "$private"' EXIT
-highwayhash=$(ldconfig -p | awk '/libhighwayhash\.so/ {print $NF; exit}')
+# (awk reads all of ldconfig's output: an early exit would kill ldconfig with SIGPIPE, which
+# pipefail turns into this script's failure)
+highwayhash=$(ldconfig -p | awk '/libhighwayhash\.so/ && !found {print $NF; found = 1}')
 if [ -n "$highwayhash" ]; then
   cp "$(readlink -f "$highwayhash")" "$private/highwayhash-for-tests.so"
   export SPELT_TEST_HIGHWAYHASH="$private/highwayhash-for-tests.so"
