@@ -1,0 +1,77 @@
+"""Resize: to a shorter side or an exact size, with Pillow's antialiased resampling."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from spelt import transforms
+from spelt.vision import _image
+
+INTERPOLATIONS = ("bilinear", "nearest")
+
+
+def check_interpolation(interpolation: str, who: str) -> None:
+    """ValueError unless ``interpolation`` is one of INTERPOLATIONS."""
+    if interpolation not in INTERPOLATIONS:
+        raise ValueError(
+            f"{who}: interpolation must be one of {list(INTERPOLATIONS)}, got {interpolation!r}"
+        )
+
+
+def resize_image(image: np.ndarray, height: int, width: int, interpolation: str) -> np.ndarray:
+    """``image`` (checked uint8 HWC) resampled to ``(height, width, C)`` by Pillow's
+    ``Image.resize``: ``"bilinear"`` is Pillow's BILINEAR, a triangle filter whose support
+    grows with the reduction factor (so downscaling is antialiased, as torchvision's resize of
+    PIL images and its ``antialias=True``); ``"nearest"`` is Pillow's NEAREST. RGBA is resampled
+    with premultiplied alpha, as Pillow does."""
+    img = _image.to_pil(image)
+    resample = getattr(_image.pil_image().Resampling, interpolation.upper())
+    return _image.from_pil(img.resize((width, height), resample))
+
+
+def shorter_side_shape(height: int, width: int, size: int) -> tuple[int, int]:
+    """Output ``(height, width)`` when the shorter side becomes ``size``: torchvision's rule,
+    the longer side is ``int(size * longer / shorter)`` (truncated, not rounded)."""
+    if width <= height:
+        return int(size * height / width), size
+    return size, int(size * width / height)
+
+
+@dataclasses.dataclass
+class Resize(transforms.Map):
+    """Resizes an image (a Grain ``Map``), as torchvision's ``Resize`` on a PIL image.
+
+    Args:
+        size: an int: the shorter side becomes ``size`` and the longer one
+            ``int(size * longer / shorter)`` (torchvision's rule; the aspect ratio kept up to that
+            truncation); a pair ``(height, width)``: exactly that size.
+        interpolation: ``"bilinear"`` (default; Pillow's antialiased bilinear) or ``"nearest"``.
+        field: None: the element is the image; a str: ``element[field]`` of a dict element.
+
+    ``map`` takes a uint8 array of shape ``(H, W, C)``, C in 1, 3, 4, and returns a new uint8
+    array of shape ``(height, width, C)``, equal to Pillow's ``Image.resize`` of it. TypeError
+    for another dtype, ValueError for another shape. At construction: TypeError for a size that
+    is not an int or a pair of ints, ValueError for a non-positive one or a bad interpolation.
+    """
+
+    size: Any
+    interpolation: str = "bilinear"
+    field: str | None = None
+
+    def __post_init__(self):
+        _image.size_pair(self.size, "Resize")
+        check_interpolation(self.interpolation, "Resize")
+
+    def map(self, element: Any) -> Any:
+        return _image.apply_to_field(element, self.field, self._resize)
+
+    def _resize(self, image: Any) -> np.ndarray:
+        height, width = _image.check_image(image, "Resize").shape[:2]
+        if isinstance(self.size, (int, np.integer)):
+            height, width = shorter_side_shape(height, width, int(self.size))
+        else:
+            height, width = _image.size_pair(self.size, "Resize")
+        return resize_image(image, height, width, self.interpolation)
