@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo demo-lm test test-ray test-torch test-keras bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
+.PHONY: demo demo-lm test test-multihost test-ray test-torch test-keras bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
   fuzz-tfrecord clean format wheel test-wheel
 
 $(VENV)/.deps: requirements-dev.txt
@@ -39,6 +39,12 @@ test-python: python
 	$(VENV)/bin/ruff format --check --quiet python tests bench examples cpp/fuzz
 	$(PY) -m pytest -q tests --ignore=tests/distributed --ignore=tests/torch_keras \
 	  --ignore=tests/wheel
+
+# Multi-host JAX alone (docs/multihost.md): up to 4 local jax.distributed processes (CPU, gloo)
+# per case, about 1.5-2.5 minutes on 2 cores. Part of test-python (so of `make test` and
+# .ci/run) too.
+test-multihost: python
+	$(PY) -m pytest -q tests/multihost
 
 # The Ray executor (spelt.experimental.RayOptions): installs Ray (the spelt[ray] extra, with
 # Ray Data for bench D2) and runs tests/distributed on local Ray clusters that the tests start

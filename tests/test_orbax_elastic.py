@@ -32,6 +32,15 @@ def _elastic(g, index, count):
     )
 
 
+def _device_put(g, index, count):
+    """An ElasticIterator moved to a device by ``experimental.device_put`` (two prefetch
+    threads and a map after it): its state is the ElasticIterator's position, so it restores
+    on another process count as the ElasticIterator does."""
+    import jax  # pylint: disable=import-outside-toplevel
+
+    return iter(g.experimental.device_put(_elastic(g, index, count), jax.devices()[0]))
+
+
 def _plain(g, index, count):
     return iter(_dataset(g)[index::count].to_iter_dataset())
 
@@ -65,25 +74,25 @@ def _step(action, lib, api, index, count, directory):
     elastic = _elastic(g, index, count)
     elastic_item = iter(elastic) if lib == "grain" or api == "v1" else elastic
     plain = _plain(g, index, count)
+    device_put = _device_put(g, index, count)
     if action == "save":
         before = {"elastic": _flat(next(elastic_item) for _ in range(STEPS_BEFORE))}
         before["plain"] = [int(next(plain)) for _ in range(STEPS_BEFORE)]
+        before["device_put"] = _flat(next(device_put) for _ in range(STEPS_BEFORE))
+        items = {"elastic": elastic_item, "plain": plain, "device_put": device_put}
         if api == "v1":
-            ocp.experimental.v1.save_checkpointables(
-                directory, {"elastic": elastic_item, "plain": plain}
-            )
+            ocp.experimental.v1.save_checkpointables(directory, items)
         else:
             with ocp.CheckpointManager(directory) as mngr:
                 mngr.save(
                     1,
                     args=ocp.args.Composite(
-                        elastic=g.checkpoint.CheckpointSave(elastic_item),
-                        plain=g.checkpoint.CheckpointSave(plain),
+                        **{name: g.checkpoint.CheckpointSave(it) for name, it in items.items()}
                     ),
                 )
         return before
     out = {}
-    for name, item in (("elastic", elastic_item), ("plain", plain)):
+    for name, item in (("elastic", elastic_item), ("plain", plain), ("device_put", device_put)):
         try:
             if api == "v1":
                 ocp.experimental.v1.load_checkpointables(directory, {name: item})
@@ -98,7 +107,7 @@ def _step(action, lib, api, index, count, directory):
                 e = e.__cause__  # Orbax's v1 API raises its own error from the iterator's
             out[name] = {"error": f"{type(e).__name__}: {e}"}
             continue
-        out[name] = _flat(item) if name == "elastic" else [int(x) for x in item]
+        out[name] = [int(x) for x in item] if name == "plain" else _flat(item)
     return out
 
 
@@ -150,6 +159,9 @@ def test_two_processes_restore_on_one(tmp_path):
     assert out["elastic"] == _elastic_order(0, 1, consumed)
     union = before[0]["elastic"] + before[1]["elastic"] + out["elastic"]
     assert sorted(union) == list(range(LENGTH))  # every element once: none lost, none repeated
+    # device_put after the ElasticIterator: the same elements, restored from its files too.
+    assert [b["device_put"] for b in before] == [b["elastic"] for b in before]
+    assert out["device_put"] == out["elastic"]
     error = _plain_error(out, 2, 0, 1)
     assert "process_0-of-2.json, process_1-of-2.json" in error
 
@@ -160,6 +172,7 @@ def test_one_process_restores_on_two(tmp_path):
     consumed = GLOBAL_BATCH * STEPS_BEFORE
     for index, out in enumerate(outs):
         assert out["elastic"] == _elastic_order(index, 2, consumed)
+        assert out["device_put"] == out["elastic"]
         _plain_error(out, 1, index, 2)
     union = before["elastic"] + outs[0]["elastic"] + outs[1]["elastic"]
     assert sorted(union) == list(range(LENGTH))
@@ -173,6 +186,7 @@ def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
     assert sorted(before[0]["elastic"] + before[1]["elastic"] + out["elastic"]) == list(
         range(LENGTH)
     )
+    assert out["device_put"] == out["elastic"]  # its own load(): no item, the files' rule
     _plain_error(out, 2, 0, 1)
 
 
@@ -183,9 +197,11 @@ def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
     spelt_before, _ = _save("spelt", "manager", 2, tmp_path / "spelt")
     assert before == spelt_before  # the same pipeline reads the same elements in both
     grain_out = _run("restore", "grain", "manager", 0, 1, directory)
-    assert "process_0-of-1.json does not exist" in grain_out["elastic"]["error"]
+    for name in ("elastic", "device_put"):
+        assert "process_0-of-1.json does not exist" in grain_out[name]["error"]
     out = _run("restore", "spelt", "manager", 0, 1, directory)
     assert out["elastic"] == _elastic_order(0, 1, GLOBAL_BATCH * STEPS_BEFORE)
+    assert out["device_put"] == out["elastic"]
 
 
 def test_different_positions_are_refused(tmp_path, monkeypatch):
@@ -206,6 +222,42 @@ def test_different_positions_are_refused(tmp_path, monkeypatch):
     (tmp_path / "process_1-of-2.json").write_text('{"next_index": 3}')
     with pytest.raises(ValueError, match="process_0-of-2.json: ElasticIterator state must be"):
         handler.restore(tmp_path, _elastic(spelt, 0, 1))
+
+
+def test_files_of_positions_restore_a_pipeline_after_an_elastic_iterator(tmp_path, monkeypatch):
+    """A prefetch and a map after an ElasticIterator (what device_put builds) are no
+    ElasticIterator, but their state is its position: files that all hold one position restore
+    them on another process count, through the handler and through their own load()."""
+    import asyncio  # pylint: disable=import-outside-toplevel
+
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    def pipeline():
+        ds = spelt.experimental.ThreadPrefetchIterDataset(
+            _elastic(spelt, 0, 1).map(lambda b: b * 10), prefetch_buffer_size=2
+        )
+        return iter(ds)
+
+    for index in range(2):
+        (tmp_path / f"process_{index}-of-2.json").write_text('{"global_next_index": 12}')
+    monkeypatch.setattr(spelt.sharding, "get_process_index_and_count", lambda: (0, 1))
+    expected = [10 * x for x in _elastic_order(0, 1, 12)]
+    restored = spelt.checkpoint.CheckpointHandler().restore(tmp_path, pipeline())
+    assert _flat(restored) == expected
+    it = pipeline()
+
+    async def load():
+        await (await it.load(tmp_path))
+
+    asyncio.run(load())
+    assert _flat(it) == expected
+    # Different positions, or a state with more than the position: refused as before.
+    (tmp_path / "process_1-of-2.json").write_text('{"global_next_index": 16}')
+    with pytest.raises(ValueError, match="process_0-of-2.json: 12, process_1-of-2.json: 16"):
+        spelt.checkpoint.CheckpointHandler().restore(tmp_path, pipeline())
+    (tmp_path / "process_1-of-2.json").write_text('{"global_next_index": 12, "epoch": 0}')
+    with pytest.raises(ValueError, match="written by 2 processes"):
+        spelt.checkpoint.CheckpointHandler().restore(tmp_path, pipeline())
 
 
 if __name__ == "__main__":

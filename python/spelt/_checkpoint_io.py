@@ -5,8 +5,9 @@ of process ``i`` of ``n`` (``sharding.get_process_index_and_count()``, i.e. JAX'
 file ``<directory>/process_<i>-of-<n>.json``: the state's JSON with ``indent=4``, for
 DataLoader and Dataset iterators alike. A file written by Grain restores in Spelt and the
 reverse. A checkpoint written by another number of processes restores only into an iterator
-whose state is global (``Redistributable``: ElasticIterator); any other restore raises a
-ValueError naming what was saved and what is asked (docs/compatibility.md).
+whose state is global (``Redistributable``: ElasticIterator) or from files that all hold an
+ElasticIterator position (a prefetch or ``device_put`` after an ElasticIterator); any other
+restore raises a ValueError naming what was saved and what is asked (docs/compatibility.md).
 
 ``directory`` may be any path object with ``/`` and ``read_text``/``write_text``/``exists``
 (``pathlib.Path``, ``etils.epath.Path`` as Orbax passes it) or a ``str``/``os.PathLike``.
@@ -14,6 +15,7 @@ ValueError naming what was saved and what is asked (docs/compatibility.md).
 
 from __future__ import annotations
 
+import json
 import os
 import pathlib
 import re
@@ -53,8 +55,11 @@ def read_state(directory: Any, item: Any = None) -> str:
 
     Where the checkpoint was written by another number of processes (this process's file is
     missing and ``directory`` holds the ``n`` files ``process_<j>-of-<n>.json``), an ``item``
-    that is ``Redistributable`` merges those files into its state. Otherwise ValueError that
-    names this process's file, what the checkpoint holds (n files) and what to do."""
+    that is ``Redistributable`` merges those files into its state, and files that all hold an
+    ElasticIterator state (``{"global_next_index": g}`` alone: the state of an ElasticIterator
+    and of a prefetch, ``device_put`` or ``map`` after one) restore as their common position
+    (``merge_positions``), whatever the item. Otherwise ValueError that names this process's
+    file, what the checkpoint holds (n files) and what to do."""
     path = state_file(directory)
     if path.exists():
         return path.read_text()
@@ -78,18 +83,69 @@ def read_state(directory: Any, item: Any = None) -> str:
             " count. Restore from a checkpoint that every process finished writing."
         )
     ((saved_count, files),) = complete.items()
-    if not isinstance(item, Redistributable):
-        what = "this iterator" if item is None else f"a {type(item).__name__}"
+    texts = {f.name: f.read_text() for _, f in sorted(files.items())}
+    if isinstance(item, Redistributable):
+        return item.merge_process_states(texts)
+    if all(_is_position(text) for text in texts.values()):
+        # The pipeline's state is an ElasticIterator's global position (an ElasticIterator, or
+        # transformations after one that keep its state: prefetch, device_put, map), so it
+        # restores on any number of processes as the ElasticIterator does.
+        return merge_positions(texts)
+    what = "this iterator" if item is None else f"a {type(item).__name__}"
+    raise ValueError(
+        f"{missing}: the checkpoint in {path.parent} was written by {saved_count}"
+        f" processes ({_names(files.values())}) and this is process {index} of {count}."
+        f" The state of {what} is the position of its own process's"
+        " shard, so it cannot be split over another number of processes without losing or"
+        f" repeating elements. Restore with {saved_count} processes, or checkpoint a"
+        " pipeline whose state is global (spelt.experimental.ElasticIterator; see"
+        " docs/compatibility.md, Checkpoints across process counts)."
+    )
+
+
+POSITION_KEY = "global_next_index"
+
+
+def position(state: Any) -> int:
+    """The global position of an ElasticIterator state ``{"global_next_index": g}``;
+    ValueError if ``state`` is not one."""
+    value = state.get(POSITION_KEY) if isinstance(state, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ValueError(
-            f"{missing}: the checkpoint in {path.parent} was written by {saved_count}"
-            f" processes ({_names(files.values())}) and this is process {index} of {count}."
-            f" The state of {what} is the position of its own process's"
-            " shard, so it cannot be split over another number of processes without losing or"
-            f" repeating elements. Restore with {saved_count} processes, or checkpoint a"
-            " pipeline whose state is global (spelt.experimental.ElasticIterator; see"
-            " docs/compatibility.md, Checkpoints across process counts)."
+            f"ElasticIterator state must be {{{POSITION_KEY!r}: non-negative int}}, got {state!r}"
         )
-    return item.merge_process_states({f.name: f.read_text() for _, f in sorted(files.items())})
+    return value
+
+
+def _is_position(text: str) -> bool:
+    """Whether ``text`` is the JSON of an ElasticIterator state and nothing else."""
+    try:
+        state = json.loads(text)
+        position(state)
+    except ValueError:  # json.JSONDecodeError too
+        return False
+    return len(state) == 1
+
+
+def merge_positions(states: dict[str, str]) -> str:
+    """The ElasticIterator state (JSON text) that every process of another process count
+    restores from the files ``states`` (``{file name: JSON text}``) of a checkpoint: their
+    common global position. ValueError naming each file's position if they differ (the
+    processes saved at different steps), or naming a file that is not such a state."""
+    positions = {}
+    for name, text in states.items():
+        try:
+            positions[name] = position(json.loads(text))
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"ElasticIterator checkpoint file {name}: {e}") from e
+    if len(set(positions.values())) != 1:
+        raise ValueError(
+            "ElasticIterator checkpoint files hold different global positions"
+            f" ({', '.join(f'{n}: {g}' for n, g in positions.items())}): the processes"
+            " saved at different steps, so no one position restores them on another"
+            " number of processes without losing or repeating elements"
+        )
+    return json.dumps({POSITION_KEY: next(iter(positions.values()))}, indent=4)
 
 
 def _names(paths: Any) -> str:

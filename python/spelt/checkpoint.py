@@ -16,8 +16,9 @@ Usage (Orbax's CheckpointManager)::
 Each process writes and reads its own file, ``process_<i>-of-<n>.json`` with ``i, n`` from
 ``spelt.sharding.get_process_index_and_count()`` (see ``spelt._checkpoint_io``); the files of
 Grain and Spelt are the same, so either restores the other's. An ElasticIterator's checkpoint
-also restores on another number of processes (its state is the global position); any other
-iterator's raises ValueError there (docs/compatibility.md, Checkpoints across process counts). The iterators' own
+also restores on another number of processes (its state is the global position), as does
+one of a prefetch or ``device_put`` after it; any other iterator's raises ValueError there
+(docs/compatibility.md, Checkpoints across process counts). The iterators' own
 ``save``/``load`` (Orbax's newer ``StatefulCheckpointable`` protocol) write the same files.
 """
 
@@ -61,10 +62,12 @@ class CheckpointHandler:
         starts its prefetch and returns it.
 
         A checkpoint written by another number of processes restores into an ElasticIterator
-        (or its iterator), whose state is the global position: every file must hold the same
-        one. ValueError if this process's file is missing and the item's state cannot be
-        redistributed (naming the files saved and this process's index and count), or if the
-        state does not fit the iterator's pipeline."""
+        (or its iterator), whose state is the global position, and into any iterator from
+        files that all hold such a position (a prefetch or ``device_put`` after an
+        ElasticIterator): every file must hold the same one. ValueError if this process's file
+        is missing and the item's state cannot be redistributed (naming the files saved and
+        this process's index and count), or if the state does not fit the iterator's
+        pipeline."""
         item = _item(item, args)
         state = _checkpoint_io.read_state(directory, item)
         if isinstance(item, _JSON_STATE):

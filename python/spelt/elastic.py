@@ -31,7 +31,7 @@ from spelt import options as options_lib
 from spelt import sharding
 from spelt.transformations import filter as filter_lib
 
-_STATE_KEY = "global_next_index"
+_STATE_KEY = _checkpoint_io.POSITION_KEY
 
 
 def _check_no_filter(ds: dataset.MapDataset) -> None:
@@ -47,12 +47,7 @@ def _check_no_filter(ds: dataset.MapDataset) -> None:
 
 def _global_next_index(state: Any) -> int:
     """The position of an ElasticIterator state; ValueError if it is not one."""
-    value = state.get(_STATE_KEY) if isinstance(state, dict) else None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(
-            f"ElasticIterator state must be {{{_STATE_KEY!r}: non-negative int}}, got {state!r}"
-        )
-    return value
+    return _checkpoint_io.position(state)
 
 
 def _host_batch_size(global_batch_size: int, shard_options: sharding.ShardOptions) -> int:
@@ -124,20 +119,7 @@ class _ElasticDatasetIterator(dataset.DatasetIterator):
             ValueError: a file is not an ElasticIterator state, or the processes saved
                 different positions (not at the same step), naming each file's position.
         """
-        positions = {}
-        for name, text in states.items():
-            try:
-                positions[name] = _global_next_index(json.loads(text))
-            except (ValueError, TypeError) as e:
-                raise ValueError(f"ElasticIterator checkpoint file {name}: {e}") from e
-        if len(set(positions.values())) != 1:
-            raise ValueError(
-                "ElasticIterator checkpoint files hold different global positions"
-                f" ({', '.join(f'{n}: {g}' for n, g in positions.items())}): the processes"
-                " saved at different steps, so no one position restores them on another"
-                " number of processes without losing or repeating elements"
-            )
-        return json.dumps({_STATE_KEY: next(iter(positions.values()))}, indent=4)
+        return _checkpoint_io.merge_positions(states)
 
     def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
         """Orbax's checkpointable ``load``, as ``DatasetIterator.load``, from a checkpoint
