@@ -477,11 +477,12 @@ def test_dataset_pipeline_is_deterministic_and_equals_grain():
 
 
 def test_data_loader_train_recipe_restores_from_a_checkpoint():
-    def loader():
+    def loader(worker_count=0):
         return spelt.DataLoader(
             data_source=records(),
             sampler=spelt.samplers.IndexSampler(12, shuffle=True, seed=9, num_epochs=2),
             operations=[*vision.train_transforms(24, field="image"), spelt.transforms.Batch(4)],
+            worker_count=worker_count,
         )
 
     batches = list(loader())
@@ -495,3 +496,13 @@ def test_data_loader_train_recipe_restores_from_a_checkpoint():
     resumed = iter(loader())
     resumed.set_state(state)
     assert_same(list(resumed), batches[2:])
+    assert_same(list(loader(worker_count=2)), batches)  # the same with worker processes
+
+
+def test_a_large_photograph():
+    big = np.tile(RGB, (6, 6, 1))  # 2562 x 3840
+    data = encode(big, "JPEG", quality=90)
+    decoded = vision.DecodeImage().map(data)
+    np.testing.assert_array_equal(decoded, pil_decode(data))
+    out = apply(vision.train_transforms(), data, np.random.default_rng(0))
+    assert out.shape == (224, 224, 3) and np.isfinite(out).all()
