@@ -23,7 +23,6 @@ import abc
 import builtins
 import copy
 import json
-import operator
 from typing import Any, Awaitable, Callable, Generic, Iterator, Mapping, Sequence, TypeVar
 
 from spelt import _args
@@ -157,6 +156,7 @@ class _Transformations(Node):
         np.stack rules, or ``batch_fn(list_of_elements)``); on a MapDataset batches never span
         epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
         batch_size = _args.clamped(_args.int_arg(batch_size, "batch: batch_size"))
+        batch_fn = _args.callable_arg(batch_fn, "batch: batch_fn", optional=True)
         return self._Batch(self, batch_size, drop_remainder, batch_fn)
 
     def apply(self, transformations: Any) -> Any:
@@ -225,7 +225,8 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         """Python's ``range`` as a dataset of ints. ValueError if step == 0."""
         if stop is None:
             start, stop = 0, start
-        start, stop, step = (operator.index(v) for v in (start, stop, step))  # TypeError as range()
+        args = (start, "start"), (stop, "stop"), (step, "step")
+        start, stop, step = (_args.int_arg(v, f"range: {name}", bool_ok=True) for v, name in args)
         if step == 0:
             raise ValueError("range() arg 3 must not be zero")
         return cls._Range(start, stop, step)
@@ -302,8 +303,13 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         """
         if not isinstance(sl, builtins.slice):
             return self._Reindex(self, sl)
+        bounds = (sl.start, "start"), (sl.stop, "stop"), (sl.step, "step")
         return self._Slice(
-            self, _args.clamped(sl.start), _args.clamped(sl.stop), _args.clamped(sl.step)
+            self,
+            *(
+                _args.clamped(_args.int_arg(v, f"slice: {name}", optional=True, bool_ok=True))
+                for v, name in bounds
+            ),
         )
 
     def repeat(
@@ -312,8 +318,7 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         """Repeats num_epochs times (None: forever, len() is sys.maxsize as in Grain).
         reseed_each_epoch=False replays epoch 0 exactly. A length beyond sys.maxsize saturates
         at sys.maxsize (where Grain's len() raises OverflowError; docs/compatibility.md)."""
-        if num_epochs is not None:
-            num_epochs = _args.clamped(_args.int_arg(num_epochs, "repeat: num_epochs"))
+        num_epochs = _args.clamped(_args.int_arg(num_epochs, "repeat: num_epochs", optional=True))
         return self._Repeat(self, num_epochs, reseed_each_epoch)
 
     def to_iter_dataset(
@@ -332,8 +337,9 @@ def global_index(index: int, length: int) -> int:
     index of the same element position, epoch taken modulo 2**32 (per-epoch seeds are seed +
     epoch mod 2**32): Grain reads a negative index as a global index too, epoch ``index //
     length`` (negative) at position ``index % length``. IndexError if even that does not fit
-    in 64 bits (an infinite dataset, say) or the dataset is empty."""
-    index = operator.index(index)
+    in 64 bits (an infinite dataset, say) or the dataset is empty; TypeError if ``index`` is
+    not an int."""
+    index = _args.int_arg(index, "index", bool_ok=True)
     if 0 <= index < _args.MAX_INDEX:
         return index
     if 0 < length < _args.MAX_INDEX:

@@ -65,6 +65,12 @@ def map_with_index_fn(transform: Any) -> Callable:
     )
 
 
+def flat_map_fn(transform: Any) -> Callable:
+    """The function to call for `transform`: its transforms.FlatMap.flat_map, or `transform` if it is a callable.
+    TypeError otherwise."""
+    return _method_or_callable(transform, transforms.FlatMap, "flat_map", "FlatMapIterDataset")
+
+
 def random_map_fn(transform: Any) -> Callable:
     """The function to call for `transform`: its transforms.RandomMap.random_map, or `transform` if it is a callable.
     TypeError otherwise."""

@@ -18,6 +18,8 @@ import math
 import time
 from typing import Generic, TypeVar
 
+from spelt import _args
+
 T = TypeVar("T")
 
 _log = logging.getLogger(__name__)
@@ -73,6 +75,8 @@ class DatasetOptions:
                 object.__setattr__(self, field.name, value.value)
             elif field.init:
                 self._user_set_fields.add(field.name)
+                if field.name.endswith("_ratio"):
+                    _args.number_arg(value, f"DatasetOptions.{field.name}", optional=True)
 
     def merge(self, other: DatasetOptions | None) -> DatasetOptions:
         """These options over ``other``: fields set explicitly here win, then those set in

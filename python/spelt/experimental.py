@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from spelt import _args
 from spelt import _core
 from spelt._plot import plot_execution_summary
 from spelt._summary import ExecutionSummary, StageSummary
@@ -63,7 +64,8 @@ def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int
     outside [0, 2**32), an index or max_index outside int64, or a non-int. ``rounds``
     defaults to 4 (Grain's has no default).
     """
-    return _core.index_shuffle(index, max_index, seed, rounds)
+    args = (index, "index"), (max_index, "max_index"), (seed, "seed"), (rounds, "rounds")
+    return _core.index_shuffle(*(_args.int_arg(v, f"index_shuffle: {name}") for v, name in args))
 
 
 def assert_equal_output_after_checkpoint(ds: Any) -> None:

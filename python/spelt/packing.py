@@ -20,12 +20,14 @@ import dataclasses
 import enum
 from typing import Any, Collection, Iterator, Mapping, Sequence
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import record
 
 
 def _check_max_sequences_per_bin(max_sequences_per_bin: int | None) -> None:
+    _args.int_arg(max_sequences_per_bin, "max_sequences_per_bin", optional=True)
     if max_sequences_per_bin is not None and max_sequences_per_bin <= 0:
         raise ValueError(
             "If specified, `max_sequences_per_bin` must be a positive integer,"
@@ -80,8 +82,8 @@ class PackIterDataset(_base.IterDataset):
         super().__init__(parent)
         _check_max_sequences_per_bin(max_sequences_per_bin)
         self._length_struct = length_struct
-        self._num_packing_bins = num_packing_bins
-        self._seed = seed
+        self._num_packing_bins = _args.int_arg(num_packing_bins, f"{self._name}: num_packing_bins")
+        self._seed = _args.int_arg(seed, f"{self._name}: seed")
         self._shuffle_bins = shuffle_bins
         self._shuffle_bins_group_by_feature = shuffle_bins_group_by_feature
         self._meta_features = list(meta_features)
@@ -330,7 +332,7 @@ class PackAndBatchOperation:
 
     def __post_init__(self):
         _check_max_sequences_per_bin(self.max_sequences_per_bin)
-        if self.batch_size <= 0:
+        if _args.int_arg(self.batch_size, "PackAndBatchOperation: batch_size") <= 0:
             raise ValueError(f"batch_size must be positive, got {self.batch_size}")
 
     def apply_to(self, ds: _base.IterDataset) -> _base.IterDataset:

@@ -67,7 +67,9 @@ class _EngineSampler:
             ZeroDivisionError: this shard owns no records (as in Grain).
             TypeError: ``index`` is not an int that fits in 64 bits.
         """
-        record_key, rng_key = self._sampler.record(index)
+        record_key, rng_key = self._sampler.record(
+            _args.int_arg(index, "sampler index", bool_ok=True)
+        )
         # A fresh generator: callers may keep several records' metadata at once.
         rng = None if rng_key is None else np.random.Generator(np.random.Philox(key=rng_key))
         return record.RecordMetadata(index=index, record_key=record_key, rng=rng)
@@ -178,8 +180,7 @@ class IndexSampler(_EngineSampler):
         seed: Optional[int] = None,
     ):
         _args.int_arg(num_records, "IndexSampler: num_records")
-        if num_epochs is not None:
-            _args.int_arg(num_epochs, "IndexSampler: num_epochs")
+        _args.int_arg(num_epochs, "IndexSampler: num_epochs", optional=True)
         self._num_records = num_records
         self._shard_options = shard_options
         self._shuffle = shuffle

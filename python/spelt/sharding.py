@@ -12,6 +12,7 @@ import dataclasses
 import logging
 from typing import Any
 
+from spelt import _args
 from spelt import _core
 
 __all__ = [
@@ -99,9 +100,8 @@ def engine_options(options: Any) -> _core.ShardOptions:
     Internal (samplers and the DataLoader use it). Raises ValueError / TypeError
     as ``ShardOptions`` does.
     """
-    return _core.ShardOptions(
-        options.shard_index, options.shard_count, bool(options.drop_remainder)
-    )
+    index, count = _args.int_fields(options, ("shard_index", "shard_count"))
+    return _core.ShardOptions(index, count, bool(options.drop_remainder))
 
 
 def even_split(num_examples: int, options: ShardOptions) -> tuple[int, int]:
@@ -119,6 +119,7 @@ def even_split(num_examples: int, options: ShardOptions) -> tuple[int, int]:
         trailing examples belong to no shard and a warning is logged.
         Identical to Grain's ``even_split``.
     """
+    num_examples = _args.int_arg(num_examples, "even_split: num_examples")
     start, end, dropped = engine_options(options).even_split(num_examples)
     if dropped:
         _log.warning(

@@ -17,6 +17,8 @@ from typing import Any, Union
 
 import numpy as np
 
+from spelt import _args
+
 __all__ = [
     "Map",
     "RandomMap",
@@ -108,14 +110,19 @@ class Batch:
         batch_fn: Optional callable ``Sequence[element] -> batch``, default
             None (stack elements leaf-wise into numpy arrays).
 
-    Like Grain's, the constructor does not validate: a non-positive
-    ``batch_size`` is rejected (ValueError) only when the pipeline applies
-    the batch.
+    The constructor checks the types (TypeError naming the field for a
+    ``batch_size`` that is not an int or a ``batch_fn`` that is not callable,
+    which Grain raises only when the pipeline applies the batch); like
+    Grain's, a non-positive ``batch_size`` is rejected (ValueError) only then.
     """
 
     batch_size: int
     drop_remainder: bool = False
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
+
+    def __post_init__(self):
+        _args.int_arg(self.batch_size, "Batch: batch_size")
+        _args.callable_arg(self.batch_fn, "Batch: batch_fn", optional=True)
 
 
 class DatasetSelectionMap(abc.ABC):

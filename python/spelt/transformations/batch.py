@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import _index_plan
@@ -41,4 +42,5 @@ def batch_and_pad(values: Sequence[Any], *, batch_size: int, pad_value: Any = 0)
     values differ in structure or shape, or if a leaf to pad is not numeric (Spelt pads
     numeric leaves only).
     """
+    batch_size = _args.int_arg(batch_size, "batch_and_pad: batch_size")
     return _core.batch_and_pad(list(values), batch_size, pad_value)

@@ -5,6 +5,7 @@ cpp/src/ops/flat_map_map.cc and flat_map.cc; only ``transform.flat_map`` runs in
 from __future__ import annotations
 
 from spelt import _base
+from spelt import _callables
 from spelt import transforms
 
 
@@ -47,15 +48,11 @@ class FlatMapIterDataset(_base.IterDataset):
 
     def __init__(self, parent: _base.IterDataset, transform: transforms.FlatMap):
         super().__init__(parent)
+        _callables.flat_map_fn(transform)  # TypeError here, not at iteration
         self._transform = transform
 
     def _make_node(self):
-        fn = (
-            self._transform.flat_map
-            if isinstance(self._transform, transforms.FlatMap)
-            else self._transform
-        )
-        return self._stream_nodes()[0].flat_map(fn)
+        return self._stream_nodes()[0].flat_map(_callables.flat_map_fn(self._transform))
 
     def __str__(self) -> str:
         return (

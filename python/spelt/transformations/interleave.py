@@ -7,10 +7,10 @@ of datasets and for the datasets' own Python code."""
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Sequence
 from typing import Any
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import dataset_options
@@ -44,7 +44,7 @@ def _dataset_node(datasets: Any, index: int) -> Any:
 
 
 def _non_negative(value: Any, what: str) -> int:
-    value = operator.index(value)
+    value = _args.int_arg(value, f"InterleaveIterDataset: {what}")
     if value < 0:
         raise ValueError(f"InterleaveIterDataset: {what} must be >= 0, got {value}")
     return value
@@ -169,7 +169,8 @@ class InterleaveIterDataset(_base.IterDataset):
     "iterators_in_use_indices", "iterators_in_use_states", "exhausted", "future_states"}``;
     a dataset's state is the one after its last element returned. ``get_state()`` opens the
     slots not yet opened, as Grain's does. ValueError on cycle_length <= 0 or a negative
-    option; TypeError (at iteration) if an entry of ``datasets`` is not a dataset.
+    option; TypeError naming it for a length or option that is not an int, and (at iteration)
+    if an entry of ``datasets`` is not a dataset.
     Thread-safety: as every Spelt iterator (calls are serialised).
     """
 
@@ -185,7 +186,7 @@ class InterleaveIterDataset(_base.IterDataset):
         # No parents, as in Grain: `datasets` may be a lazy MapDataset, evaluated per iterator.
         super().__init__()
         self._datasets = datasets
-        self._cycle_length = operator.index(cycle_length)
+        self._cycle_length = _args.int_arg(cycle_length, "InterleaveIterDataset: cycle_length")
         if self._cycle_length <= 0:
             raise ValueError(
                 f"InterleaveIterDataset: cycle_length must be positive, got {cycle_length}"

@@ -7,16 +7,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 
 
 def _check_map_datasets(datasets: Any, what: str) -> tuple[_base.MapDataset, ...]:
-    datasets = tuple(datasets)
-    for d in datasets:
-        if not isinstance(d, _base.MapDataset):
-            raise TypeError(f"{what}: expected MapDatasets, got {type(d).__name__}")
-    return datasets
+    return _args.datasets_arg(datasets, (_base.MapDataset,), what)
 
 
 class ConcatenateMapDataset(_base.ParentSpec, _base.MapDataset):
@@ -44,7 +41,7 @@ class MixedMapDataset(_base.ParentSpec, _base.MapDataset):
 
     def __init__(self, datasets: Sequence[_base.MapDataset], weights: Sequence[float] | None):
         super().__init__(_check_map_datasets(datasets, "mix"))
-        self._weights = None if weights is None else [float(w) for w in weights]
+        self._weights = _args.weights_arg(weights, "mix")
         empty = [f"index {i} ({p})" for i, p in enumerate(self._parents) if len(p) == 0]
         if empty and (weights is None or 0 not in self._weights):  # Grain's message
             raise ValueError(
@@ -129,9 +126,10 @@ class MixedIterDataset(_base.ParentSpec, _base.IterDataset):
                 proportions = [proportions[k] for k in self._keys]
         else:
             self._keys = []
-            flat = list(parents)
+            flat = parents
+        flat = _args.datasets_arg(flat, (_base.IterDataset, _base.MapDataset), "mix")
         super().__init__(flat)
-        self._weights = None if proportions is None else [float(w) for w in proportions]
+        self._weights = _args.weights_arg(proportions, "mix")
         self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):

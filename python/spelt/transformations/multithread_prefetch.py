@@ -5,9 +5,9 @@ random_map, whose modules it imports."""
 
 from __future__ import annotations
 
-import operator
 from typing import Any, Callable
 
+from spelt import _args
 from spelt import _base
 from spelt import _callables
 from spelt.transformations import interleave
@@ -83,7 +83,8 @@ def multithread_prefetch(
     instead. The state is the InterleaveIterDataset's (one state per shard). random_map in a
     shard draws as Grain's does under a MultiprocessingContext (different numbers per shard).
     ValueError if a source of ``ds`` cannot be sliced."""
-    num_threads = operator.index(num_threads)
+    num_threads = _args.int_arg(num_threads, "multithread_prefetch: num_threads")
+    buffer_size = _args.int_arg(buffer_size, "multithread_prefetch: buffer_size")
     if num_threads == 0:
         return ds
     options = _base.pipeline_options(ds)

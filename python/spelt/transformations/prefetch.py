@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Callable
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import _index_plan
@@ -24,12 +25,15 @@ from spelt._workers import keeper as keeper_lib
 class PrefetchIterDataset(_base.ParentSpec, _base.IterDataset):
     """``parent.to_iter_dataset(read_options, allow_nones=...)``: ordered read-ahead of
     ``read_options.prefetch_buffer_size`` elements on ``read_options.num_threads`` threads,
-    skipping Nones (filtered elements) unless ``allow_nones``."""
+    skipping Nones (filtered elements) unless ``allow_nones``. TypeError naming the field if
+    ``num_threads`` or ``prefetch_buffer_size`` is not an int (Grain: an AssertionError when
+    iterating)."""
 
     def __init__(
         self, parent: _base.MapDataset, read_options: options_lib.ReadOptions, allow_nones: bool
     ):
         super().__init__(parent)
+        _args.int_fields(read_options, ("num_threads", "prefetch_buffer_size"))
         self.read_options = read_options
         self.allow_nones = allow_nones
 
@@ -184,7 +188,13 @@ def mp_prefetch(
 ) -> _base.IterDataset:
     """``IterDataset.mp_prefetch`` with worker processes (see its docstring): ``ds`` with each
     to_iter_dataset stage read in parallel. ValueError for a negative ``num_workers`` or a
-    ``per_worker_buffer_size`` <= 0 (Grain's message)."""
+    ``per_worker_buffer_size`` <= 0 (Grain's message); TypeError naming the argument for an
+    option that is not an int, a ``worker_init_fn`` that is not callable or a ``ram_budget_mb``
+    that is not a number."""
+    _args.callable_arg(worker_init_fn, "mp_prefetch: worker_init_fn", optional=True)
+    _args.number_arg(ram_budget_mb, "mp_prefetch: ram_budget_mb", optional=True)
+    if options is not None:
+        _args.int_fields(options, ("num_workers", "per_worker_buffer_size"))
     limits = None
     if autotune:
         options, limits = autotune_lib.configure(options, ram_budget_mb)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from spelt import _args
 from spelt import _base
 from spelt import element_spec
 
@@ -26,7 +27,7 @@ class RebatchIterDataset(_base.IterDataset):
 
     def __init__(self, parent: _base.IterDataset, batch_size: int, drop_remainder: bool = False):
         super().__init__(parent)
-        self._batch_size = batch_size
+        self._batch_size = _args.int_arg(batch_size, "RebatchIterDataset: batch_size")
         self._drop_remainder = bool(drop_remainder)
         self.engine_node  # pylint: disable=pointless-statement
 

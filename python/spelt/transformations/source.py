@@ -30,11 +30,7 @@ class SourceMapDataset(_base.MapDataset):
 
     def __init__(self, source: Any):
         super().__init__()
-        if not hasattr(source, "__len__") or not hasattr(source, "__getitem__"):
-            raise TypeError(
-                f"a data source needs __len__ and __getitem__, got {type(source).__name__}"
-            )
-        self._source = source
+        self._source = _args.data_source(source, "MapDataset.source", ("__len__", "__getitem__"))
 
     def _make_node(self):
         return _core.source(native_or_python(self._source))

@@ -4,16 +4,16 @@ thread prefetch (cpp/src/ops/thread_prefetch.cc)."""
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import _index_plan
 
 
 def _buffer_size(value: Any) -> int:
-    value = operator.index(value)
+    value = _args.int_arg(value, "prefetch_buffer_size")
     if value < 0:  # Grain's message
         raise ValueError(f"`prefetch_buffer_size` must be greater than or equal to 0, got {value}.")
     return value

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import element_spec
@@ -15,7 +16,7 @@ class ZipMapDataset(_base.MapDataset):
     ValueError if there are no parents or their lengths differ (Grain's messages)."""
 
     def __init__(self, parents: Sequence[_base.MapDataset]):
-        super().__init__(tuple(parents))
+        super().__init__(_args.datasets_arg(parents, (_base.MapDataset,), "ZipMapDataset"))
         self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):
@@ -34,7 +35,8 @@ class ZipIterDataset(_base.IterDataset):
     lengths raise ValueError at the end (Grain's message). State: ``{"parents": [...]}``."""
 
     def __init__(self, parents: Sequence[_base.IterDataset], *, strict: bool = True):
-        super().__init__(tuple(parents))
+        kinds = (_base.IterDataset, _base.MapDataset)
+        super().__init__(_args.datasets_arg(parents, kinds, "ZipIterDataset"))
         self._strict = bool(strict)
         self.engine_node  # pylint: disable=pointless-statement
 
