@@ -160,6 +160,20 @@ CASES = {
         ),
         "ReadOptions.num_threads",
     ),
+    "data_loader_worker_count": (
+        lambda: spelt.DataLoader(
+            data_source=list(range(5)), sampler=spelt.samplers.IndexSampler(5), worker_count=1.5
+        ),
+        "DataLoader: worker_count",
+    ),
+    "data_loader_worker_buffer_size": (
+        lambda: spelt.DataLoader(
+            data_source=list(range(5)),
+            sampler=spelt.samplers.IndexSampler(5),
+            worker_buffer_size="x",
+        ),
+        "DataLoader: worker_buffer_size",
+    ),
 }
 
 

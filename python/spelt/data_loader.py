@@ -29,6 +29,7 @@ from typing import Any, Awaitable, Callable, Sequence
 
 import numpy as np
 
+from spelt import _args
 from spelt import _base
 from spelt import _callables
 from spelt import _checkpoint_io
@@ -222,17 +223,16 @@ class DataLoader:
         state are those of worker_count=0; docs/distributed.md); ``autotune=True``, to pick
         and adapt the worker count (at most worker_count; 0: the CPU count) and buffer under
         ``ram_budget_mb`` while running (``IterDataset.mp_prefetch``; same output and state)."""
-        if not hasattr(data_source, "__getitem__"):
-            raise TypeError(
-                "DataLoader: data_source must be a random-access data source (__getitem__),"
-                f" got {type(data_source).__name__}"
-            )
+        _args.data_source(data_source, "DataLoader: data_source")
+        worker_buffer_size = _args.int_arg(worker_buffer_size, "DataLoader: worker_buffer_size")
         if worker_buffer_size < 0:
             raise ValueError(
                 "Worker buffer size must be greater than or equal zero."
                 f"Current worker_buffer_size is {worker_buffer_size}."
             )
-        worker_count = _determine_worker_count(worker_count)
+        worker_count = _determine_worker_count(
+            _args.int_arg(worker_count, "DataLoader: worker_count", optional=True)
+        )
         if worker_backend is not None and worker_count:
             raise ValueError(
                 f"DataLoader: worker_backend={worker_backend!r} computes the records; pass"
