@@ -2,12 +2,14 @@
 
 ``python bench/bench_torch.py [--repeats 5] [--workers 0 2]``. One in-memory source (numpy
 arrays: 3x32x32 float32 images and int64 labels), read in a shuffled order in batches of 64,
-each batch handed to the same loop (one tiny step that reads every value). Two cases:
+each batch handed to the same loop (one tiny step that reads every value). Three cases:
 
 - ``python-map``: a Python transform per record (normalise the image), as most pipelines have:
   ``spelt.DataLoader(operations=[Normalize(), Batch(64)], worker_count=W)`` through
   ``spelt.torch.IterableDataset`` against ``torch.utils.data.DataLoader(batch_size=64,
   shuffle=True, num_workers=W)`` over a ``Dataset`` whose ``__getitem__`` normalises.
+- ``source-map``: the same transform inside the source's ``__getitem__``, the one source both
+  libraries read: ``spelt.DataLoader(operations=[Batch(64)])`` against the same torch loader.
 - ``gather``: no transform, each library's idiom for in-memory arrays: Spelt shuffles and
   batches record indices and gathers a batch with one numpy call (``.mp_prefetch`` with W
   workers), torch reads records one by one (``__getitem__``) and collates them.
@@ -65,11 +67,14 @@ class Normalize(spelt.transforms.Map):
 
 
 def spelt_loader(case: str, workers: int):
-    if case == "python-map":
+    if case != "gather":
+        in_source = case == "source-map"
         data = spelt.DataLoader(
-            data_source=Records(normalize=False),
+            data_source=Records(normalize=in_source),
             sampler=spelt.samplers.IndexSampler(RECORDS, shuffle=True, seed=0, num_epochs=1),
-            operations=[Normalize(), spelt.transforms.Batch(BATCH)],
+            operations=[spelt.transforms.Batch(BATCH)]
+            if in_source
+            else [Normalize(), spelt.transforms.Batch(BATCH)],
             worker_count=workers,
         )
     else:  # a shuffled batch of indices, gathered from the arrays in one numpy call
@@ -82,7 +87,7 @@ def spelt_loader(case: str, workers: int):
 
 def torch_loader(case: str, workers: int):
     return torch.utils.data.DataLoader(
-        Records(normalize=case == "python-map"),
+        Records(normalize=case != "gather"),
         batch_size=BATCH,
         shuffle=True,
         num_workers=workers,
@@ -94,15 +99,18 @@ def ceiling_loader(case: str, workers: int):
     """The case's work alone, in a plain loop on this thread (the bound with 0 workers)."""
     assert workers == 0
     order = np.random.default_rng(0).permutation(RECORDS)
-    source, normalize = Records(normalize=False), Normalize()
+    source, normalize = Records(normalize=case == "source-map"), Normalize()
     for begin in range(0, RECORDS, BATCH):
         idx = order[begin : begin + BATCH]
-        if case == "python-map":
-            records = [normalize.map(source[i]) for i in idx]
+        if case == "gather":
+            image, label = IMAGES[idx], LABELS[idx]
+        else:
+            if case == "python-map":
+                records = [normalize.map(source[i]) for i in idx]
+            else:
+                records = [source[i] for i in idx]
             image = np.stack([r["image"] for r in records])
             label = np.stack([r["label"] for r in records])
-        else:
-            image, label = IMAGES[idx], LABELS[idx]
         yield {"image": torch.from_numpy(image), "label": torch.from_numpy(label)}
 
 
@@ -130,7 +138,7 @@ def main():
     args = parser.parse_args()
     torch.set_num_threads(1)
     print(f"records={RECORDS} batch={BATCH} image=3x32x32 float32, repeats={args.repeats}")
-    for case in ("python-map", "gather"):
+    for case in ("python-map", "source-map", "gather"):
         for workers in args.workers:
             rates = {}
             loaders = [("spelt.torch", spelt_loader), ("torch", torch_loader)]
