@@ -59,3 +59,13 @@ def test_interleave_future_states_have_int_keys_and_round_trip():
     restored = iter(spelt.experimental.InterleaveIterDataset(datasets, cycle_length=2))
     restored.set_state(state)
     assert list(restored) == list(it)
+
+
+@pytest.mark.parametrize("counter", [2**63, 2**64 - 1])
+def test_a_state_integer_beyond_int64_is_refused_with_its_value(counter):
+    # JSON holds [2**63, 2**64) as unsigned; read as int64 it was "-1" or "-9223372036854775808".
+    it = iter(spelt.MapDataset.range(4).to_iter_dataset().map_with_index(lambda i, x: x))
+    with pytest.raises(IndexError, match=f"'counter' is {counter}, beyond"):
+        it.set_state({"parent": {"next_index": 0}, "counter": counter})
+    it.set_state({"parent": {"next_index": 1}, "counter": 2**63 - 1})
+    assert it.get_state()["counter"] == 2**63 - 1 and next(it) == 1

@@ -21,7 +21,7 @@ inline std::optional<Value> NoneAsFiltered(Value v) {
 }
 
 // state.cc: reading fields of a State with clear errors (std::invalid_argument naming the
-// node and the field).
+// node and the field; std::out_of_range for an integer beyond int64, e.g. 2**63).
 const State& StateField(const State& state, const char* field, const char* node);
 int64_t StateInt(const State& state, const char* field, const char* node);
 // The "next_index" of a position state ({"next_index": n}) of a dataset of `length` elements.

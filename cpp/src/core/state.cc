@@ -28,6 +28,12 @@ int64_t StateInt(const State& state, const char* field, const char* node) {
     throw std::invalid_argument(std::string(node) + ": state field '" + field +
                                 "' must be an integer, got " + v.dump());
   }
+  // JSON keeps integers in [2**63, 2**64) unsigned; as int64 they would read as negative.
+  if (v.is_number_unsigned() &&
+      v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) {
+    throw std::out_of_range(std::string(node) + ": state field '" + field + "' is " + v.dump() +
+                            ", beyond the largest supported value 2**63 - 1");
+  }
   return v.get<int64_t>();
 }
 
