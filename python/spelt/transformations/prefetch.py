@@ -11,15 +11,19 @@ whichever executor computes the elements.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import _index_plan
 from spelt import options as options_lib
-from spelt._workers import autotune as autotune_lib
-from spelt._workers import keeper as keeper_lib
+
+if TYPE_CHECKING:
+    # The worker-process machinery is imported when the first worker stage is built, so that
+    # `import spelt` stays cheap (docs/benchmarks.md, I1).
+    from spelt._workers import autotune as autotune_lib
+    from spelt._workers import keeper as keeper_lib
 
 
 class PrefetchIterDataset(_base.ParentSpec, _base.IterDataset):
@@ -93,6 +97,9 @@ class ProcessPrefetchIterDataset(PrefetchIterDataset):
         """The stage's PoolKeeper (a TunedKeeper if autotuned). Shallow copies (the profiled
         twin of the execution summary) share it, so that tracked and untracked iterators lease
         the same warm pool."""
+        # pylint: disable-next=import-outside-toplevel
+        from spelt._workers import autotune as autotune_lib, keeper as keeper_lib
+
         if self._autotune is not None:
             return autotune_lib.TunedKeeper(
                 self._parents[0], self._worker_init_fn, self._autotune, anchor=self
@@ -197,6 +204,8 @@ def mp_prefetch(
         _args.int_fields(options, ("num_workers", "per_worker_buffer_size"))
     limits = None
     if autotune:
+        from spelt._workers import autotune as autotune_lib  # pylint: disable=import-outside-toplevel
+
         options, limits = autotune_lib.configure(options, ram_budget_mb)
     if options is None:
         options = options_lib.MultiprocessingOptions(num_workers=10)
