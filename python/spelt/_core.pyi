@@ -168,6 +168,11 @@ class IterDataset:
     def window_shuffle(self, window_size: int, seed: int) -> IterDataset:
         """Grain's WindowShuffleIterDataset."""
 
+    def marker_as_none(self, marker: object) -> IterDataset:
+        """
+        Each element that is the object `marker` (by identity) becomes None, the rest pass unchanged; a MapIterDataset node whose function runs no Python.
+        """
+
     def with_options(self) -> IterDataset:
         """Grain's WithOptionsIterDataset level (for default-seed derivation)."""
 

@@ -34,6 +34,7 @@ from spelt import _base
 from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
+from spelt import _index_plan
 from spelt import dataset_options
 from spelt import operations as operations_lib
 from spelt import options as options_lib
@@ -109,7 +110,7 @@ class _RecordOps:
 
     def __call__(self, local_index: int, element: Any) -> Any:
         """The record after the operations; None if a Filter dropped it, NONE_ELEMENT if an
-        operation returned None (Grain yields that None: see _unwrap_none)."""
+        operation returned None (Grain yields that None: see _NoneElementsIterDataset)."""
         g = rng = None  # the record's global sampler index and generator, made when first needed
         rng_made = False
         for kind, fn in self._steps:
@@ -138,7 +139,8 @@ class _RecordOps:
 class _NoneElement:
     """A record that an operation turned into None. On the random-access pipeline None means
     "filtered out", so the per-record operations hand this marker on instead, and the stream
-    turns it back into None (as Grain's DataLoader yields it). Pickles to the singleton."""
+    turns it back into None (as Grain's DataLoader yields it). Pickles to the singleton, so
+    that records computed by worker processes keep it."""
 
     def __reduce__(self):
         return "NONE_ELEMENT"
@@ -147,8 +149,12 @@ class _NoneElement:
 NONE_ELEMENT = _NoneElement()
 
 
-def _unwrap_none(element: Any) -> Any:
-    return None if element is NONE_ELEMENT else element
+class _NoneElementsIterDataset(_index_plan.SameIndex, _base.ParentSpec, _base.OpIterDataset):
+    """The DataLoader's stream after its per-record operations, with each NONE_ELEMENT turned
+    into None by the engine (``_core.IterDataset.marker_as_none``: an identity check in C++, no
+    Python call per record). Output and state are otherwise the parent's."""
+
+    _build = staticmethod(_core.IterDataset.marker_as_none)
 
 
 def _entered(source: Any) -> Any:
@@ -296,7 +302,7 @@ class DataLoader:
             )
         ds = ds.to_iter_dataset(self._read_options)
         if self._per_index_count:
-            ds = ds.map(_unwrap_none)
+            ds = _NoneElementsIterDataset(ds, NONE_ELEMENT)
         for position, op in enumerate(ops[self._per_index_count :]):
             if isinstance(op, transforms.RandomMap):
                 # Stream-level: Philox keyed by (sampler seed, position of the op), so that two such
