@@ -335,6 +335,24 @@ def test_region_allocator_reuses_and_merges_free_space():
         allocator.free([8])
 
 
+def test_a_corrupt_record_is_refused_with_what_is_wrong():
+    fd = arena.create_memfd("test-arena", 4096)
+    shared = _core.Arena(fd, 4096)
+    os.close(fd)
+    writer = shared.writer()
+    assert writer.add([np.arange(8), "x"], print) == (2, None)  # both native: not pickled
+    record, _ = writer.finish()
+    with pytest.raises(ValueError, match="already finished"):
+        writer.finish()
+    assert len(shared.unpack(record)) == 2
+    with pytest.raises(ValueError, match="truncated record"):
+        shared.unpack(record[:20])
+    words = np.frombuffer(record, np.int64).copy()
+    words[7] = 1 << 20  # the first element's first span: its offset, beyond the arena
+    with pytest.raises(IndexError, match=r"span \[1048576, \+64\) outside the 4096-byte arena"):
+        shared.unpack(words.tobytes())
+
+
 def _assert_identical(got, want, where):
     """Same types (all the way down), values, dtypes, shapes and memory order."""
     assert type(got) is type(want), f"{where}: {type(got)} != {type(want)}"

@@ -34,7 +34,7 @@ void RegisterArrayRecord(nb::module_& m);
 // py_tfrecord.cc: tfrecord_iter_dataset, detect_tfrecord_compression, TFRecordSource (a
 // NativeSource), TFRecordWriter. After RegisterArrayRecord.
 void RegisterTFRecord(nb::module_& m);
-// py_arena.cc: Arena and ArenaView (see py_arena.cc).
+// py_arena.cc: Arena, ArenaView, UnpackedChunk and ChunkWriter (py_arena.h, py_chunk_writer.h).
 void RegisterArena(nb::module_& m);
 // process_executor.cc: process_prefetch (worker processes as a ChunkExecutor) and
 // MapDataset.compute_chunk. After RegisterDatasets.

@@ -1,4 +1,4 @@
-// The native encoding of elements that worker processes hand to the consumer (py_arena.cc,
+// The native encoding of elements that worker processes hand to the consumer (py_arena.h,
 // docs/workers.md). An element made only of exact built-in types (None, bool, int that fits
 // int64, float, str, bytes, list, tuple, dict with str keys), C-contiguous numpy.ndarrays of a
 // Spelt dtype (native byte order) and numpy scalars of those dtypes is written as a compact tag

@@ -362,14 +362,14 @@ class UnpackedChunk:
     def error(self) -> object: ...
 
 class ChunkWriter:
-    """Builds a chunk reply in a worker (py_arena.cc)."""
+    """Builds a chunk reply in a worker (py_chunk_writer.h)."""
 
     def add(self, values: list, pickle_element: object) -> tuple: ...
 
     def finish(self) -> tuple: ...
 
 class Arena:
-    """A shared-memory file mapped into this process (py_arena.cc)."""
+    """A shared-memory file mapped into this process (py_arena.h)."""
 
     def __init__(self, fd: int, size: int) -> None: ...
 

@@ -6,13 +6,13 @@ Over each worker's socket (``multiprocessing.connection.Connection`` framing), p
   count - 1`` of the MapDataset; ``freed`` lists arena regions the consumer no longer uses.
 * worker -> consumer: ``("ready",)`` once, when the worker has started; then one reply per
   request, in request order: ``("chunk", record, error, seconds, nbytes)``. ``record``
-  (``_core.ChunkWriter``, cpp/python/py_arena.cc) describes where the elements computed are
+  (``_core.ChunkWriter``, cpp/python/py_chunk_writer.h; layout in arena_record.h) describes where the elements computed are
   in the worker's arena, in index order (all of them unless ``error``, which is then the packed
   exception of the element after them); ``seconds`` is the worker's time on the chunk and
   ``nbytes`` the bytes the chunk occupies. ``("fatal", error)`` says the worker could not
   start (unpickling the pipeline or worker_init_fn raised); the worker then exits.
 
-A chunk is serialized by a ``_core.ChunkWriter`` (cpp/python/py_arena.cc): elements of plain
+A chunk is serialized by a ``_core.ChunkWriter`` (cpp/python/py_chunk_writer.h): elements of plain
 types (dicts, lists, tuples, numpy arrays, str, bytes, numbers, None) natively, their arrays
 copied into one arena region per element; the consumer rebuilds them as engine values over the
 arena, without Python objects. Other elements are pickled by pickle_element (protocol 5):
