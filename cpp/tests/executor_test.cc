@@ -1,16 +1,19 @@
 // Tests for the ordered-execution core (spelt/executor.h): ComputeChunk, the inline and
 // thread-pool executors, and the ordered iterator's rules when an executor fails.
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "spelt/dataset.h"
 #include "spelt/executor.h"
+#include "spelt/read_threads.h"
 #include "test_util.h"
 
 namespace spelt {
@@ -76,6 +79,73 @@ TEST(ThreadPoolExecutorTest, RejectsBadOptions) {
   auto node = std::make_shared<RecordingNode>(10, -1);
   EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{0, 10}), std::invalid_argument);
   EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{2, 0}), std::invalid_argument);
+}
+
+// Range(n) whose GetMany records the read budget it is given (spelt/read_threads.h).
+class BudgetNode final : public MapNode {
+ public:
+  explicit BudgetNode(int64_t n) : MapNode({}), n_(n) {}
+  std::string Name() const override { return "BudgetNode"; }
+  int64_t Length() const override { return n_; }
+  std::optional<Value> Get(int64_t index) const override { return Value(index); }
+  void GetMany(std::span<const int64_t> indices,
+               std::vector<std::optional<Value>>* out) const override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      budgets_.push_back(ReadThreads());
+    }
+    MapNode::GetMany(indices, out);
+  }
+  std::vector<int> budgets() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return budgets_;
+  }
+
+ private:
+  int64_t n_;
+  mutable std::mutex mu_;
+  mutable std::vector<int> budgets_;
+};
+
+TEST(ReadThreadsTest, IsOneOutsideAnyChunkAndScopesNest) {
+  EXPECT_EQ(ReadThreads(), 1);
+  {
+    ScopedReadThreads outer(4);
+    EXPECT_EQ(ReadThreads(), 4);
+    {
+      ScopedReadThreads inner(0);  // at least 1
+      EXPECT_EQ(ReadThreads(), 1);
+    }
+    EXPECT_EQ(ReadThreads(), 4);
+    std::thread([] { EXPECT_EQ(ReadThreads(), 1); }).join();  // per thread
+  }
+  EXPECT_EQ(ReadThreads(), 1);
+}
+
+TEST(ReadThreadsTest, ChunksShareTheIteratorsThreadsAndTheInlineExecutorReadsOnOne) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  for (const int64_t num_threads : {1, 3, 64}) {
+    const int budget = std::min(static_cast<int>(num_threads), cores);
+    // A chunk computed alone (the only one of a one-element iterator) gets the whole budget.
+    auto alone = std::make_shared<BudgetNode>(1);
+    auto it = MakeOrderedIterator(1, false, MakeThreadPoolExecutor(alone, {num_threads, 16}));
+    EXPECT_EQ(Drain(*it).size(), 1u);
+    EXPECT_EQ(alone->budgets(), std::vector<int>{budget}) << "num_threads " << num_threads;
+    // Chunks computed at once share it.
+    auto shared = std::make_shared<BudgetNode>(400);
+    it = MakeOrderedIterator(400, false, MakeThreadPoolExecutor(shared, {num_threads, 64}));
+    EXPECT_EQ(Drain(*it).size(), 400u);
+    ASSERT_FALSE(shared->budgets().empty());
+    for (int b : shared->budgets()) {
+      EXPECT_GE(b, 1);
+      EXPECT_LE(b, budget) << "num_threads " << num_threads;
+    }
+    EXPECT_EQ(ReadThreads(), 1);  // the consumer's own budget is untouched
+  }
+  auto node = std::make_shared<BudgetNode>(100);
+  auto it = MakeOrderedIterator(100, false, MakeInlineExecutor(node, 16));
+  EXPECT_EQ(Drain(*it).size(), 100u);
+  for (int b : node->budgets()) EXPECT_EQ(b, 1);
 }
 
 // An executor whose Take() fails once at the chunk that starts at `fail_at` (as a dead

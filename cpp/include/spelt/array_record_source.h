@@ -31,8 +31,8 @@ class ArrayRecordSource final : public RandomAccessSource {
   // for a bad chunk the reader's CorruptFileError / UnsupportedError (naming the file and
   // byte offset) with the record key and Repr() added to its detail.
   Value Get(int64_t index) const override;
-  // Records at `indices`, appended to *out in order, read by ReadMany() on
-  // std::thread::hardware_concurrency() threads. If that fails, the records are read again one
+  // Records at `indices`, appended to *out in order, read by ReadMany() on the reading
+  // iterator's share of its threads (ReadThreads(), spelt/read_threads.h). If that fails, the records are read again one
   // at a time, so that the error is Get()'s for the first bad record and *out holds the
   // records before it (the contract of RandomAccessSource::GetMany).
   void GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const override;

@@ -84,7 +84,8 @@ std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode>
 // gains nothing from threads) until they are seen to use under a quarter of their wall time
 // in CPU (Python code that waits: I/O, sleep, native code without the GIL); from then on the
 // pool computes them too, and the consumer still computes any it reaches unstarted. Waits go
-// through BlockingWait (spelt/blocking_wait.h).
+// through BlockingWait (spelt/blocking_wait.h). Each chunk's sources get a share of
+// min(num_threads, cores) threads for their reads (spelt/read_threads.h).
 // Destroying the executor drops the chunks not started and waits for those being computed:
 // no callable of the pipeline runs after it is gone.
 // REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1.

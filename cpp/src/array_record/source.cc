@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <thread>
 
 #include "spelt/errors.h"
+#include "spelt/read_threads.h"
 
 namespace spelt {
 
@@ -66,10 +66,9 @@ std::vector<std::string> ArrayRecordSource::ReadMany(std::span<const int64_t> in
 
 void ArrayRecordSource::GetMany(std::span<const int64_t> indices,
                                 std::vector<Value>* out) const {
-  const int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::vector<std::string> records;
   try {
-    records = ReadMany(indices, threads);
+    records = ReadMany(indices, ReadThreads());
   } catch (const std::exception&) {
     RandomAccessSource::GetMany(indices, out);  // one at a time: throws at the first bad record
     return;

@@ -14,6 +14,7 @@
 #include "core/thread_pool.h"
 #include "spelt/blocking_wait.h"
 #include "spelt/executor.h"
+#include "spelt/read_threads.h"
 
 namespace spelt {
 namespace {
@@ -39,7 +40,23 @@ struct Queue {
   std::deque<std::shared_ptr<ChunkTask>> tasks;
   int64_t runners = 0;    // submitted to the pool and not finished (some may not have started)
   int64_t computing = 0;  // runners inside ComputeChunk
+  int64_t read_threads = 1;  // the iterator's budget for its sources: min(num_threads, cores)
+  std::atomic<int64_t> reading{0};  // chunks inside ComputeChunk (ComputeSharingReads)
 };
+
+// ComputeChunk with the chunk's share of the iterator's read budget (spelt/read_threads.h):
+// read_threads over the chunks being computed at its start, counting itself. The count drops
+// before the result is handed over, so a chunk that starts after another's result was taken
+// does not count that one.
+ChunkResult ComputeSharingReads(Queue& queue, int64_t begin, int64_t count) {
+  struct Reading {
+    std::atomic<int64_t>& n;
+    ~Reading() { n.fetch_sub(1, std::memory_order_relaxed); }
+  } reading{queue.reading};
+  const int64_t sharing = queue.reading.fetch_add(1, std::memory_order_relaxed) + 1;
+  ScopedReadThreads budget(static_cast<int>(std::max<int64_t>(1, queue.read_threads / sharing)));
+  return ComputeChunk(*queue.node, begin, count);
+}
 
 // Runs this iterator's queued chunks one after the other until the queue is empty.
 void RunQueue(const std::shared_ptr<Queue>& queue) {
@@ -50,7 +67,7 @@ void RunQueue(const std::shared_ptr<Queue>& queue) {
     if (task->abandoned.load(std::memory_order_relaxed)) continue;
     ++queue->computing;
     lock.unlock();
-    ChunkResult result = ComputeChunk(*queue->node, task->begin, task->count);
+    ChunkResult result = ComputeSharingReads(*queue, task->begin, task->count);
     {
       std::lock_guard<std::mutex> task_lock(task->mu);
       task->result = std::move(result);
@@ -114,7 +131,7 @@ class PoolChunk final : public PendingChunk {
         lock.unlock();
         const auto start = std::chrono::steady_clock::now();
         const int64_t cpu_start = ThreadCpuNs();
-        ChunkResult result = ComputeChunk(*queue_->node, task_->begin, task_->count);
+        ChunkResult result = ComputeSharingReads(*queue_, task_->begin, task_->count);
         times_->cpu_ns += ThreadCpuNs() - cpu_start;
         times_->wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start).count();
@@ -165,6 +182,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     chunk_size_ = std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
+    queue_->read_threads = std::min(options.num_threads, cores);
     queue_->allowed_runners = queue_->node->Serial() ? 0 : options.num_threads;
     max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
     // Python code may be slow per element: chunks grow 1, 2, 4, ... so the first elements
