@@ -207,3 +207,100 @@ def test_wrong_argument_type_names_the_argument(name):
 )
 def test_other_integer_and_number_types_are_accepted(make):
     make()
+
+
+@pytest.mark.parametrize("flag", [np.bool_(True), 1, True, np.int64(1)])
+def test_drop_remainder_and_allow_nones_take_numpy_bools_and_ints(flag):
+    # Grain reads these flags by truthiness
+    assert len(list(_M.batch(3, drop_remainder=flag))) == 3
+    assert len(list(_I.batch(3, drop_remainder=flag))) == 3
+    assert len(list(_I.apply(spelt.transforms.Batch(3, drop_remainder=flag)))) == 3
+    assert len(list(_M.to_iter_dataset(allow_nones=flag))) == 10
+    assert len(list(_M.batch(3, drop_remainder=np.bool_(False)))) == 4
+
+
+ERROR_CASES = {
+    "drop_remainder_str": (
+        lambda: _M.batch(2, drop_remainder="False"),
+        TypeError,
+        "batch: drop_remainder must be a bool, got str",
+    ),
+    "allow_nones_none": (
+        lambda: _M.to_iter_dataset(allow_nones=None),
+        TypeError,
+        "to_iter_dataset: allow_nones must be a bool, got NoneType",
+    ),
+    "batch_transform_drop_remainder": (
+        lambda: spelt.transforms.Batch(2, drop_remainder=[1]),
+        TypeError,
+        "Batch: drop_remainder must be a bool, got list",
+    ),
+    "read_options_dict": (
+        lambda: _M.to_iter_dataset({"num_threads": 2}),
+        TypeError,
+        "to_iter_dataset: read_options must be a ReadOptions or None, got dict",
+    ),
+    "read_options_int": (
+        lambda: spelt.MapDataset.range(3).to_iter_dataset(4),
+        TypeError,
+        "to_iter_dataset: read_options must be a ReadOptions or None, got int",
+    ),
+    "mp_prefetch_options_dict": (
+        lambda: _I.mp_prefetch({"num_workers": 2}),
+        TypeError,
+        "mp_prefetch: options must be a MultiprocessingOptions or None, got dict",
+    ),
+    "loader_read_options": (
+        lambda: spelt.DataLoader(
+            data_source=[1, 2],
+            sampler=spelt.samplers.SequentialSampler(2, _NO_SHARDING),
+            read_options=3,
+        ),
+        TypeError,
+        "DataLoader: read_options must be a ReadOptions or None, got int",
+    ),
+    "loader_sampler_list": (
+        lambda: spelt.DataLoader(data_source=[1, 2], sampler=[0, 1]),
+        TypeError,
+        "DataLoader: sampler must be a sampler",
+    ),
+    "index_sampler_shard_options_int": (
+        lambda: spelt.samplers.IndexSampler(4, 2),
+        TypeError,
+        "shard_options must be a ShardOptions (shard_index, shard_count, drop_remainder), got int",
+    ),
+    "batch_transform_zero": (
+        lambda: spelt.transforms.Batch(0),
+        ValueError,
+        "Batch: batch_size must be positive, got 0",
+    ),
+    "map_transform_class": (
+        lambda: _M.map(spelt.transforms.Map),
+        TypeError,
+        "map expects a transform instance, got the class Map",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ERROR_CASES)
+def test_wrong_arguments_raise_at_the_call(name):
+    make, kind, fragment = ERROR_CASES[name]
+    with pytest.raises(kind) as info:
+        make()
+    assert fragment in str(info.value)
+
+
+def test_range_of_a_bool_is_range_of_an_int_as_in_grain_and_python():
+    assert list(spelt.MapDataset.range(True)) == [0]
+
+
+def test_mp_prefetch_of_a_native_pipeline_does_not_warn_about_its_own_buffer(caplog):
+    ds = spelt.MapDataset.range(10).to_iter_dataset()
+    with caplog.at_level("WARNING", logger="spelt.options"):
+        out = list(ds.mp_prefetch(spelt.MultiprocessingOptions(num_workers=2)))
+    assert out == list(range(10))
+    assert "smaller than num_threads" not in caplog.text
+    # values the user set still warn, as in Grain
+    with caplog.at_level("WARNING", logger="spelt.options"):
+        spelt.ReadOptions(num_threads=16, prefetch_buffer_size=2)
+    assert "prefetch_buffer_size=2 is smaller than num_threads=16" in caplog.text

@@ -210,11 +210,13 @@ def test_batch_matches_grain():
     assert hash(transforms.Batch(8, True)) == hash(transforms.Batch(8, True))
 
 
-def test_batch_constructor_does_not_validate_like_grain():
-    # Grain rejects a bad batch_size only when the batch is applied.
-    grain_transforms.Batch(0)
-    assert transforms.Batch(0).batch_size == 0
-    assert transforms.Batch(-1).batch_size == -1
+@pytest.mark.parametrize("size", [0, -1])
+def test_batch_constructor_rejects_a_non_positive_size_at_once(size):
+    # Grain rejects a bad batch_size only when the batch is applied; Spelt at construction
+    # (docs/compatibility.md, Deliberate differences).
+    grain_transforms.Batch(size)
+    with pytest.raises(ValueError, match=f"Batch: batch_size must be positive, got {size}"):
+        transforms.Batch(size)
 
 
 def test_transformation_aliases_match_grain():

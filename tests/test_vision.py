@@ -163,9 +163,9 @@ def test_decode_field_of_a_dict():
     "data,message",
     [
         (CHINA[: len(CHINA) // 2], "truncated or corrupt JPEG"),
-        (CHINA[:200], "truncated or corrupt header"),
+        (CHINA[:200], "truncated or corrupt JPEG header"),
         (encode(SMALL, "PNG")[:-300], "truncated or corrupt PNG"),
-        (b"", "0 bytes are not a JPEG, PNG or WebP"),
+        (b"", r"0 bytes \(unknown format by its first bytes\) are not a JPEG, PNG or WebP"),
         (b"\x00" * 64, "not a JPEG, PNG or WebP"),
         (encode(SMALL, "GIF"), "not a JPEG, PNG or WebP"),
     ],
@@ -506,3 +506,69 @@ def test_a_large_photograph():
     np.testing.assert_array_equal(decoded, pil_decode(data))
     out = apply(vision.train_transforms(), data, np.random.default_rng(0))
     assert out.shape == (224, 224, 3) and np.isfinite(out).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument errors (issue: fresh-user trial)
+
+
+@pytest.mark.parametrize(
+    "make, error, fragment",
+    [
+        (lambda: vision.Resize(True), TypeError, "Resize: size must be an int"),
+        (lambda: vision.Resize((8, False)), TypeError, "Resize: size must be an int"),
+        (lambda: vision.Resize(100000), ValueError, "limit of 32768 pixels per side"),
+        (lambda: vision.RandomHorizontalFlip(p="0.5"), TypeError, "p must be a number, got str"),
+        (lambda: vision.Normalize("0.5", 0.5), TypeError, "mean must be a number or a sequence"),
+        (lambda: vision.Normalize([0.5, "x"], 0.5), TypeError, "Normalize: mean[1] must be"),
+        (lambda: vision.Normalize([0.5, 0.5], [0.5]), ValueError, "got 2 and 1 values"),
+        (
+            lambda: vision.Normalize((123.675, 116.28, 103.53), (58.395, 57.12, 57.375)),
+            ValueError,
+            "for statistics in 0-255 units divide them by 255",
+        ),
+        (lambda: vision.Normalize(0.5, 2.0), ValueError, "std in (0, 1]"),
+        (lambda: spelt.MapDataset.range(2).map(vision.DecodeImage), TypeError, "pass DecodeImage"),
+    ],
+)
+def test_vision_arguments_are_checked_at_construction(make, error, fragment):
+    with pytest.raises(error) as info:
+        make()
+    assert fragment in str(info.value)
+
+
+def test_normalize_broadcasts_a_scalar_mean_and_std_over_the_channels():
+    out = vision.Normalize(0.5, 0.25).map(SMALL)
+    want = vision.Normalize((0.5,) * 3, (0.25,) * 3).map(SMALL)
+    np.testing.assert_array_equal(out, want)
+    gray = SMALL[:, :, :1]
+    assert vision.Normalize(0.5, 0.25).map(gray).shape == gray.shape
+
+
+def test_resize_refuses_an_output_above_two_gib():
+    with pytest.raises(ValueError, match=r"output image 30000x300000x3 would be 27000000000 bytes"):
+        vision.Resize(30000).map(np.zeros((10, 100, 3), np.uint8))
+
+
+@pytest.mark.parametrize(
+    "data, fragment",
+    [
+        (CHINA[:200], "image decode failed: truncated or corrupt JPEG header (200 bytes)"),
+        (b"GIF89a" + bytes(20), "image decode failed: 26 bytes (unknown format by its first"),
+        (encode(SMALL, "PNG")[:40], "40 bytes (PNG by its first bytes) are not a JPEG"),
+    ],
+)
+def test_decode_errors_say_what_failed(data, fragment):
+    with pytest.raises(ValueError) as info:
+        list(spelt.MapDataset.source([data]).map(vision.DecodeImage()))
+    assert fragment in str(info.value)
+
+
+def test_random_ops_in_a_data_loader_without_a_sampler_seed_say_so():
+    loader = spelt.DataLoader(
+        data_source=[encode(SMALL, "PNG")] * 2,
+        sampler=spelt.samplers.IndexSampler(2, spelt.sharding.NoSharding(), num_epochs=1),
+        operations=vision.train_transforms(32),
+    )
+    with pytest.raises(AttributeError, match="RandomResizedCrop used rng.uniform, but the sampler"):
+        list(loader)

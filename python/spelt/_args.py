@@ -14,6 +14,8 @@ import numbers
 import operator
 from typing import Any
 
+import numpy as np
+
 MAX_INDEX = 2**63 - 1  # sys.maxsize: the engine's indices are int64
 
 
@@ -35,6 +37,28 @@ def int_arg(value: Any, what: str, *, optional: bool = False, bool_ok: bool = Fa
         expected = "an int or None" if optional else "an int"
         raise TypeError(f"{what} must be {expected}, got {type(value).__name__}")
     return operator.index(value)
+
+
+def bool_arg(value: Any, what: str) -> bool:
+    """``value`` as a bool: a bool, a NumPy bool or any integer type (Grain takes these flags by
+    truthiness: ``drop_remainder=1`` and ``np.bool_(True)`` work there). TypeError naming
+    ``what`` and the type received for anything else (a str such as ``"False"`` would be true
+    in Grain; Spelt refuses it, docs/compatibility.md)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, np.bool_) or hasattr(type(value), "__index__"):
+        return bool(value)
+    raise TypeError(f"{what} must be a bool, got {type(value).__name__} ({value!r})")
+
+
+def options_arg(value: Any, kind: type, what: str, *, optional: bool = True) -> Any:
+    """``value`` if it is an instance of ``kind`` (ReadOptions, MultiprocessingOptions, ...)
+    or, with ``optional``, None; TypeError naming ``what``, the type received and ``kind``
+    otherwise (a dict or an int would fail later with an AttributeError)."""
+    if (optional and value is None) or isinstance(value, kind):
+        return value
+    expected = f"a {kind.__name__} or None" if optional else f"a {kind.__name__}"
+    raise TypeError(f"{what} must be {expected}, got {type(value).__name__} ({value!r})")
 
 
 def int_fields(options: Any, names: tuple[str, ...]) -> tuple[int, ...]:

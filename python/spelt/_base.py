@@ -157,6 +157,7 @@ class _Transformations(Node):
         epochs. ValueError if batch_size <= 0, or on a MapDataset after ``filter``."""
         batch_size = _args.clamped(_args.int_arg(batch_size, "batch: batch_size"))
         batch_fn = _args.callable_arg(batch_fn, "batch: batch_fn", optional=True)
+        drop_remainder = _args.bool_arg(drop_remainder, "batch: drop_remainder")
         return self._Batch(self, batch_size, drop_remainder, batch_fn)
 
     def apply(self, transformations: Any) -> Any:
@@ -328,6 +329,8 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
         allow_nones: bool = False,
     ) -> IterDataset:
         """Ordered read-ahead over this dataset, skipping Nones unless allow_nones."""
+        _args.options_arg(read_options, options_lib.ReadOptions, "to_iter_dataset: read_options")
+        allow_nones = _args.bool_arg(allow_nones, "to_iter_dataset: allow_nones")
         return self._ToIter(self, read_options or options_lib.ReadOptions(), allow_nones)
 
 

@@ -17,6 +17,11 @@ from spelt import transforms
 def _method_or_callable(transform: Any, base: type, method: str, what: str) -> Callable:
     if isinstance(transform, base):
         return getattr(transform, method)
+    if isinstance(transform, type) and issubclass(transform, _TRANSFORMS):
+        raise TypeError(
+            f"{what} expects a transform instance, got the class {transform.__name__}:"
+            f" pass {transform.__name__}(...)"
+        )
     if callable(transform):
         return transform
     raise TypeError(

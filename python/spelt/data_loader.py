@@ -127,13 +127,37 @@ class _RecordOps:
                 else:
                     if not rng_made:
                         rng, rng_made = self._record_rng(g), True
-                    element = fn(element, rng)
+                    element = fn(element, _MissingRng(fn) if rng is None else rng)
         return NONE_ELEMENT if element is None else element
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_engine"] = None
         return state
+
+
+class _MissingRng:
+    """What a RandomMap gets from a DataLoader whose sampler has no seed. Grain hands it
+    rng=None, which works for a transform that ignores it and otherwise fails inside it as
+    "'NoneType' object has no attribute 'uniform'"; this is falsy like None, and any use of it
+    is an AttributeError (Grain's type) that says what is missing."""
+
+    __slots__ = ("_fn",)
+
+    def __init__(self, fn: Callable):
+        self._fn = fn
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        fn = self._fn
+        op = type(fn.__self__).__name__ if hasattr(fn, "__self__") else getattr(fn, "__name__", fn)
+        raise AttributeError(
+            f"DataLoader: the RandomMap operation {op} used rng.{name}, but the sampler has no"
+            " seed, so there is no random generator per record: pass seed=... to the sampler"
+            " (e.g. spelt.samplers.IndexSampler(..., seed=0))"
+        )
 
 
 class _NoneElement:
@@ -230,6 +254,19 @@ class DataLoader:
         and adapt the worker count (at most worker_count; 0: the CPU count) and buffer under
         ``ram_budget_mb`` while running (``IterDataset.mp_prefetch``; same output and state)."""
         _args.data_source(data_source, "DataLoader: data_source")
+        # a list of RecordMetadata is a sampler (Grain's protocol); a list of indices is not
+        if not hasattr(sampler, "__getitem__") or (
+            isinstance(sampler, (list, tuple, range, np.ndarray))
+            and len(sampler)
+            and not hasattr(sampler[0], "record_key")
+        ):
+            raise TypeError(
+                "DataLoader: sampler must be a sampler (spelt.samplers.IndexSampler,"
+                " SequentialSampler, or an object whose __getitem__ returns a RecordMetadata),"
+                f" got {type(sampler).__name__}; for a list of record indices, pass a data"
+                " source holding those records"
+            )
+        _args.options_arg(read_options, options_lib.ReadOptions, "DataLoader: read_options")
         worker_buffer_size = _args.int_arg(worker_buffer_size, "DataLoader: worker_buffer_size")
         if worker_buffer_size < 0:
             raise ValueError(

@@ -100,6 +100,12 @@ def engine_options(options: Any) -> _core.ShardOptions:
     Internal (samplers and the DataLoader use it). Raises ValueError / TypeError
     as ``ShardOptions`` does.
     """
+    fields = ("shard_index", "shard_count", "drop_remainder")
+    if not all(hasattr(options, name) for name in fields):
+        raise TypeError(
+            "shard_options must be a ShardOptions (shard_index, shard_count, drop_remainder),"
+            f" got {type(options).__name__} ({options!r})"
+        )
     index, count = _args.int_fields(options, ("shard_index", "shard_count"))
     return _core.ShardOptions(index, count, bool(options.drop_remainder))
 

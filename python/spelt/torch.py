@@ -38,6 +38,18 @@ __all__ = ["IterableDataset", "Iterator", "shard_options", "to_torch"]
 Data = MapDataset | IterDataset | DataLoader
 DataFactory = Callable[[ShardOptions], Data]
 
+# ml_dtypes' types that torch computes with, under the same names (one byte or two per value).
+_ML_DTYPES = frozenset(
+    (
+        "bfloat16",
+        "float8_e4m3fn",
+        "float8_e5m2",
+        "float8_e4m3fnuz",
+        "float8_e5m2fnuz",
+        "float8_e8m0fnu",
+    )
+)
+
 _STATE_VERSION = 1
 _PREFETCH = 2  # pinned batches the background thread prepares ahead
 
@@ -48,9 +60,15 @@ def _leaf_to_torch(leaf: Any) -> Any:
     if not isinstance(leaf, np.ndarray) or leaf.dtype.kind in "OSU" or leaf.dtype.names:
         return leaf  # not an array, or objects, bytes, strings, records: no tensor type
     if leaf.dtype.kind == "V":  # ml_dtypes' bfloat16, float8_*: torch's types of those names
-        dtype = getattr(torch, leaf.dtype.name, None)
+        dtype = getattr(torch, leaf.dtype.name, None) if leaf.dtype.name in _ML_DTYPES else None
         if isinstance(dtype, torch.dtype) and dtype.itemsize == leaf.dtype.itemsize:
             return torch.from_numpy(leaf.view(f"u{leaf.dtype.itemsize}")).view(dtype)
+        # int4, uint4, int2, float4_e2m1fn, ...: torch's shell dtypes of those names (if any)
+        # hold one value per byte with no arithmetic, so a tensor of them is unusable.
+        raise TypeError(
+            f"spelt.torch: a numpy array of dtype {leaf.dtype} has no usable torch dtype;"
+            " convert it first (e.g. leaf.astype(np.int8))"
+        )
     try:
         return torch.from_numpy(leaf)
     except TypeError as e:
@@ -86,8 +104,8 @@ def to_torch(tree: Any) -> Any:
         become tensors of torch's dtype of that name (also without a copy).
 
     Raises:
-        TypeError: for a numpy dtype torch has no type for (ml_dtypes' ``float4_e2m1fn``,
-            for example).
+        TypeError: for a numpy dtype torch has no usable type for (ml_dtypes' ``int4``,
+            ``uint4``, ``int2``, ``float4_e2m1fn``, for example), naming the dtype.
         ValueError: for an array with a negative stride (torch has none; ``np.ascontiguousarray``
             first).
 

@@ -113,7 +113,9 @@ class Batch:
     The constructor checks the types (TypeError naming the field for a
     ``batch_size`` that is not an int or a ``batch_fn`` that is not callable,
     which Grain raises only when the pipeline applies the batch); like
-    Grain's, a non-positive ``batch_size`` is rejected (ValueError) only then.
+    Grain's; a non-positive ``batch_size`` is a ValueError here too (Grain:
+    only when applied). ``drop_remainder`` may be a bool, a NumPy bool or an
+    int (truthiness, as Grain).
     """
 
     batch_size: int
@@ -121,7 +123,9 @@ class Batch:
     batch_fn: Callable[[Sequence[Any]], Any] | None = None
 
     def __post_init__(self):
-        _args.int_arg(self.batch_size, "Batch: batch_size")
+        if _args.int_arg(self.batch_size, "Batch: batch_size") <= 0:
+            raise ValueError(f"Batch: batch_size must be positive, got {self.batch_size}")
+        _args.bool_arg(self.drop_remainder, "Batch: drop_remainder")
         _args.callable_arg(self.batch_fn, "Batch: batch_fn", optional=True)
 
 

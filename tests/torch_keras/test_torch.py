@@ -86,8 +86,15 @@ def test_to_torch_strided_views_bfloat16_strings_and_errors():
     assert t.data_ptr() == bf.ctypes.data
     words = np.array(["a", "bc"])
     assert spelt.torch.to_torch({"w": words})["w"] is words
-    with pytest.raises(TypeError, match="float4_e2m1fn has no torch dtype"):
+    with pytest.raises(TypeError, match="float4_e2m1fn has no usable torch dtype"):
         spelt.torch.to_torch(np.zeros(2, ml_dtypes.float4_e2m1fn))
+
+
+@pytest.mark.parametrize("name", ["int4", "uint4", "int2", "uint2"])
+def test_to_torch_refuses_sub_byte_integer_dtypes(name):
+    # torch's shell dtypes of these names (if any) have no arithmetic: a TypeError, not a tensor
+    with pytest.raises(TypeError, match=f"dtype {name} has no usable torch dtype"):
+        spelt.torch.to_torch({"x": np.zeros(3, getattr(ml_dtypes, name))})
 
 
 def test_batches_of_a_pipeline_are_views_of_its_arrays():

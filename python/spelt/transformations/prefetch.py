@@ -178,10 +178,13 @@ def _parallel_stage(
             "mp_prefetch: the pipeline calls no Python before to_iter_dataset, so it is read with"
             " threads, not worker processes, and worker_init_fn is not called"
         )
-    n = options.num_workers
+    # The buffer is at least the thread count: a stage read in the calling thread
+    # (RangeMapDataset's default prefetch_buffer_size=0) must not trip ReadOptions' warning
+    # about a buffer smaller than the threads, which is for values the user set.
+    num_threads = max(stage.read_options.num_threads, options.num_workers)
     threads = options_lib.ReadOptions(
-        num_threads=max(stage.read_options.num_threads, n),
-        prefetch_buffer_size=max(stage.read_options.prefetch_buffer_size, n),
+        num_threads=num_threads,
+        prefetch_buffer_size=max(stage.read_options.prefetch_buffer_size, num_threads),
     )
     return PrefetchIterDataset(parent, threads, stage.allow_nones)
 
@@ -200,6 +203,7 @@ def mp_prefetch(
     that is not a number."""
     _args.callable_arg(worker_init_fn, "mp_prefetch: worker_init_fn", optional=True)
     _args.number_arg(ram_budget_mb, "mp_prefetch: ram_budget_mb", optional=True)
+    _args.options_arg(options, options_lib.MultiprocessingOptions, "mp_prefetch: options")
     if options is not None:
         _args.int_fields(options, ("num_workers", "per_worker_buffer_size"))
     limits = None

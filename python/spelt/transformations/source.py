@@ -93,6 +93,7 @@ class RangeMapDataset(_base.MapDataset):
         """As ``MapDataset.to_iter_dataset``, but without ``read_options`` the elements are read
         in the calling thread, ``ReadOptions(prefetch_buffer_size=0)`` (Grain's
         RangeMapDataset: there is no I/O to overlap)."""
+        _args.options_arg(read_options, options_lib.ReadOptions, "to_iter_dataset: read_options")
         return super().to_iter_dataset(
             read_options or options_lib.ReadOptions(prefetch_buffer_size=0),
             allow_nones=allow_nones,

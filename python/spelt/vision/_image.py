@@ -52,15 +52,16 @@ def from_pil(img: Any) -> np.ndarray:
     return array[:, :, None] if array.ndim == 2 else array
 
 
+def is_int(n: Any) -> bool:
+    """An int or NumPy integer, not a bool (``Resize(True)`` is a mistake, not size 1)."""
+    return isinstance(n, (int, np.integer)) and not isinstance(n, (bool, np.bool_))
+
+
 def size_pair(size: Any, who: str) -> tuple[int, int]:
     """``(height, width)`` of ``size``: an int n is ``(n, n)``, a pair is ``(h, w)``.
-    TypeError for anything else, ValueError unless both are positive."""
-    pair = (size, size) if isinstance(size, (int, np.integer)) else size
-    if not (
-        isinstance(pair, (tuple, list))
-        and len(pair) == 2
-        and all(isinstance(n, (int, np.integer)) for n in pair)
-    ):
+    TypeError for anything else (a bool included), ValueError unless both are positive."""
+    pair = (size, size) if is_int(size) else size
+    if not (isinstance(pair, (tuple, list)) and len(pair) == 2 and all(is_int(n) for n in pair)):
         raise TypeError(f"{who}: size must be an int or (height, width) ints, got {size!r}")
     if min(pair) < 1:
         raise ValueError(f"{who}: size must be positive, got {size!r}")

@@ -18,6 +18,18 @@ _CHANNELS = {"RGB": 3, "L": 1, "RGBA": 4}
 _DECODER_ERRORS = (OSError, SyntaxError, ValueError, EOFError, struct.error)
 
 
+def sniff_format(head: bytes) -> str:
+    """The format named by the first bytes of an encoded image ("JPEG", "PNG", "WEBP"), or
+    "unknown format" (for error messages)."""
+    if head.startswith(b"\xff\xd8\xff"):
+        return "JPEG"
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "PNG"
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WEBP"
+    return "unknown format"
+
+
 @dataclasses.dataclass
 class DecodeImage(transforms.Map):
     """Decodes an encoded image into a numpy array (a Grain ``Map``).
@@ -78,20 +90,25 @@ class DecodeImage(transforms.Map):
             ) from None
         image_module = _image.pil_image()
         size = view.nbytes
+        detected = sniff_format(bytes(view[:12]))
         try:
             img = image_module.open(io.BytesIO(view), formats=_FORMATS)
         except image_module.UnidentifiedImageError:
             raise ValueError(
-                f"DecodeImage: {size} bytes are not a JPEG, PNG or WebP image (or its header "
-                f"is corrupt)"
+                f"DecodeImage: image decode failed: {size} bytes ({detected} by its first bytes)"
+                " are not a JPEG, PNG or WebP image (or its header is corrupt)"
             ) from None
         except _DECODER_ERRORS as e:
-            raise ValueError(f"DecodeImage: truncated or corrupt header ({size} bytes): {e}") from e
+            raise ValueError(
+                f"DecodeImage: image decode failed: truncated or corrupt {detected} header"
+                f" ({size} bytes): {e}"
+            ) from e
         try:
             img.load()
         except _DECODER_ERRORS as e:
             raise ValueError(
-                f"DecodeImage: truncated or corrupt {img.format} data ({size} bytes): {e}"
+                f"DecodeImage: image decode failed: truncated or corrupt {img.format} data"
+                f" ({size} bytes): {e}"
             ) from e
         if self.exif_orientation:
             from PIL import ImageOps

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from spelt import _args
 from spelt import transforms
 from spelt.vision import _image
 
@@ -30,6 +31,7 @@ class RandomHorizontalFlip(transforms.RandomMap):
     field: str | None = None
 
     def __post_init__(self):
+        self.p = _args.number_arg(self.p, "RandomHorizontalFlip: p")
         if not 0.0 <= self.p <= 1.0:
             raise ValueError(f"RandomHorizontalFlip: p must be in [0, 1], got {self.p!r}")
 

@@ -12,6 +12,23 @@ from spelt.vision import _image
 
 INTERPOLATIONS = ("bilinear", "nearest")
 
+# Output-size guard (docs/vision.md): a requested side above MAX_SIDE pixels is refused at
+# construction, an output image above MAX_OUTPUT_BYTES (2 GiB) when mapped, rather than let
+# Pillow allocate until the process is killed.
+MAX_SIDE = 32768
+MAX_OUTPUT_BYTES = 2**31
+
+
+def check_output_size(height: int, width: int, channels: int, who: str) -> None:
+    """ValueError naming the output size when ``height * width * channels`` bytes exceed
+    MAX_OUTPUT_BYTES."""
+    nbytes = height * width * channels
+    if nbytes > MAX_OUTPUT_BYTES:
+        raise ValueError(
+            f"{who}: output image {height}x{width}x{channels} would be {nbytes} bytes,"
+            f" more than the limit of {MAX_OUTPUT_BYTES} (2**31) bytes"
+        )
+
 
 def check_interpolation(interpolation: str, who: str) -> None:
     """ValueError unless ``interpolation`` is one of INTERPOLATIONS."""
@@ -54,7 +71,9 @@ class Resize(transforms.Map):
     ``map`` takes a uint8 array of shape ``(H, W, C)``, C in 1, 3, 4, and returns a new uint8
     array of shape ``(height, width, C)``, equal to Pillow's ``Image.resize`` of it. TypeError
     for another dtype, ValueError for another shape. At construction: TypeError for a size that
-    is not an int or a pair of ints, ValueError for a non-positive one or a bad interpolation.
+    is not an int or a pair of ints (a bool included), ValueError for a non-positive one, a side
+    above MAX_SIDE (32768) or a bad interpolation; when mapped, ValueError if the output image
+    would exceed MAX_OUTPUT_BYTES (2**31 bytes).
     """
 
     size: Any
@@ -62,7 +81,11 @@ class Resize(transforms.Map):
     field: str | None = None
 
     def __post_init__(self):
-        _image.size_pair(self.size, "Resize")
+        pair = _image.size_pair(self.size, "Resize")
+        if max(pair) > MAX_SIDE:
+            raise ValueError(
+                f"Resize: size {self.size!r} exceeds the limit of {MAX_SIDE} pixels per side"
+            )
         check_interpolation(self.interpolation, "Resize")
 
     def map(self, element: Any) -> Any:
@@ -70,8 +93,9 @@ class Resize(transforms.Map):
 
     def _resize(self, image: Any) -> np.ndarray:
         height, width = _image.check_image(image, "Resize").shape[:2]
-        if isinstance(self.size, (int, np.integer)):
+        if _image.is_int(self.size):
             height, width = shorter_side_shape(height, width, int(self.size))
         else:
             height, width = _image.size_pair(self.size, "Resize")
+        check_output_size(height, width, image.shape[2], "Resize")
         return resize_image(image, height, width, self.interpolation)
