@@ -127,7 +127,14 @@ class _RecordOps:
                 else:
                     if not rng_made:
                         rng, rng_made = self._record_rng(g), True
-                    element = fn(element, _MissingRng(fn) if rng is None else rng)
+                    if rng is not None:
+                        element = fn(element, rng)
+                        continue
+                    try:
+                        element = fn(element, None)
+                    except (AttributeError, TypeError) as e:
+                        _note_missing_seed(e, fn)
+                        raise
         return NONE_ELEMENT if element is None else element
 
     def __getstate__(self):
@@ -136,28 +143,14 @@ class _RecordOps:
         return state
 
 
-class _MissingRng:
-    """What a RandomMap gets from a DataLoader whose sampler has no seed. Grain hands it
-    rng=None, which works for a transform that ignores it and otherwise fails inside it as
-    "'NoneType' object has no attribute 'uniform'"; this is falsy like None, and any use of it
-    is an AttributeError (Grain's type) that says what is missing."""
-
-    __slots__ = ("_fn",)
-
-    def __init__(self, fn: Callable):
-        self._fn = fn
-
-    def __bool__(self) -> bool:
-        return False
-
-    def __getattr__(self, name: str) -> Any:
-        fn = self._fn
-        op = type(fn.__self__).__name__ if hasattr(fn, "__self__") else getattr(fn, "__name__", fn)
-        raise AttributeError(
-            f"DataLoader: the RandomMap operation {op} used rng.{name}, but the sampler has no"
-            " seed, so there is no random generator per record: pass seed=... to the sampler"
-            " (e.g. spelt.samplers.IndexSampler(..., seed=0))"
-        )
+def _note_missing_seed(error: BaseException, fn: Callable) -> None:
+    """Adds to an error raised by a RandomMap that got rng=None (its DataLoader's sampler has no
+    seed, as in Grain) a note that names the operation and says what is missing."""
+    op = type(fn.__self__).__name__ if hasattr(fn, "__self__") else getattr(fn, "__name__", fn)
+    error.add_note(
+        f"DataLoader: the RandomMap operation {op} got rng=None because the sampler has no"
+        " seed: pass seed=... to the sampler (e.g. spelt.samplers.IndexSampler(..., seed=0))"
+    )
 
 
 class _NoneElement:
