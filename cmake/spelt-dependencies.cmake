@@ -1,6 +1,7 @@
 # libspelt's private dependencies as imported targets: PkgConfig::SPELT_ZSTD,
 # PkgConfig::SPELT_BROTLI, PkgConfig::SPELT_SNAPPY, PkgConfig::SPELT_ZLIB,
-# PkgConfig::SPELT_ISAL (Intel ISA-L: CRC32C for TFRecord; found with pkg-config) and
+# PkgConfig::SPELT_ISAL (Intel ISA-L: CRC32C for TFRecord; found with pkg-config),
+# PkgConfig::SPELT_JPEG (libjpeg-turbo's libjpeg API, for spelt/vision.h) and
 # spelt::highwayhash. Included by CMakeLists.txt to build libspelt, and by the installed
 # spelt-config.cmake: libspelt is a static library, so programs that link it link these too.
 # With SPELT_STATIC_CODECS (set by CMakeLists.txt for the Python extension, see
@@ -33,6 +34,7 @@ else()
   pkg_check_modules(SPELT_SNAPPY QUIET IMPORTED_TARGET snappy)
   pkg_check_modules(SPELT_ZLIB QUIET IMPORTED_TARGET zlib)
   pkg_check_modules(SPELT_ISAL QUIET IMPORTED_TARGET libisal)
+  pkg_check_modules(SPELT_JPEG QUIET IMPORTED_TARGET libjpeg)
   if(NOT SPELT_ZSTD_FOUND)
     list(APPEND SPELT_MISSING_DEPENDENCIES libzstd-dev)
   endif()
@@ -47,6 +49,9 @@ else()
   endif()
   if(NOT SPELT_ISAL_FOUND)
     list(APPEND SPELT_MISSING_DEPENDENCIES libisal-dev)
+  endif()
+  if(NOT SPELT_JPEG_FOUND)
+    list(APPEND SPELT_MISSING_DEPENDENCIES libjpeg62-turbo-dev)
   endif()
 endif()
 
@@ -72,4 +77,5 @@ if(SPELT_STATIC_CODECS AND NOT SPELT_MISSING_DEPENDENCIES)
   spelt_link_static_archives(PkgConfig::SPELT_SNAPPY snappy)
   spelt_link_static_archives(PkgConfig::SPELT_ZLIB z)
   spelt_link_static_archives(PkgConfig::SPELT_ISAL isal)
+  spelt_link_static_archives(PkgConfig::SPELT_JPEG jpeg)
 endif()

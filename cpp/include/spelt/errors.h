@@ -1,10 +1,11 @@
 // spelt/errors.h: exceptions for bad file contents, shared by every file format that Spelt
-// reads (Riegeli/ArrayRecord, TFRecord). what() names the file and the byte offset; callers
+// reads (Riegeli/ArrayRecord, TFRecord), and for undecodable images (spelt/vision.h). what() names the file and the byte offset; callers
 // catch FileFormatError for any of them. The Python face raises them as ValueError
 // subclasses (cpp/python/bind_errors.cc translates every engine exception in one place).
 #ifndef SPELT_ERRORS_H_
 #define SPELT_ERRORS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -44,6 +45,19 @@ class CorruptFileError final : public FileFormatError {
 class UnsupportedError final : public FileFormatError {
  public:
   UnsupportedError(std::string path, uint64_t offset, std::string_view detail);
+};
+
+// Encoded image bytes (an element, not a file) that cannot be decoded: not an image of the
+// format, truncated, or corrupt where the decoder notices. Message: "corrupt <format> image
+// (<size> bytes): <detail>", where detail is the decoder's own message (libjpeg's for JPEG).
+class CorruptImageError final : public std::runtime_error {
+ public:
+  CorruptImageError(std::string_view format, size_t size, std::string_view detail);
+  // The decoder's message (the end of what()).
+  const std::string& detail() const noexcept { return detail_; }
+
+ private:
+  std::string detail_;
 };
 
 }  // namespace spelt

@@ -22,4 +22,10 @@ CorruptFileError::CorruptFileError(std::string path, uint64_t offset, std::strin
 UnsupportedError::UnsupportedError(std::string path, uint64_t offset, std::string_view detail)
     : FileFormatError("unsupported ArrayRecord feature", std::move(path), offset, detail) {}
 
+CorruptImageError::CorruptImageError(std::string_view format, size_t size,
+                                     std::string_view detail)
+    : std::runtime_error("corrupt " + std::string(format) + " image (" + std::to_string(size) +
+                         " bytes): " + std::string(detail)),
+      detail_(detail) {}
+
 }  // namespace spelt

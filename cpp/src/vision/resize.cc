@@ -1,0 +1,206 @@
+// ResizeBilinearAntialias (spelt/vision.h): Pillow's Image.resize(..., BILINEAR), after
+// Pillow's libImaging/Resample.c (precompute_coeffs, normalize_coeffs_8bpc,
+// ImagingResampleHorizontal_8bpc / Vertical_8bpc, ImagingResampleInner): the same double
+// coefficients, rounded to the same 22-bit fixed point, summed in the same order, so the
+// output is Pillow's to the bit.
+#include "vision/resize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace spelt::vision {
+namespace internal {
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
+constexpr double kBilinearSupport = 1.0;
+
+double BilinearFilter(double x) {
+  if (x < 0.0) x = -x;
+  if (x < 1.0) return 1.0 - x;
+  return 0.0;
+}
+
+// For each output pixel: its first input pixel, the number of input pixels, and that many
+// fixed-point weights at kk[i * ksize].
+struct Coefficients {
+  int ksize = 0;
+  std::vector<int> first;
+  std::vector<int> count;
+  std::vector<int32_t> kk;
+};
+
+// precompute_coeffs + normalize_coeffs_8bpc.
+Coefficients Precompute(int in_size, double in0, double in1, int out_size) {
+  const double scale = (in1 - in0) / out_size;
+  const double filterscale = scale < 1.0 ? 1.0 : scale;
+  const double support = kBilinearSupport * filterscale;
+  Coefficients c;
+  c.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  c.first.resize(out_size);
+  c.count.resize(out_size);
+  c.kk.assign(static_cast<size_t>(out_size) * c.ksize, 0);
+  std::vector<double> k(c.ksize);
+  for (int xx = 0; xx < out_size; ++xx) {
+    const double center = in0 + (xx + 0.5) * scale;
+    double ww = 0.0;
+    const double ss = 1.0 / filterscale;
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > in_size) xmax = in_size;
+    xmax -= xmin;
+    for (int x = 0; x < xmax; ++x) {
+      const double w = BilinearFilter((x + xmin - center + 0.5) * ss);
+      k[x] = w;
+      ww += w;
+    }
+    int32_t* out = &c.kk[static_cast<size_t>(xx) * c.ksize];
+    for (int x = 0; x < xmax; ++x) {
+      const double v = ww != 0.0 ? k[x] / ww : k[x];
+      out[x] = v < 0 ? static_cast<int32_t>(-0.5 + v * (1 << kPrecisionBits))
+                     : static_cast<int32_t>(0.5 + v * (1 << kPrecisionBits));
+    }
+    c.first[xx] = xmin;
+    c.count[xx] = xmax;
+  }
+  return c;
+}
+
+inline uint8_t Clip8(int32_t in) {
+  if (in >= (1 << kPrecisionBits << 8)) return 255;
+  if (in <= 0) return 0;
+  return static_cast<uint8_t>(in >> kPrecisionBits);
+}
+
+// Rows [row0, row0 + out.height) of `in`, resampled horizontally into `out`.
+template <int C>
+void Horizontal(const ImageView& in, int row0, const Coefficients& c, Image& out) {
+  for (int yy = 0; yy < out.height; ++yy) {
+    const uint8_t* src = in.row(yy + row0);
+    uint8_t* dst = out.row(yy);
+    for (int xx = 0; xx < out.width; ++xx) {
+      const int xmin = c.first[xx];
+      const int n = c.count[xx];
+      const int32_t* k = &c.kk[static_cast<size_t>(xx) * c.ksize];
+      int32_t ss[C];
+      for (int ch = 0; ch < C; ++ch) ss[ch] = 1 << (kPrecisionBits - 1);
+      const uint8_t* p = src + static_cast<size_t>(xmin) * C;
+      for (int x = 0; x < n; ++x) {
+        for (int ch = 0; ch < C; ++ch) ss[ch] += p[x * C + ch] * k[x];
+      }
+      for (int ch = 0; ch < C; ++ch) dst[xx * C + ch] = Clip8(ss[ch]);
+    }
+  }
+}
+
+// Rows first[yy] - row_shift ... of `in`, resampled vertically into `out`.
+template <int C>
+void Vertical(const ImageView& in, int row_shift, const Coefficients& c, Image& out) {
+  const size_t row_bytes = out.row_bytes();
+  std::vector<int32_t> acc(row_bytes);
+  for (int yy = 0; yy < out.height; ++yy) {
+    const int ymin = c.first[yy] - row_shift;
+    const int n = c.count[yy];
+    const int32_t* k = &c.kk[static_cast<size_t>(yy) * c.ksize];
+    std::fill(acc.begin(), acc.end(), 1 << (kPrecisionBits - 1));
+    for (int y = 0; y < n; ++y) {
+      const uint8_t* src = in.row(ymin + y);
+      const int32_t w = k[y];
+      for (size_t i = 0; i < row_bytes; ++i) acc[i] += src[i] * w;
+    }
+    uint8_t* dst = out.row(yy);
+    for (size_t i = 0; i < row_bytes; ++i) dst[i] = Clip8(acc[i]);
+  }
+}
+
+template <int C>
+Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, int out_height,
+               int out_width) {
+  const bool need_horizontal = out_width != in.width || x0 != 0 || x1 != out_width;
+  const bool need_vertical = out_height != in.height || y0 != 0 || y1 != out_height;
+  const Coefficients vert = Precompute(in.height, y0, y1, out_height);
+  ImageView src = in;
+  Image temp;
+  int row_shift = 0;
+  if (need_horizontal) {
+    const Coefficients horiz = Precompute(in.width, x0, x1, out_width);
+    // Only the rows the vertical pass reads (ybox_first .. ybox_last).
+    const int first = vert.first[0];
+    const int last = vert.first[out_height - 1] + vert.count[out_height - 1];
+    temp = Image::Zeros(last - first, out_width, C);
+    Horizontal<C>(in, first, horiz, temp);
+    row_shift = first;
+    src = {temp.pixels.data(), temp.height, temp.width, C, temp.row_bytes()};
+  }
+  if (need_vertical) {
+    Image out = Image::Zeros(out_height, src.width, C);
+    Vertical<C>(src, row_shift, vert, out);
+    return out;
+  }
+  if (need_horizontal) return temp;
+  Image copy = Image::Zeros(in.height, in.width, C);
+  for (int y = 0; y < in.height; ++y) std::memcpy(copy.row(y), in.row(y), copy.row_bytes());
+  return copy;
+}
+
+}  // namespace
+
+Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, double y1,
+                       int out_height, int out_width) {
+  switch (in.channels) {
+    case 1:
+      return Resample<1>(in, x0, y0, x1, y1, out_height, out_width);
+    case 2:
+      return Resample<2>(in, x0, y0, x1, y1, out_height, out_width);
+    case 3:
+      return Resample<3>(in, x0, y0, x1, y1, out_height, out_width);
+    case 4:
+      return Resample<4>(in, x0, y0, x1, y1, out_height, out_width);
+    default:
+      throw std::invalid_argument("ResizeBilinearAntialias: channels must be 1 to 4, got " +
+                                  std::to_string(in.channels));
+  }
+}
+
+}  // namespace internal
+
+namespace {
+
+void CheckResize(const Image& image, int out_height, int out_width) {
+  if (image.height < 1 || image.width < 1 || out_height < 1 || out_width < 1 ||
+      image.pixels.size() != static_cast<size_t>(image.height) * image.row_bytes()) {
+    throw std::invalid_argument("ResizeBilinearAntialias: cannot resize an image of " +
+                                std::to_string(image.height) + "x" + std::to_string(image.width) +
+                                "x" + std::to_string(image.channels) + " (" +
+                                std::to_string(image.pixels.size()) + " bytes) to " +
+                                std::to_string(out_height) + "x" + std::to_string(out_width));
+  }
+}
+
+internal::ImageView ViewOf(const Image& image) {
+  return {image.pixels.data(), image.height, image.width, image.channels, image.row_bytes()};
+}
+
+}  // namespace
+
+Image ResizeBilinearAntialias(const Image& image, int out_height, int out_width) {
+  CheckResize(image, out_height, out_width);
+  return internal::ResampleBilinear(ViewOf(image), 0, 0, image.width, image.height, out_height,
+                                    out_width);
+}
+
+Image ResizeBilinearAntialiasBox(const Image& image, double x0, double y0, double x1, double y1,
+                                 int out_height, int out_width) {
+  CheckResize(image, out_height, out_width);
+  if (!(0 <= x0 && x0 < x1 && x1 <= image.width && 0 <= y0 && y0 < y1 && y1 <= image.height)) {
+    throw std::invalid_argument("ResizeBilinearAntialiasBox: box outside the image");
+  }
+  return internal::ResampleBilinear(ViewOf(image), x0, y0, x1, y1, out_height, out_width);
+}
+
+}  // namespace spelt::vision

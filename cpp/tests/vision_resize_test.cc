@@ -1,0 +1,118 @@
+// Tests of ResizeBilinearAntialias and FlipHorizontal (spelt/vision.h) against Pillow 13's
+// Image.resize(..., BILINEAR): fixtures written by cpp/tests/data/vision/make_fixtures.py.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "spelt/vision.h"
+#include "vision_test_util.h"
+
+namespace spelt::vision {
+namespace {
+
+using testing::Fixture;
+
+// make_fixtures.py's pattern(): (x * 37 + y * 91 + c * 53 + ((x * y) % 29) * 5) & 255.
+Image Pattern(int height, int width, int channels) {
+  Image image = Image::Zeros(height, width, channels);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        image.row(y)[x * channels + c] =
+            static_cast<uint8_t>((x * 37 + y * 91 + c * 53 + ((x * y) % 29) * 5) & 255);
+      }
+    }
+  }
+  return image;
+}
+
+Image FromFixture(const std::string& name, int height, int width, int channels) {
+  Image image = Image::Zeros(height, width, channels);
+  image.pixels = Fixture(name);
+  EXPECT_EQ(image.pixels.size(), static_cast<size_t>(height) * width * channels) << name;
+  return image;
+}
+
+struct ResizeCase {
+  int in_h, in_w, channels, out_h, out_w;
+};
+
+TEST(VisionResizeTest, EqualsPillowBilinear) {
+  const ResizeCase kCases[] = {
+      {29, 41, 3, 7, 10},   // down in both
+      {29, 41, 3, 60, 17},  // up, down
+      {29, 41, 3, 29, 13},  // horizontal only
+      {29, 41, 3, 5, 41},   // vertical only
+      {29, 41, 3, 40, 55},  // up in both
+      {29, 41, 1, 11, 11},  // grayscale
+      {1, 1, 3, 3, 2},      // 1x1
+  };
+  for (const ResizeCase& c : kCases) {
+    const std::string name = "resize_" + std::to_string(c.in_h) + "x" + std::to_string(c.in_w) +
+                             "x" + std::to_string(c.channels) + "_to_" + std::to_string(c.out_h) +
+                             "x" + std::to_string(c.out_w) + ".raw";
+    const Image expected = FromFixture(name, c.out_h, c.out_w, c.channels);
+    const Image got =
+        ResizeBilinearAntialias(Pattern(c.in_h, c.in_w, c.channels), c.out_h, c.out_w);
+    ASSERT_EQ(got.height, c.out_h);
+    ASSERT_EQ(got.width, c.out_w);
+    ASSERT_EQ(got.channels, c.channels);
+    EXPECT_LE(testing::MaxAbsDiff(got, expected), 1) << name;
+    EXPECT_EQ(got.pixels, expected.pixels) << name;  // in fact bit-exact
+  }
+}
+
+TEST(VisionResizeTest, BoxEqualsPillowBox) {
+  const Image expected = FromFixture("resize_29x41x3_to_9x12_box.raw", 9, 12, 3);
+  const Image got = ResizeBilinearAntialiasBox(Pattern(29, 41, 3), 2.5, 1.25, 30.75, 20.5, 9, 12);
+  EXPECT_EQ(got.pixels, expected.pixels);
+}
+
+TEST(VisionResizeTest, SameSizeIsACopy) {
+  const Image in = Pattern(5, 7, 3);
+  EXPECT_EQ(ResizeBilinearAntialias(in, 5, 7).pixels, in.pixels);
+}
+
+TEST(VisionResizeTest, EqualsPillowOnPhotographs) {
+  for (const char* name : {"china.jpg", "flower.jpg"}) {
+    const auto photo = testing::Photo(name);
+    if (!photo) GTEST_SKIP() << "no " << name << " (set SPELT_TEST_PHOTOS_DIR)";
+    const Image image = DecodeJpeg(*photo);
+    for (auto [h, w] : {std::pair{224, 224}, std::pair{200, 300}, std::pair{213, 320}}) {
+      const std::string what = "resize_" + std::to_string(h) + "x" + std::to_string(w);
+      const auto golden = testing::Golden(name, what);
+      ASSERT_TRUE(golden.has_value()) << name << " " << what;
+      EXPECT_EQ(testing::Fnv1a64(ResizeBilinearAntialias(image, h, w).pixels), *golden)
+          << name << " " << what;
+    }
+  }
+}
+
+TEST(VisionResizeTest, RejectsBadSizes) {
+  const Image in = Pattern(4, 4, 3);
+  EXPECT_THROW(ResizeBilinearAntialias(in, 0, 3), std::invalid_argument);
+  EXPECT_THROW(ResizeBilinearAntialias(Image{}, 3, 3), std::invalid_argument);
+  EXPECT_THROW(ResizeBilinearAntialiasBox(in, 0, 0, 5, 4, 2, 2), std::invalid_argument);
+  EXPECT_THROW(ResizeBilinearAntialiasBox(in, 2, 0, 2, 4, 2, 2), std::invalid_argument);
+}
+
+TEST(VisionFlipTest, MirrorsEachRow) {
+  const Image in = Pattern(3, 5, 3);
+  const Image out = FlipHorizontal(in);
+  ASSERT_EQ(out.pixels.size(), in.pixels.size());
+  for (int y = 0; y < 3; ++y) {
+    for (int x = 0; x < 5; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        EXPECT_EQ(out.row(y)[x * 3 + c], in.row(y)[(4 - x) * 3 + c]);
+      }
+    }
+  }
+  EXPECT_EQ(FlipHorizontal(out).pixels, in.pixels);
+  const Image one = Pattern(1, 1, 1);
+  EXPECT_EQ(FlipHorizontal(one).pixels, one.pixels);
+}
+
+}  // namespace
+}  // namespace spelt::vision
