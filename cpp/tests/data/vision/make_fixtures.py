@@ -1,5 +1,6 @@
-"""Writes the fixtures of cpp/tests/vision_*_test.cc with Pillow (run from anywhere with a
-Python that has numpy and Pillow; the files are committed, so this reruns only to change them):
+"""Writes the fixtures of the `vision_*_test.cc` tests in cpp/tests/ with Pillow (run from
+anywhere with a Python that has numpy and Pillow; the files are committed, so this reruns only
+to change them):
 
     python cpp/tests/data/vision/make_fixtures.py
 
