@@ -77,5 +77,6 @@ if(SPELT_STATIC_CODECS AND NOT SPELT_MISSING_DEPENDENCIES)
   spelt_link_static_archives(PkgConfig::SPELT_SNAPPY snappy)
   spelt_link_static_archives(PkgConfig::SPELT_ZLIB z)
   spelt_link_static_archives(PkgConfig::SPELT_ISAL isal)
-  spelt_link_static_archives(PkgConfig::SPELT_JPEG jpeg)
+  # Not libjpeg: Debian's libjpeg.a is not position-independent, so the extension module links
+  # libjpeg.so.62 and auditwheel grafts it into the wheel (as ISA-L's, see docs/install.md).
 endif()

@@ -17,6 +17,8 @@ void RegisterErrors(nb::module_& m) {
   static nb::exception<CorruptFileError> corrupt(m, "CorruptFileError", PyExc_ValueError);
   static nb::exception<UnsupportedError> unsupported(m, "UnsupportedError",
                                                      PyExc_NotImplementedError);
+  // Undecodable image bytes (spelt.vision's native path): "corrupt JPEG image (N bytes): ...".
+  static nb::exception<CorruptImageError> corrupt_image(m, "CorruptImageError", PyExc_ValueError);
   // A sampler reading a shard that owns no records: Grain raises ZeroDivisionError there.
   static nb::exception<EmptyShardError> empty_shard(m, "EmptyShardError", PyExc_ZeroDivisionError);
   // Failures of the operating system (open, read, write) become OSError with their errno.

@@ -47,6 +47,9 @@ void RegisterStageStats(nb::module_& m);
 void RegisterThreadPrefetch(nb::module_& m);
 // bind_interleave.cc: interleave and interleave_lazy. After RegisterDatasets.
 void RegisterInterleave(nb::module_& m);
+// bind_vision.cc: ImageOp, image_op and the image_* methods of the datasets. After
+// RegisterDatasets and RegisterSamplers.
+void RegisterVision(nb::module_& m);
 
 }  // namespace spelt::python
 

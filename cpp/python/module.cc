@@ -31,6 +31,7 @@ NB_MODULE(_core, m) {
   RegisterStageStats(m);
   RegisterThreadPrefetch(m);
   RegisterInterleave(m);
+  RegisterVision(m);
 }
 
 }  // namespace spelt::python

@@ -81,6 +81,7 @@ class _RecordOps:
     _MAP, _FILTER, _WITH_INDEX, _RANDOM = range(4)
 
     def __init__(self, operations: Sequence[Any], sampler: Any, shard: sharding.ShardOptions):
+        self._operations = list(operations)
         self._steps = []
         for op in operations:  # Grain's dispatch order (data_loader._apply_transform_to_dataset)
             if isinstance(op, transforms.Map):
@@ -100,6 +101,19 @@ class _RecordOps:
         if self._engine is None:
             self._engine = (sharding.engine_options(self._shard), _native_sampler(self._sampler))
         return self._engine
+
+    def _spelt_native_node(self, parent_node: Any) -> Any:
+        """The engine node that runs these operations natively, when all are image ops on one
+        field (spelt.vision, spelt/image_ops.h) and, if any is random, Spelt's sampler has a
+        seed; None otherwise (they run as this Python function). Its random ops share the
+        record's generator, as here."""
+        ops = [getattr(op, "_spelt_image_op", lambda: None)() for op in self._operations]
+        if not ops or None in ops or len({op.field for op in self._operations}) != 1:
+            return None
+        shard, native = self._engine_objects()
+        if native is None or (any(op.random for op in ops) and native.rng_key(0) is None):
+            return None
+        return parent_node.image_record_map(ops, native, shard)
 
     def _record_rng(self, g: int) -> np.random.Generator | None:
         native = self._engine_objects()[1]

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
 import numpy as np
 
+from spelt import _core
 from spelt import transforms
 from spelt.vision import _image, resize
 
@@ -109,6 +111,24 @@ class RandomResizedCrop(transforms.RandomMap):
         crop = image[top : top + h, left : left + w]
         return resize.resize_image(crop, *self.size, self.interpolation)
 
+    fuses_decode = True  # a DecodeImage just before it decodes only the crop (native path)
+
+    def _spelt_image_op(self) -> Any:
+        """The native op (spelt/image_ops.h; fused with a JPEG decode just before it) for
+        bilinear resampling; None otherwise. Its reference only raises the input errors."""
+        if type(self) is not RandomResizedCrop or self.interpolation != "bilinear":
+            return None
+        return _core.image_op(
+            "RandomResizedCrop",
+            self.field,
+            height=self.size[0],
+            width=self.size[1],
+            scale=self.scale,
+            ratio=self.ratio,
+            reference=functools.partial(self._crop, rng=None),
+            resize=resize.bilinear,
+        )
+
 
 @dataclasses.dataclass
 class CenterCrop(transforms.Map):
@@ -146,3 +166,12 @@ class CenterCrop(transforms.Map):
         top = round((image.shape[0] - height) / 2)
         left = round((image.shape[1] - width) / 2)
         return image[top : top + height, left : left + width].copy()
+
+    def _spelt_image_op(self) -> Any:
+        """The native op (spelt/image_ops.h); None for a subclass."""
+        if type(self) is not CenterCrop:
+            return None
+        height, width = self.size
+        return _core.image_op(
+            "CenterCrop", self.field, height=height, width=width, reference=self._crop
+        )

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from spelt import _core
 from spelt import transforms
 from spelt.vision import _image
 
@@ -79,6 +80,22 @@ class DecodeImage(transforms.Map):
 
     def map(self, element: Any) -> Any:
         return _image.apply_to_field(element, self.field, self.decode)
+
+    defers_decode = True  # _spelt_image_op(defer_decode=True) hands a JPEG on undecoded
+
+    def _spelt_image_op(self, defer_decode: bool = False) -> Any:
+        """The native op (spelt/image_ops.h: JPEG with libjpeg-turbo, the rest through
+        ``decode``) for mode RGB without EXIF orientation; None otherwise. ``defer_decode``:
+        a JPEG leaves it undecoded, for a RandomResizedCrop or Resize to decode fused."""
+        if type(self) is not DecodeImage or self.mode != "RGB" or self.exif_orientation:
+            return None
+        return _core.image_op(
+            "DecodeImage",
+            self.field,
+            defer_decode=defer_decode,
+            reference=self.decode,
+            decode=self.decode,
+        )
 
     def decode(self, data: Any) -> np.ndarray:
         """Decodes one encoded image (the bytes alone, without the ``field`` lookup)."""

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Any
 
 import numpy as np
 
 from spelt import _args
+from spelt import _core
 from spelt import transforms
 from spelt.vision import _image
 
@@ -43,3 +45,10 @@ class RandomHorizontalFlip(transforms.RandomMap):
         if rng.random() < self.p:
             return np.ascontiguousarray(image[:, ::-1])
         return image
+
+    def _spelt_image_op(self) -> Any:
+        """The native op (spelt/image_ops.h: one draw, as here); None for a subclass."""
+        if type(self) is not RandomHorizontalFlip:
+            return None
+        reference = functools.partial(self._flip, rng=None)  # raises the input errors only
+        return _core.image_op("RandomHorizontalFlip", self.field, p=self.p, reference=reference)

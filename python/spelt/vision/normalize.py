@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from spelt import _args
+from spelt import _core
 from spelt import transforms
 from spelt.vision import _image
 
@@ -123,3 +124,22 @@ class Normalize(transforms.Map):
         if self.layout == "CHW":
             out = out.transpose(2, 0, 1)
         return np.ascontiguousarray(out.astype(_numpy_dtype(self.dtype), copy=False))
+
+    def _spelt_image_op(self) -> Any:
+        """The native op (spelt/image_ops.h: the same float32 arithmetic, as a table) for
+        float32 output with a mean and std that are both numbers or both per channel (numpy's
+        broadcasting of one against the other is left to this reference); None otherwise."""
+        if type(self) is not Normalize or self.dtype != "float32":
+            return None
+        if isinstance(self.mean, tuple) != isinstance(self.std, tuple):
+            return None
+        per_channel = isinstance(self.mean, tuple)
+        return _core.image_op(
+            "Normalize",
+            self.field,
+            mean=list(self.mean) if per_channel else [self.mean],
+            std=list(self.std) if per_channel else [self.std],
+            per_channel=per_channel,
+            chw=self.layout == "CHW",
+            reference=self._normalize,
+        )

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from spelt import _core
 from spelt import transforms
 from spelt.vision import _image
 
@@ -47,6 +48,12 @@ def resize_image(image: np.ndarray, height: int, width: int, interpolation: str)
     img = _image.to_pil(image)
     resample = getattr(_image.pil_image().Resampling, interpolation.upper())
     return _image.from_pil(img.resize((width, height), resample))
+
+
+def bilinear(image: np.ndarray, height: int, width: int) -> np.ndarray:
+    """``resize_image(image, height, width, "bilinear")`` (the native path's fallback for
+    4-channel images)."""
+    return resize_image(image, height, width, "bilinear")
 
 
 def shorter_side_shape(height: int, width: int, size: int) -> tuple[int, int]:
@@ -99,3 +106,21 @@ class Resize(transforms.Map):
             height, width = _image.size_pair(self.size, "Resize")
         check_output_size(height, width, image.shape[2], "Resize")
         return resize_image(image, height, width, self.interpolation)
+
+    fuses_decode = True  # a DecodeImage just before it decodes with DCT scaling (native path)
+
+    def _spelt_image_op(self) -> Any:
+        """The native op (spelt/image_ops.h) for bilinear resampling; None otherwise."""
+        if type(self) is not Resize or self.interpolation != "bilinear":
+            return None
+        exact = not _image.is_int(self.size)
+        height, width = _image.size_pair(self.size, "Resize") if exact else (0, 0)
+        return _core.image_op(
+            "Resize",
+            self.field,
+            height=height,
+            width=width,
+            shorter_side=0 if exact else int(self.size),
+            reference=self._resize,
+            resize=bilinear,
+        )

@@ -1,0 +1,106 @@
+// spelt/image_ops.h: spelt.vision's transforms (python/spelt/vision/) as engine functions, so
+// that a pipeline decodes and augments images on the engine's threads without Python
+// (issue 23). Each ImageOp is one transform with its parameters; ApplyImageOps runs a chain of
+// them on an element, reading the image at the element or at one field of a dict element, and
+// returns the element with that image replaced, as the Python reference does. The kernels are
+// those of spelt/vision.h; where a DecodeImage of a JPEG is directly followed by a
+// RandomResizedCrop or a Resize, the two run as the fused DecodeJpegCropResize (only the crop's
+// rows and columns are decoded; see spelt/vision.h for its exactness), also across chains
+// through ImageOp::defer_decode.
+//
+// Elements: the image leaf is encoded bytes (a bytes String or a 1-D uint8 array) before a
+// DecodeImage and a uint8 array of shape (height, width, channels), channels 1, 3 or 4, after
+// it. DecodeImage gives RGB (3 channels); Normalize gives float32, HWC or CHW, and ends what a
+// chain can do natively (later ops take uint8 images).
+//
+// Fallbacks: what the kernels do not take is handed to ImageOpFallbacks, which the Python face
+// fills with its reference implementation (non-JPEG bytes to its Pillow decoder, 4-channel
+// images to Pillow's resize, anything else to the transform itself so that its own error is
+// raised). An empty fallback makes such input a std::invalid_argument naming the transform.
+//
+// Random draws: RandomResizedCrop and RandomHorizontalFlip draw from the Philox stream given to
+// ApplyImageOps, in the order and kinds of numpy's Generator (PhiloxCropDraws), so a chain
+// draws what the Python reference draws from the Generator built on the same stream. One stream
+// serves the whole chain, as one Generator serves all of a DataLoader record's RandomMaps.
+//
+// Thread-safety: ImageOp is an immutable value; ApplyImageOps may run on any number of threads
+// at once (each call has its own decoder state). Fallbacks are called from those threads and
+// must be thread-safe themselves (the Python face takes the GIL in them).
+#ifndef SPELT_IMAGE_OPS_H_
+#define SPELT_IMAGE_OPS_H_
+
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spelt/random.h"
+#include "spelt/value.h"
+
+namespace spelt::vision {
+
+// One transform of spelt.vision and its parameters (the Python classes' fields).
+struct ImageOp {
+  enum class Kind {
+    kDecode,                // DecodeImage(mode="RGB", exif_orientation=False)
+    kRandomResizedCrop,     // RandomResizedCrop(size, scale, ratio, interpolation="bilinear")
+    kResize,                // Resize(size, interpolation="bilinear")
+    kCenterCrop,            // CenterCrop(size)
+    kRandomHorizontalFlip,  // RandomHorizontalFlip(p)
+    kNormalize,             // Normalize(mean, std, dtype="float32", layout)
+  };
+  Kind kind = Kind::kDecode;
+  // nullopt: the element is the image; else element[field] of a dict element.
+  std::optional<std::string> field;
+  // The output (height, width) of RandomResizedCrop, CenterCrop and an exact Resize.
+  int height = 0;
+  int width = 0;
+  // Resize to a shorter side of this many pixels (torchvision's rule); 0 for an exact size.
+  int shorter_side = 0;
+  std::pair<double, double> scale{0.08, 1.0};               // RandomResizedCrop
+  std::pair<double, double> ratio{3.0 / 4.0, 4.0 / 3.0};    // RandomResizedCrop
+  double p = 0.5;                                           // RandomHorizontalFlip
+  // Normalize: one value per channel (per_channel; an image with another number of channels
+  // goes to the reference, which raises), or one value for every channel.
+  std::vector<float> mean;
+  std::vector<float> std;
+  bool per_channel = false;
+  bool chw = false;  // Normalize: CHW output layout (else HWC)
+  // DecodeImage: a JPEG leaves the chain undecoded, as an Opaque leaf that decodes in full when
+  // unpacked, so that a RandomResizedCrop or Resize in the next chain (of the next dataset
+  // node) fuses it with its decode. For a decode whose only reader is such a chain.
+  bool defer_decode = false;
+  // A short name for messages, e.g. "RandomResizedCrop".
+  std::string_view name() const;
+  // True for the ops that draw random numbers.
+  bool random() const {
+    return kind == Kind::kRandomResizedCrop || kind == Kind::kRandomHorizontalFlip;
+  }
+};
+
+// What the kernels leave to the caller; see the header comment. Each may be empty.
+struct ImageOpFallbacks {
+  // The transform's reference applied to an image leaf the kernels do not take (not bytes for
+  // a decode, not a uint8 HWC array after it, channels that differ from Normalize's): it
+  // returns the op's output for that leaf or throws the transform's own error. For a random op
+  // it must throw (std::logic_error if it returns: it would have drawn from another stream).
+  std::function<Value(const Value& leaf)> op;
+  // Decodes bytes that are not a JPEG (PNG, WebP) into a uint8 HWC array.
+  std::function<Array(std::span<const uint8_t> data)> decode;
+  // Resizes a 4-channel image (Pillow premultiplies alpha) to (height, width).
+  std::function<Array(const Array& image, int height, int width)> resize;
+};
+
+// Applies ops[0], ops[1], ... to `element` (all ops act on the same field: REQUIRES equal
+// `field`s, else std::invalid_argument). `fallbacks` has one entry per op, or is empty.
+// `rng` is required if any op is random(). Throws CorruptImageError (spelt/errors.h) for
+// undecodable JPEG bytes, std::invalid_argument for bad input without a fallback, and
+// whatever a fallback throws.
+Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
+                    const Value& element, Philox* rng);
+
+}  // namespace spelt::vision
+
+#endif  // SPELT_IMAGE_OPS_H_

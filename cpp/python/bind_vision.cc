@@ -1,0 +1,188 @@
+// spelt.vision's native path (spelt/image_ops.h) in spelt._core: ImageOp objects made from the
+// Python transforms (python/spelt/vision/_native.py), and the MapDataset / IterDataset methods
+// that run a chain of them on the engine's threads without the GIL:
+//   image_op(kind, field, ..., reference, decode, resize) -> ImageOp
+//   MapDataset.image_map(ops) / image_random_map(ops, words) / image_record_map(ops, sampler)
+//   IterDataset.image_map(ops) / image_random_map(ops, words)
+// The Python callables an ImageOp holds are its fallbacks (spelt/image_ops.h), called with the
+// GIL taken only for what the kernels do not take.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bindings.h"
+#include "gil.h"
+#include "py_value.h"
+#include "spelt/dataset.h"
+#include "spelt/image_ops.h"
+#include "spelt/sampler.h"
+
+using namespace nanobind::literals;
+
+namespace spelt::python {
+namespace {
+
+using vision::ImageOp;
+using vision::ImageOpFallbacks;
+
+// One transform and its Python fallbacks.
+struct PyImageOp {
+  ImageOp op;
+  ImageOpFallbacks fallbacks;
+};
+
+// A chain: the ops and their fallbacks side by side, as ApplyImageOps takes them.
+struct Chain {
+  std::vector<ImageOp> ops;
+  std::vector<ImageOpFallbacks> fallbacks;
+  bool random = false;
+
+  Value operator()(const Value& element, Philox* rng) const {
+    return vision::ApplyImageOps(ops, fallbacks, element, rng);
+  }
+};
+
+Chain ChainOf(const std::vector<const PyImageOp*>& ops) {
+  if (ops.empty()) throw std::invalid_argument("image ops: an empty chain");
+  Chain chain;
+  for (const PyImageOp* op : ops) {
+    chain.ops.push_back(op->op);
+    chain.fallbacks.push_back(op->fallbacks);
+    chain.random = chain.random || op->op.random();
+  }
+  return chain;
+}
+
+ImageOp::Kind KindOf(const std::string& kind) {
+  static const std::pair<const char*, ImageOp::Kind> kKinds[] = {
+      {"DecodeImage", ImageOp::Kind::kDecode},
+      {"RandomResizedCrop", ImageOp::Kind::kRandomResizedCrop},
+      {"Resize", ImageOp::Kind::kResize},
+      {"CenterCrop", ImageOp::Kind::kCenterCrop},
+      {"RandomHorizontalFlip", ImageOp::Kind::kRandomHorizontalFlip},
+      {"Normalize", ImageOp::Kind::kNormalize},
+  };
+  for (const auto& [name, k] : kKinds) {
+    if (kind == name) return k;
+  }
+  throw std::invalid_argument("image_op: unknown kind '" + kind + "'");
+}
+
+// The fallbacks over Python callables (None: no fallback). Each takes the GIL.
+ImageOpFallbacks FallbacksOf(nb::object reference, nb::object decode, nb::object resize) {
+  ImageOpFallbacks f;
+  if (!reference.is_none()) {
+    f.op = [ref = MakePyRef(reference)](const Value& leaf) {
+      GilAcquire gil;
+      return ToValue(nb::handle(ref.get())(ToPython(leaf)));
+    };
+  }
+  if (!decode.is_none()) {
+    f.decode = [ref = MakePyRef(decode)](std::span<const uint8_t> data) {
+      GilAcquire gil;
+      nb::bytes bytes(reinterpret_cast<const char*>(data.data()), data.size());
+      return ToValue(nb::handle(ref.get())(bytes)).AsArray();
+    };
+  }
+  if (!resize.is_none()) {
+    f.resize = [ref = MakePyRef(resize)](const Array& image, int height, int width) {
+      GilAcquire gil;
+      return ToValue(nb::handle(ref.get())(ToPython(Value(image)), height, width)).AsArray();
+    };
+  }
+  return f;
+}
+
+template <typename D>
+void BindImageMaps(nb::handle cls) {
+  constexpr bool kMap = std::is_same_v<D, MapDataset>;
+  nb::setattr(cls, "image_map", nb::cpp_function([](const D& d, std::vector<const PyImageOp*> ops) {
+    Chain chain = ChainOf(ops);
+    if (chain.random) throw std::invalid_argument("image_map: a random op needs image_random_map");
+    MapFn fn = [chain = std::move(chain)](Value v) { return chain(v, nullptr); };
+    if constexpr (kMap) return d.Map(std::move(fn), /*serial=*/false);
+    else return d.Map(std::move(fn));
+  }, nb::scope(cls), nb::name("image_map"), nb::is_method(), "ops"_a,
+     "Map by native image ops (spelt/image_ops.h), called concurrently without the GIL."));
+  nb::setattr(cls, "image_random_map", nb::cpp_function(
+      [](const D& d, std::vector<const PyImageOp*> ops, std::vector<uint32_t> words) {
+    Chain chain = ChainOf(ops);
+    RandomMapFn fn = [chain = std::move(chain)](Value v, Philox& rng) { return chain(v, &rng); };
+    if constexpr (kMap) return d.RandomMap(std::move(fn), AnySeed(std::move(words)), false);
+    else return d.RandomMap(std::move(fn), AnySeed(std::move(words)));
+  }, nb::scope(cls), nb::name("image_random_map"), nb::is_method(), "ops"_a, "words"_a,
+     "random_map by native image ops, drawing from random_map's Philox stream."));
+}
+
+}  // namespace
+
+void RegisterVision(nb::module_& m) {
+  nb::class_<PyImageOp>(m, "ImageOp", "One spelt.vision transform for the native path.")
+      .def_prop_ro("name", [](const PyImageOp& o) { return std::string(o.op.name()); })
+      .def_prop_ro("random", [](const PyImageOp& o) { return o.op.random(); });
+
+  m.def("image_op", [](const std::string& kind, std::optional<std::string> field, int height,
+                       int width, int shorter_side, std::pair<double, double> scale,
+                       std::pair<double, double> ratio, double p, std::vector<float> mean,
+                       std::vector<float> std, bool per_channel, bool chw, bool defer_decode,
+                       nb::object reference,
+                       nb::object decode, nb::object resize) {
+    PyImageOp o;
+    o.op.kind = KindOf(kind);
+    o.op.field = std::move(field);
+    o.op.height = height;
+    o.op.width = width;
+    o.op.shorter_side = shorter_side;
+    o.op.scale = scale;
+    o.op.ratio = ratio;
+    o.op.p = p;
+    o.op.mean = std::move(mean);
+    o.op.std = std::move(std);
+    o.op.per_channel = per_channel;
+    o.op.chw = chw;
+    o.op.defer_decode = defer_decode;
+    if (o.op.kind == ImageOp::Kind::kNormalize && (o.op.mean.empty() || o.op.std.empty())) {
+      throw std::invalid_argument("image_op: Normalize needs mean and std");
+    }
+    o.fallbacks = FallbacksOf(std::move(reference), std::move(decode), std::move(resize));
+    return o;
+  }, "kind"_a, "field"_a.none(), "height"_a = 0, "width"_a = 0, "shorter_side"_a = 0,
+     "scale"_a = std::pair(0.08, 1.0), "ratio"_a = std::pair(3.0 / 4.0, 4.0 / 3.0),
+     "p"_a = 0.5, "mean"_a = std::vector<float>{}, "std"_a = std::vector<float>{},
+     "per_channel"_a = false, "chw"_a = false, "defer_decode"_a = false, "reference"_a.none() = nb::none(), "decode"_a.none() = nb::none(),
+     "resize"_a.none() = nb::none(),
+     "An ImageOp (spelt/image_ops.h); reference(leaf), decode(bytes) and resize(image, h, w) "
+     "are the Python fallbacks.");
+
+  BindImageMaps<MapDataset>(nb::type<MapDataset>());
+  BindImageMaps<IterDataset>(nb::type<IterDataset>());
+
+  // A DataLoader's per-record operations when all are image ops: element k of this shard is
+  // record g = shard.global_index(k), and the chain's random ops share the record's generator,
+  // numpy's Generator(Philox(key=sampler.rng_key(g))) (Grain's metadata.rng).
+  nb::handle map_dataset = nb::type<MapDataset>();
+  nb::setattr(map_dataset, "image_record_map", nb::cpp_function(
+      [](const MapDataset& d, std::vector<const PyImageOp*> ops,
+         std::shared_ptr<const Sampler> sampler, const ShardOptions& shard) {
+    Chain chain = ChainOf(ops);
+    MapWithIndexFn fn = [chain = std::move(chain), sampler, shard](int64_t local, Value v) {
+      if (!chain.random) return chain(v, nullptr);
+      const std::optional<uint64_t> key = sampler->RngKey(shard.GlobalIndex(local));
+      if (!key) throw std::invalid_argument("image_record_map: the sampler has no seed");
+      Philox rng({*key, 0}, {0, 0, 0, 0});
+      return chain(v, &rng);
+    };
+    return d.MapWithIndex(std::move(fn), /*serial=*/false);
+  }, nb::scope(map_dataset), nb::name("image_record_map"), nb::is_method(), "ops"_a,
+     "sampler"_a, "shard_options"_a,
+     "A DataLoader's per-record image ops (see bind_vision.cc), run without the GIL."));
+}
+
+}  // namespace spelt::python

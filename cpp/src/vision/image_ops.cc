@@ -1,0 +1,475 @@
+// ApplyImageOps (spelt/image_ops.h): spelt.vision's transforms as one pass over an element.
+#include "spelt/image_ops.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+#include "spelt/errors.h"
+#include "spelt/vision.h"
+
+namespace spelt::vision {
+namespace {
+
+using Kind = ImageOp::Kind;
+
+// Output images above this many bytes are refused, as python/spelt/vision/resize.py's
+// MAX_OUTPUT_BYTES (2**31).
+constexpr int64_t kMaxOutputBytes = int64_t{1} << 31;
+
+// JPEG bytes whose decode is put off until the next op says what it needs. `owner` keeps
+// `data` alive; `decoder` holds the DecodeImage's fallbacks.
+struct PendingJpeg {
+  Value owner;
+  std::span<const uint8_t> data;
+  const ImageOpFallbacks* decoder = nullptr;
+};
+
+// The image as it moves along a chain: the leaf as given, JPEG bytes not yet decoded, a uint8
+// image, or a finished array (Normalize's float32 output).
+using Working = std::variant<Value, PendingJpeg, Image, Array>;
+
+bool IsJpeg(std::span<const uint8_t> data) {
+  return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+// The encoded bytes of a leaf: a bytes String or a 1-D uint8 array; nullopt for anything else.
+std::optional<std::span<const uint8_t>> BytesOf(const Value& leaf) {
+  if (leaf.is<String>() && !leaf.as<String>().is_text) {
+    const std::string& s = leaf.as<String>().data;
+    return std::span(reinterpret_cast<const uint8_t*>(s.data()), s.size());
+  }
+  if (leaf.is<Array>()) {
+    const Array& a = leaf.as<Array>();
+    if (a.dtype == DType::kUint8 && a.shape.size() == 1) {
+      return std::span(reinterpret_cast<const uint8_t*>(a.data), a.nbytes());
+    }
+  }
+  return std::nullopt;
+}
+
+// A uint8 (H, W, C) array with H, W >= 1 and C in 1, 3, 4, as python/spelt/vision/_image.py's
+// check_image accepts; nullptr for anything else.
+const Array* ImageArrayOf(const Value& leaf) {
+  if (!leaf.is<Array>()) return nullptr;
+  const Array& a = leaf.as<Array>();
+  if (a.dtype != DType::kUint8 || a.shape.size() != 3 || a.shape[0] < 1 || a.shape[1] < 1) {
+    return nullptr;
+  }
+  const int64_t c = a.shape[2];
+  return (c == 1 || c == 3 || c == 4) ? &a : nullptr;
+}
+
+Image ImageFromArray(const Array& a) {
+  Image image;
+  image.height = static_cast<int>(a.shape[0]);
+  image.width = static_cast<int>(a.shape[1]);
+  image.channels = static_cast<int>(a.shape[2]);
+  const auto* begin = reinterpret_cast<const uint8_t*>(a.data);
+  image.pixels.assign(begin, begin + a.nbytes());
+  return image;
+}
+
+// The image's pixels as an array, without a copy (the array owns the pixel vector).
+Array ArrayFromImage(Image image) {
+  auto pixels = std::make_shared<std::vector<uint8_t>>(std::move(image.pixels));
+  Array a;
+  a.dtype = DType::kUint8;
+  a.shape = {image.height, image.width, image.channels};
+  a.data = reinterpret_cast<const std::byte*>(pixels->data());
+  a.owner = std::move(pixels);
+  return a;
+}
+
+// Calls `native` (a decode of the pending JPEG); bytes it refuses as corrupt go to the
+// DecodeImage's reference decoder, which raises its own error (or decodes them, as Pillow
+// would, and then `from_reference` makes the result from its image).
+template <typename Native, typename FromReference>
+Image DecodeOrReference(const PendingJpeg& pending, Native native, FromReference from_reference) {
+  try {
+    return native();
+  } catch (const CorruptImageError&) {
+    if (pending.decoder == nullptr || !pending.decoder->decode) throw;
+  }
+  return from_reference(ImageFromArray(pending.decoder->decode(pending.data)));
+}
+
+Image DecodePending(const PendingJpeg& pending) {
+  return DecodeOrReference(pending, [&] { return DecodeJpeg(pending.data); },
+                           [](Image image) { return image; });
+}
+
+// JPEG bytes carried undecoded from one chain to the next (ImageOp::defer_decode). It keeps
+// a copy of the DecodeImage's fallbacks, which `pending.decoder` points to.
+class DeferredJpeg final : public Opaque {
+ public:
+  DeferredJpeg(PendingJpeg pending, const ImageOpFallbacks* decoder)
+      : pending_(std::move(pending)), decoder_(decoder ? *decoder : ImageOpFallbacks{}) {
+    pending_.decoder = &decoder_;
+    pending_.data = *BytesOf(pending_.owner);  // where the bytes live now
+  }
+  Value Unpack() const override { return Value(ArrayFromImage(DecodePending(pending_))); }
+  std::string Describe() const override {
+    return "<JPEG image of " + std::to_string(pending_.data.size()) + " bytes, not yet decoded>";
+  }
+  int64_t ByteSize() const override { return static_cast<int64_t>(pending_.data.size()); }
+  const PendingJpeg& pending() const { return pending_; }
+
+ private:
+  PendingJpeg pending_;
+  ImageOpFallbacks decoder_;
+};
+
+// The working image of a leaf: pending JPEG bytes for a DeferredJpeg, else the unpacked leaf.
+Working WorkingOf(const Value& leaf) {
+  if (leaf.is<std::shared_ptr<const Opaque>>()) {
+    if (const auto* deferred = dynamic_cast<const DeferredJpeg*>(
+            leaf.as<std::shared_ptr<const Opaque>>().get())) {
+      // The Opaque itself keeps the bytes alive (no copy of them).
+      return PendingJpeg{leaf, deferred->pending().data, deferred->pending().decoder};
+    }
+  }
+  return leaf.Unpacked();
+}
+
+Value WorkingToValue(Working w, bool defer_decode = false) {
+  if (auto* leaf = std::get_if<Value>(&w)) return std::move(*leaf);
+  if (auto* pending = std::get_if<PendingJpeg>(&w)) {
+    if (defer_decode) {
+      const ImageOpFallbacks* decoder = pending->decoder;
+      return Value(std::shared_ptr<const Opaque>(
+          std::make_shared<DeferredJpeg>(std::move(*pending), decoder)));
+    }
+    return Value(ArrayFromImage(DecodePending(*pending)));
+  }
+  if (auto* image = std::get_if<Image>(&w)) return Value(ArrayFromImage(std::move(*image)));
+  return Value(std::get<Array>(std::move(w)));
+}
+
+void CheckOutputSize(const ImageOp& op, int height, int width, int channels) {
+  const int64_t nbytes = int64_t{height} * width * channels;
+  if (nbytes > kMaxOutputBytes) {
+    throw std::invalid_argument(std::string(op.name()) + ": output image " +
+                                std::to_string(height) + "x" + std::to_string(width) + "x" +
+                                std::to_string(channels) + " would be " + std::to_string(nbytes) +
+                                " bytes, more than the limit of " +
+                                std::to_string(kMaxOutputBytes) + " (2**31) bytes");
+  }
+}
+
+// Python's round((d) / 2) for an int d >= 0: halves to even.
+int HalfRoundedToEven(int d) {
+  const int half = d / 2;
+  return (d % 2 == 0 || half % 2 == 0) ? half : half + 1;
+}
+
+// One chain run: the working image and the draws of its random ops.
+class Run {
+ public:
+  Run(const ImageOp& op, const ImageOpFallbacks* fallbacks, Philox* rng,
+      std::optional<PhiloxCropDraws>& draws)
+      : op_(op), fallbacks_(fallbacks), rng_(rng), draws_(draws) {}
+
+  void Apply(Working& w) {
+    switch (op_.kind) {
+      case Kind::kDecode:
+        return Decode(w);
+      case Kind::kRandomResizedCrop:
+        return RandomResizedCrop(w);
+      case Kind::kResize:
+        return Resize(w);
+      case Kind::kCenterCrop:
+        return CenterCrop(w);
+      case Kind::kRandomHorizontalFlip:
+        return Flip(w);
+      case Kind::kNormalize:
+        return Normalize(w);
+    }
+  }
+
+ private:
+  // The op's reference (ImageOpFallbacks::op) on a leaf the kernels do not take: its output,
+  // or its error. A random op's reference must raise (it would draw from another stream).
+  Value Reference(const Value& leaf, const char* expected) {
+    if (fallbacks_ == nullptr || !fallbacks_->op) {
+      throw std::invalid_argument(std::string(op_.name()) + ": expected " + expected + ", got " +
+                                  leaf.Describe());
+    }
+    Value out = fallbacks_->op(leaf);
+    if (op_.random()) {
+      throw std::logic_error(std::string(op_.name()) + ": its reference accepted " +
+                             leaf.Describe() + ", which the native path refused");
+    }
+    return out;
+  }
+
+  // The working image as a uint8 image (decoding pending JPEG bytes in full), or nullptr when
+  // it is not one: then the op's reference ran on it and its output is in `w`.
+  Image* ImageOrReference(Working& w) {
+    static constexpr char kExpected[] = "a uint8 array (height, width, 1|3|4)";
+    if (auto* pending = std::get_if<PendingJpeg>(&w)) {
+      w = DecodePending(*pending);
+    } else if (auto* leaf = std::get_if<Value>(&w)) {
+      const Array* a = ImageArrayOf(*leaf);
+      if (a == nullptr) {
+        w = Reference(*leaf, kExpected);
+        return nullptr;
+      }
+      w = ImageFromArray(*a);
+    } else if (auto* array = std::get_if<Array>(&w)) {
+      w = Reference(Value(*array), kExpected);
+      return nullptr;
+    }
+    return &std::get<Image>(w);
+  }
+
+  PhiloxCropDraws& Draws() {
+    if (rng_ == nullptr) {
+      throw std::invalid_argument(std::string(op_.name()) + ": no random stream given");
+    }
+    if (!draws_) draws_.emplace(*rng_);
+    return *draws_;
+  }
+
+  Image Resized(const Image& image, int height, int width) {
+    if (image.channels != 4) return ResizeBilinearAntialias(image, height, width);
+    if (fallbacks_ == nullptr || !fallbacks_->resize) {
+      throw std::invalid_argument(std::string(op_.name()) +
+                                  ": 4-channel images need the reference resize");
+    }
+    return ImageFromArray(fallbacks_->resize(ArrayFromImage(image), height, width));
+  }
+
+  void Decode(Working& w) {
+    static constexpr char kExpected[] = "encoded image bytes";
+    const Value* leaf = std::get_if<Value>(&w);
+    if (leaf == nullptr) {
+      w = Reference(WorkingToValue(std::move(w)), kExpected);
+      return;
+    }
+    const std::optional<std::span<const uint8_t>> bytes = BytesOf(*leaf);
+    if (!bytes) {
+      w = Reference(*leaf, kExpected);
+      return;
+    }
+    if (IsJpeg(*bytes)) {
+      // The bytes move into the pending state, and the span is taken where they now live.
+      PendingJpeg& pending = w.emplace<PendingJpeg>(
+          PendingJpeg{std::get<Value>(std::move(w)), {}, fallbacks_});
+      pending.data = *BytesOf(pending.owner);
+      return;
+    }
+    if (fallbacks_ == nullptr || !fallbacks_->decode) {
+      throw CorruptImageError("non-JPEG", bytes->size(),
+                              "only JPEG is decoded natively (no fallback decoder given)");
+    }
+    w = ImageFromArray(fallbacks_->decode(*bytes));
+  }
+
+  void RandomResizedCrop(Working& w) {
+    const auto* pending = std::get_if<PendingJpeg>(&w);
+    if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
+      const CropBox box =
+          RandomResizedCropParams(header->height, header->width, op_.scale, op_.ratio, Draws());
+      w = DecodeOrReference(
+          *pending, [&] { return DecodeJpegCropResize(pending->data, box, op_.height, op_.width); },
+          [&](Image image) { return CropResized(image, box); });
+      return;
+    }
+    Image* found = ImageOrReference(w);
+    if (found == nullptr) return;
+    const CropBox box =
+        RandomResizedCropParams(found->height, found->width, op_.scale, op_.ratio, Draws());
+    w = CropResized(*found, box);
+  }
+
+  // The header of pending JPEG bytes; nullopt if libjpeg refuses it (the full decode then
+  // hands the bytes to the reference decoder).
+  static std::optional<JpegHeader> HeaderOf(const PendingJpeg& pending) {
+    try {
+      return ReadJpegHeader(pending.data);
+    } catch (const CorruptImageError&) {
+      return std::nullopt;
+    }
+  }
+
+  // RandomResizedCrop's output for the box `box` of `image`.
+  Image CropResized(const Image& image, const CropBox& box) {
+    Image crop = Image::Zeros(box.height, box.width, image.channels);
+    for (int y = 0; y < box.height; ++y) {
+      std::memcpy(crop.row(y), image.row(box.top + y) + size_t{1} * box.left * image.channels,
+                  crop.row_bytes());
+    }
+    return Resized(crop, op_.height, op_.width);
+  }
+
+  // The output (height, width) of a Resize of a height x width image.
+  std::pair<int, int> ResizeShape(int height, int width) const {
+    if (op_.shorter_side == 0) return {op_.height, op_.width};
+    const int64_t size = op_.shorter_side;
+    // torchvision's rule: the longer side int(size * longer / shorter), truncated.
+    if (width <= height) {
+      return {static_cast<int>(static_cast<double>(size * height) / width), op_.shorter_side};
+    }
+    return {op_.shorter_side, static_cast<int>(static_cast<double>(size * width) / height)};
+  }
+
+  void Resize(Working& w) {
+    const auto* pending = std::get_if<PendingJpeg>(&w);
+    if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
+      const auto [height, width] = ResizeShape(header->height, header->width);
+      CheckOutputSize(op_, height, width, 3);
+      const CropBox whole{0, 0, header->height, header->width};
+      w = DecodeOrReference(
+          *pending, [&] { return DecodeJpegCropResize(pending->data, whole, height, width); },
+          [&](const Image& image) { return Resized(image, height, width); });
+      return;
+    }
+    Image* found = ImageOrReference(w);
+    if (found == nullptr) return;
+    const Image& image = *found;
+    const auto [height, width] = ResizeShape(image.height, image.width);
+    CheckOutputSize(op_, height, width, image.channels);
+    w = Resized(image, height, width);
+  }
+
+  void CenterCrop(Working& w) {
+    Image* found = ImageOrReference(w);
+    if (found == nullptr) return;
+    const Image& image = *found;
+    const int c = image.channels;
+    // torchvision's rule: pad to at least the output size ((size - H) // 2 before), then crop
+    // from round((H' - height) / 2).
+    const int pad_top = std::max(0, op_.height - image.height) / 2;
+    const int pad_left = std::max(0, op_.width - image.width) / 2;
+    const int top = HalfRoundedToEven(std::max(image.height, op_.height) - op_.height) - pad_top;
+    const int left = HalfRoundedToEven(std::max(image.width, op_.width) - op_.width) - pad_left;
+    Image out = Image::Zeros(op_.height, op_.width, c);
+    for (int y = 0; y < op_.height; ++y) {
+      const int sy = top + y;
+      if (sy < 0 || sy >= image.height) continue;
+      const int x0 = std::max(0, -left);
+      const int x1 = std::min(op_.width, image.width - left);
+      if (x0 >= x1) continue;
+      std::memcpy(out.row(y) + size_t{1} * x0 * c, image.row(sy) + size_t{1} * (left + x0) * c,
+                  size_t{1} * (x1 - x0) * c);
+    }
+    w = std::move(out);
+  }
+
+  void Flip(Working& w) {
+    // The reference checks the image before it draws, then draws once whatever p.
+    Image* image = ImageOrReference(w);
+    if (image == nullptr) return;
+    if (Draws().Uniform(0.0, 1.0) < op_.p) w = FlipHorizontal(*image);
+  }
+
+  void Normalize(Working& w) {
+    Image* found = ImageOrReference(w);
+    if (found == nullptr) return;
+    const Image& image = *found;
+    const int c = image.channels;
+    const bool per_channel = op_.per_channel;
+    if (per_channel && (static_cast<int>(op_.mean.size()) != c ||
+                        static_cast<int>(op_.std.size()) != c)) {
+      w = Reference(Value(ArrayFromImage(image)), "an image with one channel per mean and std");
+      return;
+    }
+    // (x / 255 - mean) / std in float32, numpy's order of operations, as a table per channel.
+    std::vector<float> table(static_cast<size_t>(256) * c);
+    for (int ch = 0; ch < c; ++ch) {
+      const float mean = op_.mean[per_channel ? ch : 0];
+      const float std = op_.std[per_channel ? ch : 0];
+      for (int x = 0; x < 256; ++x) {
+        table[static_cast<size_t>(ch) * 256 + x] =
+            (static_cast<float>(x) / 255.0f - mean) / std;
+      }
+    }
+    const int64_t h = image.height, wd = image.width;
+    Array out = Array::AllocateUninitialized(
+        DType::kFloat32, op_.chw ? std::vector<int64_t>{c, h, wd} : std::vector<int64_t>{h, wd, c});
+    auto* dst = reinterpret_cast<float*>(out.mutable_data());
+    const uint8_t* src = image.pixels.data();
+    const int64_t plane = h * wd;
+    for (int64_t i = 0; i < plane; ++i) {
+      for (int ch = 0; ch < c; ++ch) {
+        const float v = table[static_cast<size_t>(ch) * 256 + src[i * c + ch]];
+        dst[op_.chw ? ch * plane + i : i * c + ch] = v;
+      }
+    }
+    w = std::move(out);
+  }
+
+  const ImageOp& op_;
+  const ImageOpFallbacks* fallbacks_;
+  Philox* rng_;
+  std::optional<PhiloxCropDraws>& draws_;
+};
+
+}  // namespace
+
+std::string_view ImageOp::name() const {
+  switch (kind) {
+    case Kind::kDecode:
+      return "DecodeImage";
+    case Kind::kRandomResizedCrop:
+      return "RandomResizedCrop";
+    case Kind::kResize:
+      return "Resize";
+    case Kind::kCenterCrop:
+      return "CenterCrop";
+    case Kind::kRandomHorizontalFlip:
+      return "RandomHorizontalFlip";
+    case Kind::kNormalize:
+      return "Normalize";
+  }
+  return "ImageOp";
+}
+
+Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
+                    const Value& element, Philox* rng) {
+  if (ops.empty()) return element;
+  if (!fallbacks.empty() && fallbacks.size() != ops.size()) {
+    throw std::invalid_argument("ApplyImageOps: one fallback per op, or none");
+  }
+  const std::optional<std::string>& field = ops.front().field;
+  for (const ImageOp& op : ops) {
+    if (op.field != field) throw std::invalid_argument("ApplyImageOps: ops on different fields");
+  }
+  Working w;
+  Value unpacked;  // the dict element, when `field` is set
+  if (field) {
+    unpacked = element.Unpacked();
+    if (!unpacked.is<std::shared_ptr<const Mapping>>()) {
+      throw std::invalid_argument(std::string(ops.front().name()) + ": field='" + *field +
+                                  "' needs dict elements, got " +
+                                  std::string(unpacked.KindName()));
+    }
+    const Value* leaf = unpacked.AsMapping().Find(*field);
+    if (leaf == nullptr) {
+      throw std::invalid_argument(std::string(ops.front().name()) + ": the element has no key '" +
+                                  *field + "'");
+    }
+    w = WorkingOf(*leaf);
+  } else {
+    w = WorkingOf(element);
+  }
+  std::optional<PhiloxCropDraws> draws;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws).Apply(w);
+  }
+  Value image = WorkingToValue(std::move(w), ops.back().defer_decode);
+  if (!field) return image;
+  // A shallow copy of the dict with the field replaced (the reference's {**element, f: ...}).
+  const Mapping& in = unpacked.AsMapping();
+  auto out = std::make_shared<Mapping>(in);
+  for (auto& [key, value] : out->items) {
+    if (key == *field) value = std::move(image);
+  }
+  return Value(std::shared_ptr<const Mapping>(std::move(out)));
+}
+
+}  // namespace spelt::vision
