@@ -31,6 +31,8 @@ SPELT_PIN(pthread_mutex_trylock, "GLIBC_2.2.5");
 // glibc 2.29 made log2 (and exp, log, pow) set errno per C99 instead of SVID; the result is
 // the same.
 SPELT_PIN(log2, "GLIBC_2.2.5");
+SPELT_PIN(exp, "GLIBC_2.2.5");  // RandomResizedCrop's parameters (spelt/vision.h)
+SPELT_PIN(log, "GLIBC_2.2.5");
 
 extern "C" {
 

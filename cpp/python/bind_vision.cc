@@ -1,6 +1,7 @@
 // spelt.vision's native path (spelt/image_ops.h) in spelt._core: ImageOp objects made from the
-// Python transforms (python/spelt/vision/_native.py), and the MapDataset / IterDataset methods
-// that run a chain of them on the engine's threads without the GIL:
+// Python transforms (their _spelt_image_op methods in python/spelt/vision/), and the
+// MapDataset / IterDataset methods that run a chain of them on the engine's threads without
+// the GIL:
 //   image_op(kind, field, ..., reference, decode, resize) -> ImageOp
 //   MapDataset.image_map(ops) / image_random_map(ops, words) / image_record_map(ops, sampler)
 //   IterDataset.image_map(ops) / image_random_map(ops, words)

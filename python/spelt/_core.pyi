@@ -13,6 +13,9 @@ class CorruptFileError(ValueError):
 class UnsupportedError(NotImplementedError):
     pass
 
+class CorruptImageError(ValueError):
+    pass
+
 class EmptyShardError(ZeroDivisionError):
     pass
 
@@ -99,6 +102,21 @@ class MapDataset:
         """
 
     def compute_chunk(self, begin: int, count: int) -> tuple: ...
+
+    def image_map(self, ops: Sequence[ImageOp]) -> MapDataset:
+        """
+        Map by native image ops (spelt/image_ops.h), called concurrently without the GIL.
+        """
+
+    def image_random_map(self, ops: Sequence[ImageOp], words: Sequence[int]) -> MapDataset:
+        """
+        random_map by native image ops, drawing from random_map's Philox stream.
+        """
+
+    def image_record_map(self, ops: Sequence[ImageOp], sampler: Sampler, shard_options: ShardOptions) -> MapDataset:
+        """
+        A DataLoader's per-record image ops (see bind_vision.cc), run without the GIL.
+        """
 
 @overload
 def source(source: NativeSource) -> MapDataset: ...
@@ -188,6 +206,16 @@ class IterDataset:
     def make_iterator(self, filter_warn_threshold_ratio: float | None = 0.9, filter_raise_threshold_ratio: float | None = None, warn: Callable[[str], None] | None = None) -> DatasetIterator:
         """
         An iterator whose filters check these thresholds (spelt/dataset_options.h); `warn` receives the warnings (None: stderr).
+        """
+
+    def image_map(self, ops: Sequence[ImageOp]) -> IterDataset:
+        """
+        Map by native image ops (spelt/image_ops.h), called concurrently without the GIL.
+        """
+
+    def image_random_map(self, ops: Sequence[ImageOp], words: Sequence[int]) -> IterDataset:
+        """
+        random_map by native image ops, drawing from random_map's Philox stream.
         """
 
 def with_filter_thresholds(dataset: IterDataset, warn_set: bool, warn: float | None, raise_set: bool, raise_: float | None) -> IterDataset:
@@ -433,4 +461,18 @@ def interleave(datasets: Sequence[IterDataset], cycle_length: int, num_make_iter
 def interleave_lazy(count: int, dataset_at: Callable, cycle_length: int, num_make_iter_threads: int, make_iter_buffer_size: int, iter_buffer_size: int) -> IterDataset:
     """
     Grain's InterleaveIterDataset over `count` datasets; dataset_at(i) -> IterDataset is called (with the GIL) each time dataset i's iterator is made.
+    """
+
+class ImageOp:
+    """One spelt.vision transform for the native path."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def random(self) -> bool: ...
+
+def image_op(kind: str, field: str | None, height: int = 0, width: int = 0, shorter_side: int = 0, scale: tuple[float, float] = (0.08, 1.0), ratio: tuple[float, float] = (0.75, 1.3333333333333333), p: float = 0.5, mean: Sequence[float] = [], std: Sequence[float] = [], per_channel: bool = False, chw: bool = False, defer_decode: bool = False, reference: object | None = None, decode: object | None = None, resize: object | None = None) -> ImageOp:
+    """
+    An ImageOp (spelt/image_ops.h); reference(leaf), decode(bytes) and resize(image, h, w) are the Python fallbacks.
     """

@@ -1,0 +1,248 @@
+"""Vision input pipelines (issue 23, V1 and V3): Spelt's native image ops against the same
+transforms run as Python (Pillow + numpy) by Grain and by Spelt with worker processes.
+
+``python bench/bench_vision.py [--images 384] [--repeats 3] [--threads 2]``. The records are
+~500x375 JPEGs (quality 90) cut and resized from scikit-learn's two photographs, with varied
+crops, in one ArrayRecord file (group_size 1) that every loader reads. Cases (batches of 64,
+a shuffled IndexSampler, one epoch):
+
+- V1 train: DecodeImage, RandomResizedCrop(224), RandomHorizontalFlip; V3 eval: DecodeImage,
+  Resize(256), CenterCrop(224), Normalize (ImageNet statistics, float32).
+- ``spelt-native``: ``spelt.DataLoader`` with those transforms, 0 worker processes and
+  ``ReadOptions(num_threads=T)``: the engine runs the C++ kernels on T threads.
+- ``spelt-dataset``: the same on the Dataset API (``MapDataset.source(...).shuffle().map(...)
+  .random_map(...).to_iter_dataset(ReadOptions(num_threads=T)).batch(64)``).
+- ``spelt-python-2w`` / ``grain-python-2w``: the transforms as Python (subclasses, which
+  Spelt's engine does not run natively; Grain always runs them as Python) with 2 worker
+  processes.
+- ``pil-1core``: the Python reference alone in a plain loop on one core (no loader): the rate
+  one core gives that Python, the bound of any loader running it per core.
+
+Rates are images/s from the second batch to the end (start-up, reported apart: the time to the
+first batch); the loaders alternate within each repeat; medians of the repeats, with the
+ratios measured in the same run. Imports nothing from other bench modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import importlib.resources
+import io
+import os
+import statistics
+import tempfile
+import time
+
+import grain
+import numpy as np
+from PIL import Image
+
+import spelt
+from spelt import vision
+
+BATCH = 64
+
+
+def make_records(count: int) -> list[bytes]:
+    """~500x375 JPEGs (quality 90) of varied crops of scikit-learn's photographs."""
+    photos = []
+    for name in ("china.jpg", "flower.jpg"):
+        data = (importlib.resources.files("sklearn.datasets") / "images" / name).read_bytes()
+        photos.append(Image.open(io.BytesIO(data)).convert("RGB"))
+    rng = np.random.default_rng(0)
+    out = []
+    for i in range(count):
+        photo = photos[i % 2]
+        w, h = photo.size
+        cw, ch = int(rng.integers(w // 2, w)), int(rng.integers(h // 2, h))
+        x, y = int(rng.integers(0, w - cw)), int(rng.integers(0, h - ch))
+        size = (500, 375) if i % 3 else (375, 500)
+        image = photo.crop((x, y, x + cw, y + ch)).resize(size, Image.BILINEAR)
+        if i % 4 == 0:
+            image = image.transpose(Image.FLIP_LEFT_RIGHT)
+        buf = io.BytesIO()
+        image.save(buf, "JPEG", quality=90)
+        out.append(buf.getvalue())
+    return out
+
+
+# The transforms as subclasses: the same Python reference, which the engine never runs natively.
+class PyDecodeImage(vision.DecodeImage):
+    pass
+
+
+class PyRandomResizedCrop(vision.RandomResizedCrop):
+    pass
+
+
+class PyRandomHorizontalFlip(vision.RandomHorizontalFlip):
+    pass
+
+
+class PyResize(vision.Resize):
+    pass
+
+
+class PyCenterCrop(vision.CenterCrop):
+    pass
+
+
+class PyNormalize(vision.Normalize):
+    pass
+
+
+def python_twins(transforms):
+    twins = {
+        c.__mro__[1]: c
+        for c in (
+            PyDecodeImage,
+            PyRandomResizedCrop,
+            PyRandomHorizontalFlip,
+            PyResize,
+            PyCenterCrop,
+            PyNormalize,
+        )
+    }
+    return [
+        twins[type(t)](**{f.name: getattr(t, f.name) for f in dataclasses.fields(t)})
+        for t in transforms
+    ]
+
+
+RECIPES = {
+    "train": lambda: [
+        vision.DecodeImage(),
+        vision.RandomResizedCrop(224),
+        vision.RandomHorizontalFlip(),
+    ],
+    "eval": lambda: vision.eval_transforms(224, 256),
+}
+
+
+def spelt_loader(path, n, ops, workers, threads):
+    return spelt.DataLoader(
+        data_source=spelt.sources.ArrayRecordDataSource(path),
+        sampler=spelt.samplers.IndexSampler(n, shuffle=True, seed=1, num_epochs=1),
+        operations=[*ops, spelt.transforms.Batch(BATCH, drop_remainder=True)],
+        worker_count=workers,
+        read_options=spelt.ReadOptions(num_threads=threads),
+    )
+
+
+def spelt_dataset(path, ops, threads):
+    ds = spelt.MapDataset.source(spelt.sources.ArrayRecordDataSource(path)).seed(1).shuffle()
+    for t in ops:
+        ds = ds.random_map(t) if isinstance(t, spelt.transforms.RandomMap) else ds.map(t)
+    ds = ds.to_iter_dataset(spelt.ReadOptions(num_threads=threads))
+    return ds.batch(BATCH, drop_remainder=True)
+
+
+class GrainMap(grain.transforms.Map):
+    """A spelt.vision Map as a Grain one (Grain checks its own base classes)."""
+
+    def __init__(self, transform):
+        self.transform = transform
+
+    def map(self, element):
+        return self.transform.map(element)
+
+
+class GrainRandomMap(grain.transforms.RandomMap):
+    def __init__(self, transform):
+        self.transform = transform
+
+    def random_map(self, element, rng):
+        return self.transform.random_map(element, rng)
+
+
+def grain_loader(path, n, ops, workers):
+    ops = [
+        GrainRandomMap(t) if isinstance(t, spelt.transforms.RandomMap) else GrainMap(t) for t in ops
+    ]
+    return grain.DataLoader(
+        data_source=grain.sources.ArrayRecordDataSource(path),
+        sampler=grain.samplers.IndexSampler(
+            n, grain.sharding.NoSharding(), shuffle=True, seed=1, num_epochs=1
+        ),
+        operations=[*ops, grain.transforms.Batch(BATCH, drop_remainder=True)],
+        worker_count=workers,
+    )
+
+
+def timed(iterable) -> tuple[float, float, int]:
+    """(seconds to the first batch, images/s after it, images after it)."""
+    start = time.perf_counter()
+    it = iter(iterable)
+    next(it)
+    first = time.perf_counter()
+    count = sum(len(b) for b in it)
+    return first - start, count / (time.perf_counter() - first), count
+
+
+def pil_one_core(records, ops, seconds=3.0) -> float:
+    """Images/s of the Python reference alone on this thread."""
+    rng = np.random.default_rng(0)
+    count, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        x = records[count % len(records)]
+        for t in ops:
+            x = t.random_map(x, rng) if isinstance(t, spelt.transforms.RandomMap) else t.map(x)
+        count += 1
+    return count / (time.perf_counter() - start)
+
+
+def main():
+    from absl import flags  # pylint: disable=import-outside-toplevel
+
+    flags.FLAGS.mark_as_parsed()  # Grain's worker processes read its flags
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--images", type=int, default=384)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--recipes", nargs="+", default=list(RECIPES))
+    args = parser.parse_args()
+    records = make_records(args.images)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "images.array_record")
+        with spelt.experimental.ArrayRecordWriter(path, "group_size:1") as writer:
+            for r in records:
+                writer.write(r)
+        n = args.images
+        print(
+            f"{n} JPEGs, mean {np.mean([len(r) for r in records]) / 1e3:.0f} kB, cores "
+            f"{os.cpu_count()}, threads {args.threads}"
+        )
+        for recipe in args.recipes:
+            ops = RECIPES[recipe]()
+            twins = python_twins(ops)
+            cases = {
+                "spelt-native": lambda: spelt_loader(path, n, ops, 0, args.threads),
+                "spelt-dataset": lambda: spelt_dataset(path, ops, args.threads),
+                "spelt-python-2w": lambda: spelt_loader(path, n, twins, 2, args.threads),
+                "grain-python-2w": lambda: grain_loader(path, n, twins, 2),
+            }
+            rates = {name: [] for name in cases}
+            starts = {name: [] for name in cases}
+            ceiling = []
+            for _ in range(args.repeats):
+                for name, make in cases.items():
+                    start, rate, _ = timed(make())
+                    rates[name].append(rate)
+                    starts[name].append(start)
+                ceiling.append(pil_one_core(records, twins))
+            grain_rate = statistics.median(rates["grain-python-2w"])
+            spelt_python = statistics.median(rates["spelt-python-2w"])
+            print(f"\n{recipe}: images/s (median of {args.repeats}; min-max), start-up s")
+            for name in cases:
+                med = statistics.median(rates[name])
+                print(
+                    f"  {name:16s} {med:8.0f} ({min(rates[name]):.0f}-{max(rates[name]):.0f})"
+                    f"  start {statistics.median(starts[name]):.2f}"
+                    f"  x grain {med / grain_rate:5.2f}  x spelt-python {med / spelt_python:5.2f}"
+                )
+            print(f"  {'pil-1core':16s} {statistics.median(ceiling):8.0f}")
+
+
+if __name__ == "__main__":
+    main()
