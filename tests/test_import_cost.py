@@ -1,13 +1,21 @@
 """`import spelt` leaves out what only some pipelines use, so that it stays well under Grain's
 import time (docs/benchmarks.md, I1): pyarrow (Parquet), asyncio (Orbax v1 coroutines), jax,
-Pillow (spelt.vision) and the worker-process machinery (spelt._workers, multiprocessing), which
-the first ``mp_prefetch`` stage imports."""
+Pillow (spelt.vision), the worker-process machinery (spelt._workers, multiprocessing), which
+the first ``mp_prefetch`` stage imports, and spelt.experimental, imported on first use."""
 
 import json
 import subprocess
 import sys
 
-_LAZY = ["pyarrow", "asyncio", "jax", "PIL", "spelt._workers", "multiprocessing"]
+_LAZY = [
+    "pyarrow",
+    "asyncio",
+    "jax",
+    "PIL",
+    "spelt._workers",
+    "multiprocessing",
+    "spelt.experimental",
+]
 
 
 def _loaded_after(code: str) -> dict[str, bool]:
@@ -30,3 +38,13 @@ def test_the_first_worker_stage_imports_the_worker_machinery():
     )
     loaded = _loaded_after(code)
     assert loaded["spelt._workers"] and loaded["multiprocessing"]
+
+
+def test_spelt_experimental_is_imported_on_first_use():
+    loaded = _loaded_after(
+        "import spelt\n"
+        "assert 'experimental' in dir(spelt)\n"
+        "assert spelt.experimental.ElasticIterator.__name__ == 'ElasticIterator'\n"
+        "from spelt import experimental"
+    )
+    assert loaded["spelt.experimental"]

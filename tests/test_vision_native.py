@@ -8,6 +8,7 @@ the kernels do not take goes to the reference (PNG, RGBA, errors)."""
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import numpy as np
 import pytest
@@ -212,3 +213,31 @@ def test_a_truncated_jpeg_fails_in_the_fused_crop_as_in_the_reference():
     ds = apply_ops(spelt.MapDataset.source([CHINA[: len(CHINA) // 2]]), recipe)
     with pytest.raises(ValueError, match="truncated or corrupt JPEG data"):
         list(ds)
+
+
+def test_native_ops_behind_a_python_source_run_on_the_read_threads():
+    """A Python source makes the pipeline serial (computed on the consumer), but the image ops'
+    time counts as parallel work (spelt/parallel_work.h), so read threads start and the
+    source's reads come from them too (each with the GIL)."""
+    data, threads = photos(24), set()
+
+    class Source:
+        def __len__(self):
+            return len(data)
+
+        def __getitem__(self, i):
+            threads.add(threading.get_ident())
+            return data[i]
+
+    ds = spelt.MapDataset.source(Source()).map(vision.DecodeImage())
+    ds = ds.random_map(vision.RandomResizedCrop(96), seed=2)
+    got = list(ds.to_iter_dataset(spelt.ReadOptions(num_threads=2)))
+    assert_same(
+        got,
+        list(
+            apply_ops(spelt.MapDataset.source(data), [vision.DecodeImage()]).random_map(
+                vision.RandomResizedCrop(96), seed=2
+            )
+        ),
+    )
+    assert threads - {threading.get_ident()}, "no read thread ran the pipeline"

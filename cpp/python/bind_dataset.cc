@@ -138,7 +138,7 @@ void RegisterDatasets(nb::module_& m) {
                   "This dataset read by an IterDataset operation (spelt/dataset.h AsStream).");
 
   m.def("source", [](std::shared_ptr<RandomAccessSource> source) {
-    return MapDataset::Source(std::move(source));
+    return MapDataset::Source(OwnedByPyRef(std::move(source)));
   }, "source"_a);
   m.def("source", [](nb::object source) { return MapDataset::Source(PySource(source)); },
         "source"_a, "A MapDataset over any object with __len__ and __getitem__.");

@@ -102,11 +102,12 @@ void RegisterSamplers(nb::module_& m) {
   m.def("sampler_dataset", [](std::shared_ptr<Sampler> sampler,
                               std::shared_ptr<RandomAccessSource> source,
                               const ShardOptions& shard_options) {
-    return SamplerDataset(std::move(sampler), std::move(source), shard_options);
+    return SamplerDataset(OwnedByPyRef(std::move(sampler)), OwnedByPyRef(std::move(source)),
+                          shard_options);
   }, "sampler"_a, "source"_a, "shard_options"_a);
   m.def("sampler_dataset", [](std::shared_ptr<Sampler> sampler, nb::object source,
                               const ShardOptions& shard_options) {
-    return SamplerDataset(std::move(sampler), PySource(source), shard_options);
+    return SamplerDataset(OwnedByPyRef(std::move(sampler)), PySource(source), shard_options);
   }, "sampler"_a, "source"_a, "shard_options"_a);
 
   // A RangeSource, seen from Python as a NativeSource (read without the GIL).

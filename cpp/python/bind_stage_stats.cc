@@ -4,6 +4,7 @@
 #include <nanobind/stl/shared_ptr.h>
 
 #include "bindings.h"
+#include "py_value.h"
 #include "spelt/stage_stats.h"
 
 using namespace nanobind::literals;
@@ -24,10 +25,10 @@ void RegisterStageStats(nb::module_& m) {
       }, "{'elements', 'total_ns', 'self_ns', 'bytes'}: the counters now (ints; ns summed over "
          "the threads that ran the stage).");
   m.def("profiled_map", [](const MapDataset& d, std::shared_ptr<StageStats> stats) {
-    return MapDataset(ProfiledMapNode(d.node(), std::move(stats)));
+    return MapDataset(ProfiledMapNode(d.node(), OwnedByPyRef(std::move(stats))));
   }, "dataset"_a, "stats"_a, "The node with its Get/GetMany/GetStacked counted in stats.");
   m.def("profiled_iter", [](const IterDataset& d, std::shared_ptr<StageStats> stats) {
-    return IterDataset(ProfiledIterNode(d.node(), std::move(stats)));
+    return IterDataset(ProfiledIterNode(d.node(), OwnedByPyRef(std::move(stats))));
   }, "dataset"_a, "stats"_a, "The node with its iterators' Next counted in stats.");
 }
 

@@ -173,6 +173,7 @@ void RegisterVision(nb::module_& m) {
       [](const MapDataset& d, std::vector<const PyImageOp*> ops,
          std::shared_ptr<const Sampler> sampler, const ShardOptions& shard) {
     Chain chain = ChainOf(ops);
+    sampler = OwnedByPyRef(std::move(sampler));
     MapWithIndexFn fn = [chain = std::move(chain), sampler, shard](int64_t local, Value v) {
       if (!chain.random) return chain(v, nullptr);
       const std::optional<uint64_t> key = sampler->RngKey(shard.GlobalIndex(local));

@@ -26,6 +26,21 @@ namespace nb = nanobind;
 using PyRef = std::shared_ptr<PyObject>;
 PyRef MakePyRef(nb::handle obj);
 
+// nanobind hands a Python-owned object to C++ as a std::shared_ptr whose deleter drops the
+// Python reference without gil.h's exit guards: an engine thread that released the last copy
+// (a pool thread dropping a finished pipeline) while the interpreter exits was ended inside
+// C++ frames (abort). Returns the same pointer owned through a PyRef, whose release skips the
+// decref then. For what the engine keeps (sources, samplers, stats). REQUIRES the GIL.
+template <typename T>
+std::shared_ptr<T> OwnedByPyRef(std::shared_ptr<T> ptr) {
+  nb::handle obj = ptr ? nb::find(ptr.get()) : nb::handle();
+  if (!obj) return ptr;
+  T* raw = ptr.get();
+  PyRef owner = MakePyRef(obj);
+  ptr.reset();  // nanobind's own reference, dropped here with the GIL held
+  return std::shared_ptr<T>(std::move(owner), raw);
+}
+
 // An arbitrary Python object carried through the engine. Create it with Wrap() (or, inside
 // ToValue(), as a leaf): it must be owned by a std::shared_ptr.
 class PyOpaque final : public Opaque, public std::enable_shared_from_this<PyOpaque> {

@@ -3,7 +3,6 @@ TFRecord): a native source over a list of files whose record keys run across the
 
 from __future__ import annotations
 
-import hashlib
 import operator
 from collections.abc import Sequence
 from typing import Any, SupportsIndex
@@ -41,6 +40,8 @@ class FileSource:
         return self._source
 
     def __repr__(self) -> str:
+        import hashlib  # pylint: disable=import-outside-toplevel  # 3 ms of `import spelt`
+
         digest = hashlib.sha1()
         for path in self._paths:
             digest.update(path.encode())

@@ -23,6 +23,9 @@
 // draws what the Python reference draws from the Generator built on the same stream. One stream
 // serves the whole chain, as one Generator serves all of a DataLoader record's RandomMaps.
 //
+// Its time counts as parallel work (spelt/parallel_work.h), so that read threads run it even
+// behind a Python source.
+//
 // Thread-safety: ImageOp is an immutable value; ApplyImageOps may run on any number of threads
 // at once (each call has its own decoder state). Fallbacks are called from those threads and
 // must be thread-safe themselves (the Python face takes the GIL in them).

@@ -15,6 +15,7 @@
 #include "spelt/blocking_wait.h"
 #include "spelt/executor.h"
 #include "spelt/read_threads.h"
+#include "spelt/parallel_work.h"
 
 namespace spelt {
 namespace {
@@ -104,9 +105,10 @@ int64_t ThreadCpuNs() {
   return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
 }
 
-// What the consumer measured of the serial chunks it computed alone (only it touches this).
+// What the consumer measured of the serial chunks it computed alone (only it touches this):
+// CPU, wall, and the time in heavy native work (spelt/parallel_work.h).
 struct ConsumerTimes {
-  int64_t cpu_ns = 0, wall_ns = 0;
+  int64_t cpu_ns = 0, wall_ns = 0, parallel_ns = 0;
 };
 
 class PoolChunk final : public PendingChunk {
@@ -119,7 +121,9 @@ class PoolChunk final : public PendingChunk {
   // Python code that holds the GIL gains nothing from threads and loses the hand-offs (2x on
   // cheap sources), so a serial pipeline starts with no runners: the consumer computes every
   // chunk, timing them, and once its chunks have used under a quarter of their wall time in
-  // CPU (the code waits: I/O, sleep, native code without the GIL), runners start for good.
+  // CPU (the code waits: I/O, sleep, native code without the GIL), or over half of it in heavy
+  // native work (spelt/parallel_work.h: e.g. image decoding after a Python source), runners
+  // start for good.
   // Other chunks are waited for through BlockingWait (a runner may need the consumer's GIL).
   ChunkResult Take() override {
     if (queue_->node->Serial()) {
@@ -131,15 +135,19 @@ class PoolChunk final : public PendingChunk {
         lock.unlock();
         const auto start = std::chrono::steady_clock::now();
         const int64_t cpu_start = ThreadCpuNs();
+        const int64_t parallel_start = ParallelWorkNs();
         ChunkResult result = ComputeSharingReads(*queue_, task_->begin, task_->count);
         times_->cpu_ns += ThreadCpuNs() - cpu_start;
+        times_->parallel_ns += ParallelWorkNs() - parallel_start;
         times_->wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start).count();
         lock.lock();
         if (--queue_->computing == 0) queue_->idle_cv.notify_all();
         int64_t start_runners = 0;
+        const bool waits = times_->cpu_ns * 4 < times_->wall_ns;
+        const bool mostly_native = times_->parallel_ns * 2 > times_->wall_ns;
         if (queue_->allowed_runners == 0 && times_->wall_ns >= kMinTimedNs &&
-            times_->cpu_ns * 4 < times_->wall_ns) {
+            (waits || mostly_native)) {
           queue_->allowed_runners = queue_->max_runners;
           start_runners = ClaimRunners(*queue_, static_cast<int64_t>(queue_->tasks.size()));
         }

@@ -9,6 +9,7 @@
 #include <variant>
 
 #include "spelt/errors.h"
+#include "spelt/parallel_work.h"
 #include "spelt/vision.h"
 
 namespace spelt::vision {
@@ -432,6 +433,7 @@ std::string_view ImageOp::name() const {
 Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
                     const Value& element, Philox* rng) {
   if (ops.empty()) return element;
+  const ScopedParallelWork work;  // decoding and resampling gain from read threads
   if (!fallbacks.empty() && fallbacks.size() != ops.size()) {
     throw std::invalid_argument("ApplyImageOps: one fallback per op, or none");
   }
