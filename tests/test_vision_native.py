@@ -219,7 +219,7 @@ def test_native_ops_behind_a_python_source_run_on_the_read_threads():
     """A Python source makes the pipeline serial (computed on the consumer), but the image ops'
     time counts as parallel work (spelt/parallel_work.h), so read threads start and the
     source's reads come from them too (each with the GIL)."""
-    data, threads = photos(24), set()
+    data, threads = photos(24) * 8, set()  # enough chunks left once read threads start
 
     class Source:
         def __len__(self):
