@@ -61,17 +61,12 @@ Chain ChainOf(const std::vector<const PyImageOp*>& ops) {
   return chain;
 }
 
+// The kind whose ImageOp::name() is `kind` (the Python class name).
 ImageOp::Kind KindOf(const std::string& kind) {
-  static const std::pair<const char*, ImageOp::Kind> kKinds[] = {
-      {"DecodeImage", ImageOp::Kind::kDecode},
-      {"RandomResizedCrop", ImageOp::Kind::kRandomResizedCrop},
-      {"Resize", ImageOp::Kind::kResize},
-      {"CenterCrop", ImageOp::Kind::kCenterCrop},
-      {"RandomHorizontalFlip", ImageOp::Kind::kRandomHorizontalFlip},
-      {"Normalize", ImageOp::Kind::kNormalize},
-  };
-  for (const auto& [name, k] : kKinds) {
-    if (kind == name) return k;
+  for (int k = 0; k <= static_cast<int>(ImageOp::Kind::kNormalize); ++k) {
+    ImageOp op;
+    op.kind = static_cast<ImageOp::Kind>(k);
+    if (op.name() == kind) return op.kind;
   }
   throw std::invalid_argument("image_op: unknown kind '" + kind + "'");
 }

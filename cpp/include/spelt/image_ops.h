@@ -46,7 +46,7 @@ namespace spelt::vision {
 
 // One transform of spelt.vision and its parameters (the Python classes' fields).
 struct ImageOp {
-  enum class Kind {
+  enum class Kind {  // kNormalize last (bind_vision.cc walks them)
     kDecode,                // DecodeImage(mode="RGB", exif_orientation=False)
     kRandomResizedCrop,     // RandomResizedCrop(size, scale, ratio, interpolation="bilinear")
     kResize,                // Resize(size, interpolation="bilinear")
