@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/chunk_sizer.h"
 #include "core/thread_pool.h"
 #include "spelt/blocking_wait.h"
 #include "spelt/executor.h"
@@ -113,8 +114,9 @@ struct ConsumerTimes {
 
 class PoolChunk final : public PendingChunk {
  public:
-  PoolChunk(std::shared_ptr<Queue> queue, std::shared_ptr<ChunkTask> task, ConsumerTimes* times)
-      : queue_(std::move(queue)), task_(std::move(task)), times_(times) {}
+  PoolChunk(std::shared_ptr<Queue> queue, std::shared_ptr<ChunkTask> task, ConsumerTimes* times,
+            internal::ChunkSizer* sizer)
+      : queue_(std::move(queue)), task_(std::move(task)), times_(times), sizer_(sizer) {}
   ~PoolChunk() override { task_->abandoned.store(true, std::memory_order_relaxed); }
   // A serial chunk (Python) that no runner has started is computed here, by the consumer, so
   // that a pipeline used from inside another's pool task never waits for a free pool thread.
@@ -126,6 +128,13 @@ class PoolChunk final : public PendingChunk {
   // start for good.
   // Other chunks are waited for through BlockingWait (a runner may need the consumer's GIL).
   ChunkResult Take() override {
+    ChunkResult result = Compute();
+    sizer_->Observe(result);
+    return result;
+  }
+
+ private:
+  ChunkResult Compute() {
     if (queue_->node->Serial()) {
       std::unique_lock<std::mutex> lock(queue_->mu);
       auto queued = std::find(queue_->tasks.begin(), queue_->tasks.end(), task_);
@@ -163,19 +172,19 @@ class PoolChunk final : public PendingChunk {
     return std::move(task_->result);
   }
 
- private:
   // Consumer time measured before runners may start for a serial pipeline.
   static constexpr int64_t kMinTimedNs = 2'000'000;
 
   std::shared_ptr<Queue> queue_;
   std::shared_ptr<ChunkTask> task_;
   ConsumerTimes* times_;  // the executor's, which outlives its chunks
+  internal::ChunkSizer* sizer_;  // the executor's
 };
 
 class ThreadPoolExecutor final : public ChunkExecutor {
  public:
   ThreadPoolExecutor(std::shared_ptr<const MapNode> node, ReadOptions options)
-      : queue_(std::make_shared<Queue>()) {
+      : queue_(std::make_shared<Queue>()), sizer_(1, 1) {
     if (options.num_threads < 1 || options.prefetch_buffer_size < 1) {
       throw std::invalid_argument(
           "MakeThreadPoolExecutor: num_threads and prefetch_buffer_size must be >= 1");
@@ -187,15 +196,17 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
     const int64_t parallel =
         node->Serial() ? options.num_threads : std::min(options.num_threads, cores);
-    chunk_size_ = std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
+    const int64_t chunk_size =
+        std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
+    // Python code may be slow per element: its chunks grow 1, 2, 4, ... so the first elements
+    // come without waiting for a whole chunk. Large elements make chunks smaller
+    // (core/chunk_sizer.h).
+    sizer_ = internal::ChunkSizer(node->Serial() ? 1 : chunk_size, chunk_size);
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
     queue_->read_threads = std::min(options.num_threads, cores);
     queue_->allowed_runners = queue_->node->Serial() ? 0 : options.num_threads;
-    max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size_);
-    // Python code may be slow per element: chunks grow 1, 2, 4, ... so the first elements
-    // come without waiting for a whole chunk.
-    next_size_ = queue_->node->Serial() ? 1 : chunk_size_;
+    max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size);
     internal::SharedThreadPool().Reserve(
         static_cast<int>(std::min<int64_t>(options.num_threads, 1024)));
   }
@@ -209,12 +220,13 @@ class ThreadPoolExecutor final : public ChunkExecutor {
       queue_->idle_cv.wait(lock, [&] { return queue_->computing == 0; });
     });
   }
-  int64_t MaxInFlight() const override { return max_in_flight_; }
-  int64_t NextChunkSize() override {
-    const int64_t size = next_size_;
-    next_size_ = std::min(next_size_ * 2, chunk_size_);
-    return size;
+  // A serial pipeline whose chunks the consumer computes alone keeps none in flight: each is
+  // submitted when reached, so its size follows what the chunks before it measured.
+  // (allowed_runners changes only on this, the consumer's, thread.)
+  int64_t MaxInFlight() const override {
+    return queue_->allowed_runners == 0 ? 0 : max_in_flight_;
   }
+  int64_t NextChunkSize() override { return sizer_.Next(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
     auto task = std::make_shared<ChunkTask>();
     task->begin = begin;
@@ -226,12 +238,13 @@ class ThreadPoolExecutor final : public ChunkExecutor {
       start_runners = ClaimRunners(*queue_, 1);
     }
     SubmitRunners(queue_, start_runners);
-    return std::make_unique<PoolChunk>(queue_, std::move(task), &times_);
+    return std::make_unique<PoolChunk>(queue_, std::move(task), &times_, &sizer_);
   }
 
  private:
   std::shared_ptr<Queue> queue_;
-  int64_t chunk_size_ = 1, max_in_flight_ = 1, next_size_ = 1;
+  int64_t max_in_flight_ = 1;
+  internal::ChunkSizer sizer_;
   ConsumerTimes times_;
 };
 

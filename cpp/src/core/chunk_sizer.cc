@@ -1,0 +1,26 @@
+// ChunkSizer (core/chunk_sizer.h).
+#include "core/chunk_sizer.h"
+
+#include <algorithm>
+
+#include "spelt/stage_stats.h"
+
+namespace spelt::internal {
+
+int64_t ChunkSizer::Next() {
+  int64_t size = next_;
+  next_ = std::min(2 * next_, max_);
+  if (element_bytes_ > 0) size = std::clamp<int64_t>(kChunkBytes / element_bytes_, 1, size);
+  return size;
+}
+
+void ChunkSizer::Observe(const ChunkResult& chunk) {
+  for (const std::optional<Value>& value : chunk.values) {
+    if (value) {
+      element_bytes_ = ValueBytes(*value);
+      return;
+    }
+  }
+}
+
+}  // namespace spelt::internal

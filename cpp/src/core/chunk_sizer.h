@@ -1,0 +1,39 @@
+// Internal: the chunk sizes of an executor (spelt/executor.h). Sizes double from `first` up to
+// `max` elements, so the first elements come after little work, and are capped by bytes:
+// once a chunk has been taken, later chunks hold about kChunkBytes of output (at least one
+// element). Large elements (a batch of images, 1 MB and more) are then computed one or a few
+// at a time, as a plain loop would: a chunk of 64 such batches is 50 MB written before the
+// first is read, which misses the caches and, once freed, returns its pages to the kernel
+// (glibc trims the heap above 2x its mmap threshold), so every chunk faults them in again.
+// Thread-compatible: used by the one thread that drives the ordered iterator.
+#ifndef SPELT_SRC_CORE_CHUNK_SIZER_H_
+#define SPELT_SRC_CORE_CHUNK_SIZER_H_
+
+#include <cstdint>
+
+#include "spelt/executor.h"
+
+namespace spelt::internal {
+
+class ChunkSizer {
+ public:
+  // About this many output bytes per chunk once an element's size is known.
+  static constexpr int64_t kChunkBytes = int64_t{1} << 20;
+
+  // REQUIRES: 1 <= first <= max.
+  ChunkSizer(int64_t first, int64_t max) : next_(first), max_(max) {}
+
+  // The size of the next chunk to submit (>= 1).
+  int64_t Next();
+  // Learns the element size from a computed chunk: the bytes (ValueBytes) of its first
+  // element that a filter kept. Chunks with no such element teach nothing.
+  void Observe(const ChunkResult& chunk);
+
+ private:
+  int64_t next_, max_;
+  int64_t element_bytes_ = 0;  // 0: not known yet
+};
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_CORE_CHUNK_SIZER_H_
