@@ -1,11 +1,15 @@
 // MakeThreadPoolExecutor (spelt/executor.h): chunks computed on the process-wide thread pool,
 // at most num_threads of one iterator at a time, in submission (= index) order.
+#include <fcntl.h>
+#include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <deque>
 #include <mutex>
 #include <stdexcept>
@@ -106,10 +110,60 @@ int64_t ThreadCpuNs() {
   return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
 }
 
+// The calling thread's schedstat file, open while the thread lives. A forked child's one
+// thread reopens its own (the inherited descriptor reads the parent's thread).
+class SchedstatFile {
+ public:
+  SchedstatFile() { Open(); }
+  ~SchedstatFile() { Close(); }
+  SchedstatFile(const SchedstatFile&) = delete;
+  SchedstatFile& operator=(const SchedstatFile&) = delete;
+  int fd() const { return fd_; }
+
+  static SchedstatFile& OfThisThread() {
+    static const bool reopen_after_fork = [] {
+      return pthread_atfork(nullptr, nullptr, [] { OfThisThread().Reopen(); }) == 0;
+    }();
+    (void)reopen_after_fork;
+    thread_local SchedstatFile file;
+    return file;
+  }
+
+ private:
+  void Open() { fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC); }
+  void Close() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  void Reopen() {
+    Close();
+    Open();
+  }
+
+  int fd_ = -1;
+};
+
+// The calling thread's total time runnable but waiting for a CPU, in ns: the second field of
+// the kernel's per-thread schedstat (Documentation/scheduler/sched-stats.rst), updated when
+// the thread gets a CPU. 0 without /proc (or before Linux 3.17).
+int64_t ThreadRunnableNs() {
+  const int fd = SchedstatFile::OfThisThread().fd();
+  char text[96];
+  const ssize_t n = fd < 0 ? -1 : ::pread(fd, text, sizeof(text) - 1, 0);
+  if (n <= 0) return 0;
+  text[n] = '\0';
+  char* end = nullptr;
+  std::strtoll(text, &end, 10);  // the CPU time, updated only at ticks: not used
+  return std::strtoll(end, nullptr, 10);
+}
+
 // What the consumer measured of the serial chunks it computed alone (only it touches this):
-// CPU, wall, and the time in heavy native work (spelt/parallel_work.h).
+// CPU, wall, and the time in heavy native work (spelt/parallel_work.h). On a busy machine a
+// thread's wall time is mostly spent runnable without a CPU, which is not the code waiting:
+// once the times say "waits", they are measured again with that time left out of the wall
+// (count_runnable; reading it costs a system call per chunk, so only then).
 struct ConsumerTimes {
   int64_t cpu_ns = 0, wall_ns = 0, parallel_ns = 0;
+  bool count_runnable = false;
 };
 
 class PoolChunk final : public PendingChunk {
@@ -144,21 +198,26 @@ class PoolChunk final : public PendingChunk {
         lock.unlock();
         const auto start = std::chrono::steady_clock::now();
         const int64_t cpu_start = ThreadCpuNs();
+        const int64_t runnable_start = times_->count_runnable ? ThreadRunnableNs() : 0;
         const int64_t parallel_start = ParallelWorkNs();
         ChunkResult result = ComputeSharingReads(*queue_, task_->begin, task_->count);
         times_->cpu_ns += ThreadCpuNs() - cpu_start;
         times_->parallel_ns += ParallelWorkNs() - parallel_start;
         times_->wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
                                std::chrono::steady_clock::now() - start).count();
+        if (times_->count_runnable) times_->wall_ns -= ThreadRunnableNs() - runnable_start;
         lock.lock();
         if (--queue_->computing == 0) queue_->idle_cv.notify_all();
         int64_t start_runners = 0;
         const bool waits = times_->cpu_ns * 4 < times_->wall_ns;
         const bool mostly_native = times_->parallel_ns * 2 > times_->wall_ns;
-        if (queue_->allowed_runners == 0 && times_->wall_ns >= kMinTimedNs &&
-            (waits || mostly_native)) {
-          queue_->allowed_runners = queue_->max_runners;
-          start_runners = ClaimRunners(*queue_, static_cast<int64_t>(queue_->tasks.size()));
+        if (queue_->allowed_runners == 0 && times_->wall_ns >= kMinTimedNs) {
+          if (waits && !mostly_native && !times_->count_runnable) {
+            *times_ = ConsumerTimes{.count_runnable = true};  // measure again (ConsumerTimes)
+          } else if (waits || mostly_native) {
+            queue_->allowed_runners = queue_->max_runners;
+            start_runners = ClaimRunners(*queue_, static_cast<int64_t>(queue_->tasks.size()));
+          }
         }
         lock.unlock();
         SubmitRunners(queue_, start_runners);
