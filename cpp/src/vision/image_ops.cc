@@ -2,6 +2,7 @@
 #include "spelt/image_ops.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -236,6 +237,7 @@ class Run {
   }
 
   Image Resized(const Image& image, int height, int width) {
+    if (op_.nearest) return ResizeNearest(image, height, width);
     if (image.channels != 4) return ResizeBilinearAntialias(image, height, width);
     if (fallbacks_ == nullptr || !fallbacks_->resize) {
       throw std::invalid_argument(std::string(op_.name()) +
@@ -270,8 +272,13 @@ class Run {
     w = ImageFromArray(fallbacks_->decode(*bytes));
   }
 
+  // Pending JPEG bytes that this op decodes fused with its crop and resize (bilinear only).
+  const PendingJpeg* Fusable(const Working& w) const {
+    return op_.nearest ? nullptr : std::get_if<PendingJpeg>(&w);
+  }
+
   void RandomResizedCrop(Working& w) {
-    const auto* pending = std::get_if<PendingJpeg>(&w);
+    const PendingJpeg* pending = Fusable(w);
     if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
       const CropBox box =
           RandomResizedCropParams(header->height, header->width, op_.scale, op_.ratio, Draws());
@@ -319,7 +326,7 @@ class Run {
   }
 
   void Resize(Working& w) {
-    const auto* pending = std::get_if<PendingJpeg>(&w);
+    const PendingJpeg* pending = Fusable(w);
     if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
       const auto [height, width] = ResizeShape(header->height, header->width);
       CheckOutputSize(op_, height, width, 3);
@@ -390,18 +397,34 @@ class Run {
       }
     }
     const int64_t h = image.height, wd = image.width;
-    Array out = Array::AllocateUninitialized(
-        DType::kFloat32, op_.chw ? std::vector<int64_t>{c, h, wd} : std::vector<int64_t>{h, wd, c});
-    auto* dst = reinterpret_cast<float*>(out.mutable_data());
+    std::vector<int64_t> shape = op_.chw ? std::vector<int64_t>{c, h, wd}
+                                         : std::vector<int64_t>{h, wd, c};
+    if (!op_.bfloat16) {
+      Array out = Array::AllocateUninitialized(DType::kFloat32, std::move(shape));
+      Lookup(image, table, reinterpret_cast<float*>(out.mutable_data()));
+      w = std::move(out);
+      return;
+    }
+    // bfloat16: the float32 result rounded once, as the reference's astype.
+    std::vector<uint16_t> bf16_table(table.size());
+    std::ranges::transform(table, bf16_table.begin(), BFloat16FromFloat);
+    Array bits = Array::AllocateUninitialized(DType::kUint16, std::move(shape));
+    Lookup(image, bf16_table, reinterpret_cast<uint16_t*>(bits.mutable_data()));
+    w = Value(std::shared_ptr<const Opaque>(std::make_shared<BFloat16Array>(std::move(bits))));
+  }
+
+  // dst[...] = table[channel * 256 + pixel] for every pixel and channel, in the op's layout.
+  template <typename T>
+  void Lookup(const Image& image, const std::vector<T>& table, T* dst) const {
+    const int c = image.channels;
     const uint8_t* src = image.pixels.data();
-    const int64_t plane = h * wd;
+    const int64_t plane = int64_t{image.height} * image.width;
     for (int64_t i = 0; i < plane; ++i) {
       for (int ch = 0; ch < c; ++ch) {
-        const float v = table[static_cast<size_t>(ch) * 256 + src[i * c + ch]];
+        const T v = table[static_cast<size_t>(ch) * 256 + src[i * c + ch]];
         dst[op_.chw ? ch * plane + i : i * c + ch] = v;
       }
     }
-    w = std::move(out);
   }
 
   const ImageOp& op_;
@@ -411,6 +434,47 @@ class Run {
 };
 
 }  // namespace
+
+uint16_t BFloat16FromFloat(float x) {
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) {  // NaN: Eigen's (ml_dtypes') quiet NaN of its sign
+    return (bits & 0x80000000u) != 0 ? 0xffc0u : 0x7fc0u;
+  }
+  // Round to nearest even on the low 16 bits; a carry may reach the exponent (to infinity).
+  return static_cast<uint16_t>((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
+}
+
+BFloat16Array::BFloat16Array(Array bits) : bits_(std::move(bits)) {
+  if (bits_.dtype != DType::kUint16) {
+    throw std::invalid_argument("BFloat16Array: needs uint16 bits, got " + bits_.Describe());
+  }
+}
+
+Value BFloat16Array::Unpack() const {
+  return Value(std::shared_ptr<const Opaque>(std::make_shared<BFloat16Array>(bits_)));
+}
+
+std::string BFloat16Array::Describe() const {
+  return "bfloat16" + bits_.Describe().substr(DTypeName(DType::kUint16).size());
+}
+
+Value BFloat16Array::StackLeaves(const std::vector<const Opaque*>& leaves) const {
+  std::vector<int64_t> shape{static_cast<int64_t>(leaves.size())};
+  shape.insert(shape.end(), bits_.shape.begin(), bits_.shape.end());
+  Array out = Array::AllocateUninitialized(DType::kUint16, std::move(shape));
+  const size_t leaf_bytes = bits_.nbytes();
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const auto* leaf = dynamic_cast<const BFloat16Array*>(leaves[i]);
+    if (leaf == nullptr || leaf->bits_.shape != bits_.shape) {
+      throw std::invalid_argument(Describe() + " vs " + leaves[i]->Describe() + " (element " +
+                                  std::to_string(i) + ")");
+    }
+    if (leaf_bytes != 0) {
+      std::memcpy(out.mutable_data() + i * leaf_bytes, leaf->bits_.data, leaf_bytes);
+    }
+  }
+  return Value(std::shared_ptr<const Opaque>(std::make_shared<BFloat16Array>(std::move(out))));
+}
 
 std::string_view ImageOp::name() const {
   switch (kind) {
