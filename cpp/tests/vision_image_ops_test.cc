@@ -1,10 +1,11 @@
 // Tests of ApplyImageOps (spelt/image_ops.h): chains of spelt.vision ops on elements, against
 // the kernels of spelt/vision.h run by hand with the same random draws; fields, the deferred
-// decode across chains, CenterCrop's padding, Normalize's arithmetic and layouts, the flip's
-// one draw, fallbacks and errors.
+// decode across chains, CenterCrop's padding, Normalize's arithmetic and layouts (float32 and
+// bfloat16), nearest resizing, the flip's one draw, fallbacks and errors.
 #include <gtest/gtest.h>
 
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -137,6 +138,72 @@ TEST(VisionImageOpsTest, NormalizeIsFloat32InNumpysOrderInBothLayouts) {
   norm.std = {0.5f, 0.5f};
   EXPECT_THROW(ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr),
                std::invalid_argument);
+}
+
+TEST(VisionImageOpsTest, BFloat16RoundsToNearestEvenAsMlDtypes) {
+  const auto bf16 = [](uint32_t bits) { return BFloat16FromFloat(std::bit_cast<float>(bits)); };
+  EXPECT_EQ(bf16(0x3f800000u), 0x3f80u);  // 1.0 exactly
+  EXPECT_EQ(bf16(0x3f808000u), 0x3f80u);  // a tie below an even mantissa: down
+  EXPECT_EQ(bf16(0x3f818000u), 0x3f82u);  // a tie below an odd one: up
+  EXPECT_EQ(bf16(0x3f808001u), 0x3f81u);  // above the tie: up
+  EXPECT_EQ(bf16(0xbf80ffffu), 0xbf81u);  // negative, below the next tie: up in magnitude
+  EXPECT_EQ(bf16(0x7f7fffffu), 0x7f80u);  // the largest float: to infinity
+  EXPECT_EQ(bf16(0xff800000u), 0xff80u);  // -infinity stays
+  EXPECT_EQ(bf16(0x7fc00001u), 0x7fc0u);  // NaN: ml_dtypes' quiet NaN of its sign
+  EXPECT_EQ(bf16(0xff812345u), 0xffc0u);
+  EXPECT_EQ(bf16(0x00010000u), 0x0001u);  // a subnormal keeps its top bits
+}
+
+TEST(VisionImageOpsTest, BFloat16NormalizeIsTheRoundedFloat32AndBatches) {
+  Image image = Image::Zeros(1, 2, 3);
+  image.pixels = {0, 128, 255, 7, 8, 9};
+  ImageOp norm = Op(ImageOp::Kind::kNormalize);
+  norm.mean = {0.485f, 0.456f, 0.406f};
+  norm.std = {0.229f, 0.224f, 0.225f};
+  norm.per_channel = true;
+  norm.chw = true;
+  const Array f32 = ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr)
+                        .AsArray();
+  norm.bfloat16 = true;
+  const Value out = ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr);
+  const auto* leaf =
+      dynamic_cast<const BFloat16Array*>(out.as<std::shared_ptr<const Opaque>>().get());
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ(leaf->Describe(), "bfloat16[3,1,2]");
+  EXPECT_EQ(leaf->bits().shape, f32.shape);
+  const auto* want = reinterpret_cast<const float*>(f32.data);
+  const auto* got = reinterpret_cast<const uint16_t*>(leaf->bits().data);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], BFloat16FromFloat(want[i]));
+  // Two such leaves stack into one of shape [2, 3, 1, 2], element after element.
+  const Value batch = leaf->StackLeaves({leaf, leaf});
+  const auto* stacked =
+      dynamic_cast<const BFloat16Array*>(batch.as<std::shared_ptr<const Opaque>>().get());
+  ASSERT_NE(stacked, nullptr);
+  EXPECT_EQ(stacked->bits().shape, (std::vector<int64_t>{2, 3, 1, 2}));
+  EXPECT_EQ(std::memcmp(stacked->bits().data + 12, leaf->bits().data, 12), 0);
+  BFloat16Array other(Array::Allocate(DType::kUint16, {3, 2, 1}));
+  EXPECT_THROW(leaf->StackLeaves({leaf, &other}), std::invalid_argument);
+  EXPECT_THROW(BFloat16Array(Array::Allocate(DType::kFloat32, {1})), std::invalid_argument);
+}
+
+TEST(VisionImageOpsTest, NearestResizeAndCropUseResizeNearestOnEveryChannelCount) {
+  Image rgba = Image::Zeros(5, 7, 4);
+  for (size_t i = 0; i < rgba.pixels.size(); ++i) rgba.pixels[i] = static_cast<uint8_t>(i * 37);
+  ImageOp resize = Op(ImageOp::Kind::kResize, 3, 11);
+  resize.nearest = true;  // 4 channels with no fallbacks: only the nearest kernel takes them
+  const Value out = ApplyImageOps(std::vector<ImageOp>{resize}, {}, ArrayOf(rgba), nullptr);
+  EXPECT_EQ(ImageOf(out).pixels, ResizeNearest(rgba, 3, 11).pixels);
+  ImageOp crop = Op(ImageOp::Kind::kRandomResizedCrop, 4, 4);
+  crop.nearest = true;
+  Philox a = Stream(3), b = Stream(3);
+  const Value cropped = ApplyImageOps(std::vector<ImageOp>{crop}, {}, ArrayOf(rgba), &a);
+  PhiloxCropDraws draws(b);
+  const CropBox box = RandomResizedCropParams(5, 7, crop.scale, crop.ratio, draws);
+  Image region = Image::Zeros(box.height, box.width, 4);
+  for (int y = 0; y < box.height; ++y) {
+    std::memcpy(region.row(y), rgba.row(box.top + y) + box.left * 4, region.row_bytes());
+  }
+  EXPECT_EQ(ImageOf(cropped).pixels, ResizeNearest(region, 4, 4).pixels);
 }
 
 TEST(VisionImageOpsTest, TheFlipDrawsOnceWhateverP) {
