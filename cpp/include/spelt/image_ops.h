@@ -4,8 +4,8 @@
 // them on an element, reading the image at the element or at one field of a dict element, and
 // returns the element with that image replaced, as the Python reference does. The kernels are
 // those of spelt/vision.h; where a DecodeImage of a JPEG is directly followed by a
-// RandomResizedCrop or a Resize, the two run as the fused DecodeJpegCropResize (only the crop's
-// rows and columns are decoded; see spelt/vision.h for its exactness), also across chains
+// bilinear RandomResizedCrop or Resize, the two run as the fused DecodeJpegCropResize (the crop's
+// rows and columns alone are decoded; see spelt/vision.h for its exactness), also across chains
 // through ImageOp::defer_decode.
 //
 // Elements: the image leaf is encoded bytes (a bytes String or a 1-D uint8 array) before a
