@@ -11,7 +11,7 @@
 // Elements: the image leaf is encoded bytes (a bytes String or a 1-D uint8 array) before a
 // DecodeImage and a uint8 array of shape (height, width, channels), channels 1, 3 or 4, after
 // it. DecodeImage gives RGB (3 channels); Normalize gives float32 or bfloat16 (a BFloat16Array
-// leaf, below), HWC or CHW, and ends what a chain can do natively (later ops take uint8 images).
+// leaf, spelt/bfloat16_array.h), HWC or CHW, and ends what a chain can do natively (later ops take uint8 images).
 //
 // Fallbacks: what the kernels do not take is handed to ImageOpFallbacks, which the Python face
 // fills with its reference implementation (non-JPEG bytes to its Pillow decoder, 4-channel
@@ -86,31 +86,6 @@ struct ImageOp {
     return kind == Kind::kRandomResizedCrop || kind == Kind::kRandomHorizontalFlip;
   }
 };
-
-// Normalize's bfloat16 output. The engine has no bfloat16 dtype, so the image is this Opaque
-// leaf over a uint16 Array of bfloat16 bit patterns (1 sign, 8 exponent, 7 mantissa bits) of
-// the image's shape. Batching stacks such leaves into one (StackLeaves, no conversion); the
-// Python face hands it out as a numpy array of ml_dtypes.bfloat16 sharing the bits
-// (cpp/python/py_value.cc). Immutable, so safe to share between threads.
-class BFloat16Array final : public Opaque {
- public:
-  // REQUIRES: bits.dtype == DType::kUint16 (std::invalid_argument otherwise).
-  explicit BFloat16Array(Array bits);
-  const Array& bits() const { return bits_; }
-  Value Unpack() const override;  // the same leaf (it has no native form)
-  std::string Describe() const override;  // e.g. "bfloat16[224,224,3]"
-  // One BFloat16Array of shape [n, ...]; std::invalid_argument if a leaf is not a
-  // BFloat16Array or its shape differs from this one's.
-  Value StackLeaves(const std::vector<const Opaque*>& leaves) const override;
-  int64_t ByteSize() const override { return static_cast<int64_t>(bits_.nbytes()); }
-
- private:
-  Array bits_;
-};
-
-// The bfloat16 nearest to `x` (ties to even, overflow to infinity, NaN stays a quiet NaN), as
-// ml_dtypes' cast from float32 (numpy's x.astype(ml_dtypes.bfloat16)).
-uint16_t BFloat16FromFloat(float x);
 
 // What the kernels leave to the caller; see the header comment. Each may be empty.
 struct ImageOpFallbacks {
