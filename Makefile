@@ -10,7 +10,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
 
-.PHONY: demo demo-lm test test-multihost test-ray test-torch test-keras bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
+.PHONY: demo demo-lm demo-vision test test-multihost test-ray test-torch test-keras bench setup cpp python test-cpp test-python test-install soak fuzz fuzz-build \
   fuzz-tfrecord clean format wheel test-wheel
 
 $(VENV)/.deps: requirements-dev.txt
@@ -133,7 +133,18 @@ demo: python
 demo-lm: python
 	$(PY) examples/lm_demo.py
 
-bench: python $(VENV)/.ray
+# The vision job: JPEGs cut from scikit-learn's photographs -> ArrayRecord -> the native
+# spelt.vision train recipe -> a tiny numpy classifier, killed with SIGKILL and resumed exactly,
+# with images/s beside the same pipeline in Pillow under Spelt and Grain (examples/vision_demo.py).
+demo-vision: python
+	$(PY) examples/vision_demo.py
+
+# What only the benchmarks use (requirements-bench.txt: simplejpeg for bench_vision's V2).
+$(VENV)/.bench: requirements-bench.txt $(VENV)/.deps
+	$(PY) -m pip install -q -r requirements-bench.txt
+	touch $@
+
+bench: python $(VENV)/.ray $(VENV)/.bench
 	$(PY) bench/bench.py
 
 # Reads a 2-worker pipeline and an ArrayRecord pipeline for SOAK_MINUTES (default 10), printing

@@ -28,6 +28,7 @@ _BENCHES = [
     "bench_ray",  # Spelt on Ray actors (D1, D2, per-chunk overhead)
     "bench_regroup",  # window shuffles, rebatch, flat map, batch_and_pad
     "bench_blocking",  # Python code on the read threads (B1, B2), Spelt vs Grain
+    "bench_vision",  # native image ops (V1-V3, peak memory), Spelt vs Grain and simplejpeg
 ]
 
 

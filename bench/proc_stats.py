@@ -76,3 +76,21 @@ def cpu_seconds(pid: int) -> float:
             continue
         total += sum(int(v) for v in fields[11:15])  # utime stime cutime cstime
     return total / ticks
+
+
+def tree_memory(pid: int) -> tuple[int, int]:
+    """(sum of VmRSS, sum of Pss) in bytes over `pid` and its live descendants. Pss divides each
+    shared page between the processes that map it, so its sum is the tree's real footprint;
+    the RSS sum counts shared pages (libraries, shared memory) once per process."""
+    rss = pss = 0
+    for p in [pid, *descendants(pid)]:
+        stats = process_stats(p)
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                pss_kib = next(int(line.split()[1]) for line in f if line.startswith("Pss:"))
+        except (OSError, StopIteration):
+            continue
+        if stats is not None:
+            rss += stats.rss_bytes
+            pss += pss_kib << 10
+    return rss, pss

@@ -22,10 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shutil
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -33,7 +30,7 @@ from pathlib import Path
 import spelt
 
 import lm_data
-from checkpoint import load_checkpoint, read_batch_log, same_weights
+from kill_resume import check_resume, run_and_kill, run_job
 
 TRAIN_JOB = Path(__file__).resolve().parent / "lm_train.py"
 
@@ -58,52 +55,12 @@ def measure_pipeline(g, args) -> dict:
     }
 
 
-def start_job(args, run_dir: Path) -> subprocess.Popen:
-    run_dir.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, str(TRAIN_JOB), str(run_dir), "--data-dir", str(args.data_dir)]
+def job_command(args) -> list[str]:
+    """lm_train.py's command line, to which kill_resume appends the run directory."""
+    command = [sys.executable, str(TRAIN_JOB), "--data-dir", str(args.data_dir)]
     for name in ("vocab_size", "seq_len", "batch_size", "steps"):
         command += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
-    return subprocess.Popen(command + ["--report-every", str(max(1, args.steps // 4))])
-
-
-def run_job(args, run_dir: Path) -> None:
-    if start_job(args, run_dir).wait() != 0:
-        raise SystemExit(f"the training job in {run_dir} failed")
-
-
-def checkpointed_step(path: Path) -> int:
-    return load_checkpoint(path)[0] if path.exists() else 0
-
-
-def run_and_kill(args, run_dir: Path) -> int:
-    """Starts the job, SIGKILLs it once its checkpoint has >= kill_at steps; returns that step."""
-    job = start_job(args, run_dir)
-    checkpoint = run_dir / "checkpoint.npz"
-    while checkpointed_step(checkpoint) < args.kill_at:
-        if job.poll() is not None:
-            raise SystemExit("the training job ended before it could be killed")
-        time.sleep(0.002)
-    os.kill(job.pid, signal.SIGKILL)
-    if job.wait() != -signal.SIGKILL:
-        raise SystemExit("the training job finished before it could be killed")
-    step = checkpointed_step(checkpoint)
-    print(f"  killed with SIGKILL; last checkpoint at step {step}")
-    return step
-
-
-def check_resume(reference: Path, interrupted: Path, resumed_at: int, steps: int) -> list[str]:
-    """Problems found comparing the resumed job with the reference; [] if none."""
-    expected = read_batch_log(reference, 0)
-    resumed = read_batch_log(interrupted, resumed_at)
-    problems = []
-    if len(expected) != steps or len(resumed) != steps - resumed_at:
-        problems.append(f"{len(resumed)} batches after resuming, {steps - resumed_at} expected")
-    differ = [got[0] for got in resumed if got != expected[got[0]]]
-    if differ:
-        problems.append(f"{len(differ)} resumed batches differ, the first at step {differ[0]}")
-    if not same_weights(reference, interrupted):
-        problems.append("final weights differ")
-    return problems
+    return command + ["--report-every", str(max(1, args.steps // 4))]
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -154,11 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     shutil.rmtree(runs, ignore_errors=True)
     reference, interrupted = runs / "uninterrupted", runs / "interrupted"
     print(f"\n[1/3] uninterrupted run of {args.steps} steps, in its own process")
-    run_job(args, reference)
+    run_job(job_command(args), reference)
     print(f"\n[2/3] new process, checkpoint every step, SIGKILL once step {args.kill_at} is saved")
-    resumed_at = run_and_kill(args, interrupted)
+    resumed_at = run_and_kill(job_command(args), interrupted, args.kill_at)
     print("\n[3/3] new process: resume from the last checkpoint and finish")
-    run_job(args, interrupted)
+    run_job(job_command(args), interrupted)
     problems = check_resume(reference, interrupted, resumed_at, args.steps)
     if not same:
         problems.append("Grain's packer gave other batches")

@@ -15,7 +15,6 @@ non-padding positions (``inputs_segment_ids > 0``), plain SGD with gradients wri
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -24,7 +23,7 @@ import numpy as np
 import spelt
 
 import lm_data
-from checkpoint import load_checkpoint, save_checkpoint
+from checkpoint import train_resumably
 
 SEED = 0
 EMBED_DIM = 32
@@ -68,29 +67,27 @@ def train(args: argparse.Namespace) -> None:
         args.batch_size,
         num_epochs=args.epochs,
     )
-    iterator = iter(dataset)
-    checkpoint = args.run_dir / "checkpoint.npz"
-    step, weights = 0, init_weights(args.vocab_size)
-    if checkpoint.exists():
-        step, weights, state = load_checkpoint(checkpoint)
-        iterator.set_state(json.loads(state))
-        print(f"  resumed from {checkpoint.name} at step {step}", flush=True)
     start, tokens = time.perf_counter(), 0
-    with open(args.run_dir / f"batches_from_step_{step}.log", "w", buffering=1) as log:
-        while step < args.steps:
-            batch = next(iterator)
-            log.write(f"{step} {lm_data.batch_digest(batch)}\n")
-            weights, loss = train_step(weights, batch)
-            tokens += lm_data.tokens_in(batch)
-            step += 1
-            save_checkpoint(checkpoint, step, weights, json.dumps(iterator.get_state()).encode())
-            if step % args.report_every == 0 or step == args.steps:
-                rate = tokens / (time.perf_counter() - start)
-                print(
-                    f"  step {step:3d}/{args.steps}  loss {loss:.3f}  {rate:9,.0f} tokens/s (with training)",
-                    flush=True,
-                )
-    np.savez(args.run_dir / "final_weights.npz", **weights)
+
+    def report(step: int, loss: float, batch) -> None:
+        nonlocal tokens
+        tokens += lm_data.tokens_in(batch)
+        if step % args.report_every == 0 or step == args.steps:
+            rate = tokens / (time.perf_counter() - start)
+            print(
+                f"  step {step:3d}/{args.steps}  loss {loss:.3f}  {rate:9,.0f} tokens/s (with training)",
+                flush=True,
+            )
+
+    train_resumably(
+        args.run_dir,
+        iter(dataset),
+        init_weights(args.vocab_size),
+        args.steps,
+        train_step,
+        lm_data.batch_digest,
+        report,
+    )
 
 
 def main() -> None:

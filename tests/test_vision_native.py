@@ -241,3 +241,89 @@ def test_native_ops_behind_a_python_source_run_on_the_read_threads():
         ),
     )
     assert threads - {threading.get_ident()}, "no read thread ran the pipeline"
+
+
+def nearest_cases():
+    """(image, Resize) pairs: shapes up, down and mixed, 1, 3 and 4 channels (RGBA is not
+    premultiplied for NEAREST), both size modes, and ratios whose accumulated source position
+    rounds differently from (x + 0.5) * in / out."""
+    rng = np.random.default_rng(5)
+    cases = []
+    for (h, w, c), size in [
+        ((29, 41, 3), (7, 10)),
+        ((29, 41, 3), (60, 17)),
+        ((3, 10, 1), (7, 3)),
+        ((13, 7, 4), (50, 49)),
+        ((1, 1, 3), (5, 3)),
+        ((2, 2, 3), (7, 7)),
+        ((100, 49, 3), (300, 147)),
+        ((96, 128, 3), 37),
+        ((41, 29, 1), 101),
+    ]:
+        image = rng.integers(0, 256, (h, w, c), dtype=np.uint8)
+        cases.append((image, vision.Resize(size, interpolation="nearest")))
+    return cases
+
+
+def test_nearest_resize_equals_pillow_to_the_bit():
+    for image, resize in nearest_cases():
+        native = list(spelt.MapDataset.source([image]).map(resize))
+        assert resize._spelt_image_op() is not None
+        assert_same(native, [resize._resize(image)])  # the reference: Pillow's NEAREST
+
+
+def test_nearest_resize_and_crop_of_jpegs_equal_the_reference_to_the_bit():
+    """A nearest Resize or RandomResizedCrop after a DecodeImage decodes the whole JPEG (no fused
+    path) and equals the reference's pixels exactly."""
+    for recipe in (
+        [vision.DecodeImage(), vision.Resize(77, interpolation="nearest")],
+        [vision.DecodeImage(), vision.Resize((50, 300), interpolation="nearest")],
+        [vision.DecodeImage(), vision.RandomResizedCrop(40, interpolation="nearest")],
+    ):
+        native = list(apply_ops(spelt.MapDataset.source(photos(6)), recipe))
+        python = list(apply_ops(spelt.MapDataset.source(photos(6)), python_twins(recipe)))
+        assert_same(native, python)
+
+
+@pytest.mark.parametrize("layout", ["HWC", "CHW"])
+def test_bfloat16_normalize_equals_the_reference_and_batches(layout):
+    """The native bfloat16 output is ml_dtypes' rounding of the float32 result, to the bit, in
+    both layouts; it batches natively and survives a restore."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    recipe = [  # no resampling, so the float32 values are the reference's to the bit
+        vision.DecodeImage(),
+        vision.CenterCrop(32),
+        vision.RandomHorizontalFlip(),
+        vision.Normalize(vision.IMAGENET_MEAN, vision.IMAGENET_STD, "bfloat16", layout),
+    ]
+    native = list(apply_ops(spelt.MapDataset.source(photos(8)), recipe))
+    python = list(apply_ops(spelt.MapDataset.source(photos(8)), python_twins(recipe)))
+    assert native[0].dtype == ml_dtypes.bfloat16
+    assert native[0].shape == ((32, 32, 3) if layout == "HWC" else (3, 32, 32))
+    assert_same([a.view(np.uint16) for a in native], [b.view(np.uint16) for b in python])
+    batched = apply_ops(spelt.MapDataset.source(photos(8)), recipe).batch(4)
+    batches = list(batched)
+    assert batches[0].dtype == ml_dtypes.bfloat16 and batches[0].shape[0] == 4
+    assert_same(
+        [b.view(np.uint16) for b in batches],
+        [np.stack(python[i : i + 4]).view(np.uint16) for i in (0, 4)],
+    )
+    it = iter(batched.to_iter_dataset())
+    next(it)
+    resumed = iter(batched.to_iter_dataset())
+    resumed.set_state(it.get_state())
+    assert_same([b.view(np.uint16) for b in resumed], [batches[1].view(np.uint16)])
+
+
+def test_bfloat16_rounds_to_nearest_even_as_ml_dtypes():
+    """Every uint8 level through a Normalize whose quotients land near bfloat16 ties."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    image = np.arange(256, dtype=np.uint8).reshape(16, 16, 1)
+    for mean, std in [(0.0, 1.0), (0.5, 0.5), (0.485, 0.229), (1.0, 0.003)]:
+        op = vision.Normalize(mean, std, dtype="bfloat16")
+        (native,) = list(spelt.MapDataset.source([image]).map(op))
+        float32 = vision.Normalize(mean, std)._normalize(image)
+        assert native.dtype == ml_dtypes.bfloat16
+        np.testing.assert_array_equal(
+            native.view(np.uint16), float32.astype(ml_dtypes.bfloat16).view(np.uint16)
+        )

@@ -125,10 +125,10 @@ void RegisterVision(nb::module_& m) {
       .def_prop_ro("random", [](const PyImageOp& o) { return o.op.random(); });
 
   m.def("image_op", [](const std::string& kind, std::optional<std::string> field, int height,
-                       int width, int shorter_side, std::pair<double, double> scale,
+                       int width, int shorter_side, bool nearest, std::pair<double, double> scale,
                        std::pair<double, double> ratio, double p, std::vector<float> mean,
-                       std::vector<float> std, bool per_channel, bool chw, bool defer_decode,
-                       nb::object reference,
+                       std::vector<float> std, bool per_channel, bool chw, bool bfloat16,
+                       bool defer_decode, nb::object reference,
                        nb::object decode, nb::object resize) {
     PyImageOp o;
     o.op.kind = KindOf(kind);
@@ -136,6 +136,7 @@ void RegisterVision(nb::module_& m) {
     o.op.height = height;
     o.op.width = width;
     o.op.shorter_side = shorter_side;
+    o.op.nearest = nearest;
     o.op.scale = scale;
     o.op.ratio = ratio;
     o.op.p = p;
@@ -143,6 +144,7 @@ void RegisterVision(nb::module_& m) {
     o.op.std = std::move(std);
     o.op.per_channel = per_channel;
     o.op.chw = chw;
+    o.op.bfloat16 = bfloat16;
     o.op.defer_decode = defer_decode;
     if (o.op.kind == ImageOp::Kind::kNormalize && (o.op.mean.empty() || o.op.std.empty())) {
       throw std::invalid_argument("image_op: Normalize needs mean and std");
@@ -150,9 +152,10 @@ void RegisterVision(nb::module_& m) {
     o.fallbacks = FallbacksOf(std::move(reference), std::move(decode), std::move(resize));
     return o;
   }, "kind"_a, "field"_a.none(), "height"_a = 0, "width"_a = 0, "shorter_side"_a = 0,
+     "nearest"_a = false,
      "scale"_a = std::pair(0.08, 1.0), "ratio"_a = std::pair(3.0 / 4.0, 4.0 / 3.0),
      "p"_a = 0.5, "mean"_a = std::vector<float>{}, "std"_a = std::vector<float>{},
-     "per_channel"_a = false, "chw"_a = false, "defer_decode"_a = false, "reference"_a.none() = nb::none(), "decode"_a.none() = nb::none(),
+     "per_channel"_a = false, "chw"_a = false, "bfloat16"_a = false, "defer_decode"_a = false, "reference"_a.none() = nb::none(), "decode"_a.none() = nb::none(),
      "resize"_a.none() = nb::none(),
      "An ImageOp (spelt/image_ops.h); reference(leaf), decode(bytes) and resize(image, h, w) "
      "are the Python fallbacks.");

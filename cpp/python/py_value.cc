@@ -10,6 +10,7 @@
 #include <stdexcept>
 
 #include "gil.h"
+#include "spelt/bfloat16_array.h"
 #include "spelt/stack.h"
 
 namespace spelt::python {
@@ -127,6 +128,18 @@ nb::object ArrayToPython(const Array& a) {
     throw nb::python_error();
   }
   return nb::steal(out);
+}
+
+// A bfloat16 leaf (spelt/bfloat16_array.h) as a numpy array of ml_dtypes.bfloat16 viewing its bits
+// (GIL held). Only Normalize(dtype="bfloat16") makes such leaves, and it needs ml_dtypes to be
+// built, so the import succeeds.
+nb::object BFloat16ToPython(const BFloat16Array& leaf) {
+  static nb::handle bfloat16;  // the dtype, kept for the process once found
+  if (!bfloat16.is_valid()) {
+    nb::object type = nb::module_::import_("ml_dtypes").attr("bfloat16");
+    bfloat16 = nb::module_::import_("numpy").attr("dtype")(type).release();
+  }
+  return ArrayToPython(leaf.bits()).attr("view")(bfloat16);
 }
 
 nb::object RebuildSequence(const Sequence& s, nb::list items) {
@@ -335,6 +348,9 @@ nb::object ToPython(const Value& value) {
     }
     nb::object operator()(const std::shared_ptr<const Opaque>& o) const {
       if (auto* py = dynamic_cast<const PyOpaque*>(o.get())) return nb::borrow(py->object());
+      if (auto* bf = dynamic_cast<const BFloat16Array*>(o.get())) {
+        return BFloat16ToPython(*bf);
+      }
       throw std::invalid_argument("cannot convert " + o->Describe() + " to a Python object");
     }
   };

@@ -1,7 +1,7 @@
 // Tests of ApplyImageOps (spelt/image_ops.h): chains of spelt.vision ops on elements, against
 // the kernels of spelt/vision.h run by hand with the same random draws; fields, the deferred
-// decode across chains, CenterCrop's padding, Normalize's arithmetic and layouts, the flip's
-// one draw, fallbacks and errors.
+// decode across chains, CenterCrop's padding, Normalize's arithmetic and layouts (float32 and
+// bfloat16), nearest resizing, the flip's one draw, fallbacks and errors.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "spelt/bfloat16_array.h"
 #include "spelt/errors.h"
 #include "spelt/image_ops.h"
 #include "spelt/random.h"
@@ -137,6 +138,48 @@ TEST(VisionImageOpsTest, NormalizeIsFloat32InNumpysOrderInBothLayouts) {
   norm.std = {0.5f, 0.5f};
   EXPECT_THROW(ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr),
                std::invalid_argument);
+}
+
+TEST(VisionImageOpsTest, BFloat16NormalizeIsTheRoundedFloat32) {
+  Image image = Image::Zeros(1, 2, 3);
+  image.pixels = {0, 128, 255, 7, 8, 9};
+  ImageOp norm = Op(ImageOp::Kind::kNormalize);
+  norm.mean = {0.485f, 0.456f, 0.406f};
+  norm.std = {0.229f, 0.224f, 0.225f};
+  norm.per_channel = true;
+  norm.chw = true;
+  const Array f32 = ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr)
+                        .AsArray();
+  norm.bfloat16 = true;
+  const Value out = ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr);
+  const auto* leaf =
+      dynamic_cast<const BFloat16Array*>(out.as<std::shared_ptr<const Opaque>>().get());
+  ASSERT_NE(leaf, nullptr);
+  EXPECT_EQ(leaf->Describe(), "bfloat16[3,1,2]");
+  EXPECT_EQ(leaf->bits().shape, f32.shape);
+  const auto* want = reinterpret_cast<const float*>(f32.data);
+  const auto* got = reinterpret_cast<const uint16_t*>(leaf->bits().data);
+  for (int i = 0; i < 6; ++i) EXPECT_EQ(got[i], BFloat16FromFloat(want[i]));
+}
+
+TEST(VisionImageOpsTest, NearestResizeAndCropUseResizeNearestOnEveryChannelCount) {
+  Image rgba = Image::Zeros(5, 7, 4);
+  for (size_t i = 0; i < rgba.pixels.size(); ++i) rgba.pixels[i] = static_cast<uint8_t>(i * 37);
+  ImageOp resize = Op(ImageOp::Kind::kResize, 3, 11);
+  resize.nearest = true;  // 4 channels with no fallbacks: only the nearest kernel takes them
+  const Value out = ApplyImageOps(std::vector<ImageOp>{resize}, {}, ArrayOf(rgba), nullptr);
+  EXPECT_EQ(ImageOf(out).pixels, ResizeNearest(rgba, 3, 11).pixels);
+  ImageOp crop = Op(ImageOp::Kind::kRandomResizedCrop, 4, 4);
+  crop.nearest = true;
+  Philox a = Stream(3), b = Stream(3);
+  const Value cropped = ApplyImageOps(std::vector<ImageOp>{crop}, {}, ArrayOf(rgba), &a);
+  PhiloxCropDraws draws(b);
+  const CropBox box = RandomResizedCropParams(5, 7, crop.scale, crop.ratio, draws);
+  Image region = Image::Zeros(box.height, box.width, 4);
+  for (int y = 0; y < box.height; ++y) {
+    std::memcpy(region.row(y), rgba.row(box.top + y) + box.left * 4, region.row_bytes());
+  }
+  EXPECT_EQ(ImageOf(cropped).pixels, ResizeNearest(region, 4, 4).pixels);
 }
 
 TEST(VisionImageOpsTest, TheFlipDrawsOnceWhateverP) {

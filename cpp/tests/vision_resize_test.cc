@@ -1,10 +1,12 @@
-// Tests of ResizeBilinearAntialias and FlipHorizontal (spelt/vision.h) against Pillow 13's
-// Image.resize(..., BILINEAR): fixtures written by cpp/tests/data/vision/make_fixtures.py.
+// Tests of ResizeBilinearAntialias (against Pillow 13's Image.resize(..., BILINEAR): fixtures
+// written by cpp/tests/data/vision/make_fixtures.py), ResizeNearest and FlipHorizontal
+// (spelt/vision.h).
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "spelt/vision.h"
 #include "vision_test_util.h"
@@ -96,6 +98,38 @@ TEST(VisionResizeTest, RejectsBadSizes) {
   EXPECT_THROW(ResizeBilinearAntialias(Image{}, 3, 3), std::invalid_argument);
   EXPECT_THROW(ResizeBilinearAntialiasBox(in, 0, 0, 5, 4, 2, 2), std::invalid_argument);
   EXPECT_THROW(ResizeBilinearAntialiasBox(in, 2, 0, 2, 4, 2, 2), std::invalid_argument);
+}
+
+// Output pixel (y, x) of ResizeNearest(in, ...) must be in's (ys[y], xs[x]), every channel.
+void ExpectNearest(const Image& in, const Image& out, const std::vector<int>& ys,
+                   const std::vector<int>& xs) {
+  ASSERT_EQ(out.height, static_cast<int>(ys.size()));
+  ASSERT_EQ(out.width, static_cast<int>(xs.size()));
+  for (size_t y = 0; y < ys.size(); ++y) {
+    for (size_t x = 0; x < xs.size(); ++x) {
+      for (int c = 0; c < in.channels; ++c) {
+        EXPECT_EQ(out.row(y)[x * in.channels + c], in.row(ys[y])[xs[x] * in.channels + c])
+            << y << "," << x << "," << c;
+      }
+    }
+  }
+}
+
+TEST(VisionResizeTest, NearestTakesPillowsAccumulatedSourcePositions) {
+  // 2 -> 7: Pillow's position of index 3 is 1/7 plus 2/7 added three times, just below 1.0, so
+  // it takes pixel 0 (the product (3 + 0.5) * 2/7 is 1.0: pixel 1). tests/test_vision_native.py
+  // compares with Pillow itself.
+  const Image in = Pattern(2, 2, 1);
+  ExpectNearest(in, ResizeNearest(in, 7, 7), {0, 0, 0, 0, 1, 1, 1}, {0, 0, 0, 0, 1, 1, 1});
+  // 5 -> 3 and 3 -> 2 (reductions), RGBA kept as stored.
+  const Image rgba = Pattern(3, 5, 4);
+  ExpectNearest(rgba, ResizeNearest(rgba, 2, 3), {0, 2}, {0, 2, 4});
+  EXPECT_EQ(ResizeNearest(rgba, 3, 5).pixels, rgba.pixels);  // same size: a copy
+}
+
+TEST(VisionResizeTest, NearestRejectsBadSizes) {
+  EXPECT_THROW(ResizeNearest(Pattern(4, 4, 3), 0, 3), std::invalid_argument);
+  EXPECT_THROW(ResizeNearest(Image{}, 3, 3), std::invalid_argument);
 }
 
 TEST(VisionFlipTest, MirrorsEachRow) {

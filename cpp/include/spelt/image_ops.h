@@ -4,14 +4,14 @@
 // them on an element, reading the image at the element or at one field of a dict element, and
 // returns the element with that image replaced, as the Python reference does. The kernels are
 // those of spelt/vision.h; where a DecodeImage of a JPEG is directly followed by a
-// RandomResizedCrop or a Resize, the two run as the fused DecodeJpegCropResize (only the crop's
-// rows and columns are decoded; see spelt/vision.h for its exactness), also across chains
+// bilinear RandomResizedCrop or Resize, the two run as the fused DecodeJpegCropResize (the crop's
+// rows and columns alone are decoded; see spelt/vision.h for its exactness), also across chains
 // through ImageOp::defer_decode.
 //
 // Elements: the image leaf is encoded bytes (a bytes String or a 1-D uint8 array) before a
 // DecodeImage and a uint8 array of shape (height, width, channels), channels 1, 3 or 4, after
-// it. DecodeImage gives RGB (3 channels); Normalize gives float32, HWC or CHW, and ends what a
-// chain can do natively (later ops take uint8 images).
+// it. DecodeImage gives RGB (3 channels); Normalize gives float32 or bfloat16 (a BFloat16Array
+// leaf, spelt/bfloat16_array.h), HWC or CHW, and ends what a chain can do natively (later ops take uint8 images).
 //
 // Fallbacks: what the kernels do not take is handed to ImageOpFallbacks, which the Python face
 // fills with its reference implementation (non-JPEG bytes to its Pillow decoder, 4-channel
@@ -48,11 +48,11 @@ namespace spelt::vision {
 struct ImageOp {
   enum class Kind {  // kNormalize last (bind_vision.cc walks them)
     kDecode,                // DecodeImage(mode="RGB", exif_orientation=False)
-    kRandomResizedCrop,     // RandomResizedCrop(size, scale, ratio, interpolation="bilinear")
-    kResize,                // Resize(size, interpolation="bilinear")
+    kRandomResizedCrop,     // RandomResizedCrop(size, scale, ratio, interpolation)
+    kResize,                // Resize(size, interpolation)
     kCenterCrop,            // CenterCrop(size)
     kRandomHorizontalFlip,  // RandomHorizontalFlip(p)
-    kNormalize,             // Normalize(mean, std, dtype="float32", layout)
+    kNormalize,             // Normalize(mean, std, dtype, layout)
   };
   Kind kind = Kind::kDecode;
   // nullopt: the element is the image; else element[field] of a dict element.
@@ -62,6 +62,9 @@ struct ImageOp {
   int width = 0;
   // Resize to a shorter side of this many pixels (torchvision's rule); 0 for an exact size.
   int shorter_side = 0;
+  // RandomResizedCrop and Resize: Pillow's NEAREST (ResizeNearest), else BILINEAR. Only
+  // BILINEAR fuses with a JPEG decode (a nearest resize decodes the whole JPEG first).
+  bool nearest = false;
   std::pair<double, double> scale{0.08, 1.0};               // RandomResizedCrop
   std::pair<double, double> ratio{3.0 / 4.0, 4.0 / 3.0};    // RandomResizedCrop
   double p = 0.5;                                           // RandomHorizontalFlip
@@ -71,6 +74,7 @@ struct ImageOp {
   std::vector<float> std;
   bool per_channel = false;
   bool chw = false;  // Normalize: CHW output layout (else HWC)
+  bool bfloat16 = false;  // Normalize: bfloat16 output (a BFloat16Array leaf), else float32
   // DecodeImage: a JPEG leaves the chain undecoded, as an Opaque leaf that decodes in full when
   // unpacked, so that a RandomResizedCrop or Resize in the next chain (of the next dataset
   // node) fuses it with its decode. For a decode whose only reader is such a chain.

@@ -1,7 +1,7 @@
 // spelt/vision.h: the native image kernels of spelt.vision (issue 23): JPEG decoding with
-// libjpeg-turbo, torchvision's RandomResizedCrop parameters, Pillow's antialiased bilinear
-// resize, the fused JPEG decode + crop + resize, and the horizontal flip. They are the C++
-// counterparts of the Python reference in python/spelt/vision/ (docs/vision.md) and follow it:
+// libjpeg-turbo, torchvision's RandomResizedCrop parameters, Pillow's antialiased bilinear and
+// nearest resizes, the fused JPEG decode + crop + resize, and the horizontal flip. They are the
+// C++ counterparts of the Python reference in python/spelt/vision/ (docs/vision.md) and follow it:
 // the same pixels (resize), the same crop from the same random draws, the same conversions.
 //
 // Images: an Image is a uint8 array of shape (height, width, channels), HWC, rows packed with
@@ -165,6 +165,15 @@ Image ResizeBilinearAntialias(const Image& image, int out_height, int out_width)
 // (std::invalid_argument otherwise).
 Image ResizeBilinearAntialiasBox(const Image& image, double x0, double y0, double x1, double y1,
                                  int out_height, int out_width);
+
+// Pillow's Image.resize((out_width, out_height), NEAREST) of `image` (1 to 4 channels; RGBA
+// too, which Pillow does not premultiply for NEAREST): output pixel (y, x) is input pixel
+// (int(y'), int(x')), where x' starts at a / 2 for a = width / out_width and adds a once per
+// column in double precision, as Pillow's ImagingScaleAffine (libImaging/Geometry.c) does (so
+// its rounding is Pillow's, not that of (x + 0.5) * a); rows likewise. Equal to Pillow's output.
+// Returns a copy where the size is unchanged. Throws std::invalid_argument if an output side is
+// < 1 or the image is empty.
+Image ResizeNearest(const Image& image, int out_height, int out_width);
 
 // The image mirrored left to right (a new image).
 Image FlipHorizontal(const Image& image);

@@ -8,6 +8,7 @@
 #include <string>
 #include <variant>
 
+#include "spelt/bfloat16_array.h"
 #include "spelt/errors.h"
 #include "spelt/parallel_work.h"
 #include "spelt/vision.h"
@@ -236,6 +237,7 @@ class Run {
   }
 
   Image Resized(const Image& image, int height, int width) {
+    if (op_.nearest) return ResizeNearest(image, height, width);
     if (image.channels != 4) return ResizeBilinearAntialias(image, height, width);
     if (fallbacks_ == nullptr || !fallbacks_->resize) {
       throw std::invalid_argument(std::string(op_.name()) +
@@ -270,8 +272,13 @@ class Run {
     w = ImageFromArray(fallbacks_->decode(*bytes));
   }
 
+  // Pending JPEG bytes that this op decodes fused with its crop and resize (bilinear only).
+  const PendingJpeg* Fusable(const Working& w) const {
+    return op_.nearest ? nullptr : std::get_if<PendingJpeg>(&w);
+  }
+
   void RandomResizedCrop(Working& w) {
-    const auto* pending = std::get_if<PendingJpeg>(&w);
+    const PendingJpeg* pending = Fusable(w);
     if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
       const CropBox box =
           RandomResizedCropParams(header->height, header->width, op_.scale, op_.ratio, Draws());
@@ -319,7 +326,7 @@ class Run {
   }
 
   void Resize(Working& w) {
-    const auto* pending = std::get_if<PendingJpeg>(&w);
+    const PendingJpeg* pending = Fusable(w);
     if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
       const auto [height, width] = ResizeShape(header->height, header->width);
       CheckOutputSize(op_, height, width, 3);
@@ -390,18 +397,34 @@ class Run {
       }
     }
     const int64_t h = image.height, wd = image.width;
-    Array out = Array::AllocateUninitialized(
-        DType::kFloat32, op_.chw ? std::vector<int64_t>{c, h, wd} : std::vector<int64_t>{h, wd, c});
-    auto* dst = reinterpret_cast<float*>(out.mutable_data());
+    std::vector<int64_t> shape = op_.chw ? std::vector<int64_t>{c, h, wd}
+                                         : std::vector<int64_t>{h, wd, c};
+    if (!op_.bfloat16) {
+      Array out = Array::AllocateUninitialized(DType::kFloat32, std::move(shape));
+      Lookup(image, table, reinterpret_cast<float*>(out.mutable_data()));
+      w = std::move(out);
+      return;
+    }
+    // bfloat16: the float32 result rounded once, as the reference's astype.
+    std::vector<uint16_t> bf16_table(table.size());
+    std::ranges::transform(table, bf16_table.begin(), BFloat16FromFloat);
+    Array bits = Array::AllocateUninitialized(DType::kUint16, std::move(shape));
+    Lookup(image, bf16_table, reinterpret_cast<uint16_t*>(bits.mutable_data()));
+    w = Value(std::shared_ptr<const Opaque>(std::make_shared<BFloat16Array>(std::move(bits))));
+  }
+
+  // dst[...] = table[channel * 256 + pixel] for every pixel and channel, in the op's layout.
+  template <typename T>
+  void Lookup(const Image& image, const std::vector<T>& table, T* dst) const {
+    const int c = image.channels;
     const uint8_t* src = image.pixels.data();
-    const int64_t plane = h * wd;
+    const int64_t plane = int64_t{image.height} * image.width;
     for (int64_t i = 0; i < plane; ++i) {
       for (int ch = 0; ch < c; ++ch) {
-        const float v = table[static_cast<size_t>(ch) * 256 + src[i * c + ch]];
+        const T v = table[static_cast<size_t>(ch) * 256 + src[i * c + ch]];
         dst[op_.chw ? ch * plane + i : i * c + ch] = v;
       }
     }
-    w = std::move(out);
   }
 
   const ImageOp& op_;

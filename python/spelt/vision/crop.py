@@ -114,9 +114,10 @@ class RandomResizedCrop(transforms.RandomMap):
     fuses_decode = True  # a DecodeImage just before it decodes only the crop (native path)
 
     def _spelt_image_op(self) -> Any:
-        """The native op (spelt/image_ops.h; fused with a JPEG decode just before it) for
-        bilinear resampling; None otherwise. Its reference only raises the input errors."""
-        if type(self) is not RandomResizedCrop or self.interpolation != "bilinear":
+        """The native op (spelt/image_ops.h; fused with a JPEG decode just before it where the
+        resampling is bilinear); None for a subclass. Its reference only raises the input
+        errors."""
+        if type(self) is not RandomResizedCrop:
             return None
         return _core.image_op(
             "RandomResizedCrop",
@@ -125,6 +126,7 @@ class RandomResizedCrop(transforms.RandomMap):
             width=self.size[1],
             scale=self.scale,
             ratio=self.ratio,
+            nearest=self.interpolation == "nearest",
             reference=functools.partial(self._crop, rng=None),
             resize=resize.bilinear,
         )

@@ -126,10 +126,11 @@ class Normalize(transforms.Map):
         return np.ascontiguousarray(out.astype(_numpy_dtype(self.dtype), copy=False))
 
     def _spelt_image_op(self) -> Any:
-        """The native op (spelt/image_ops.h: the same float32 arithmetic, as a table) for
-        float32 output with a mean and std that are both numbers or both per channel (numpy's
-        broadcasting of one against the other is left to this reference); None otherwise."""
-        if type(self) is not Normalize or self.dtype != "float32":
+        """The native op (spelt/image_ops.h: the same float32 arithmetic, as a table, then for
+        bfloat16 the same rounding) for a mean and std that are both numbers or both per channel
+        (numpy's broadcasting of one against the other is left to this reference); None
+        otherwise."""
+        if type(self) is not Normalize:
             return None
         if isinstance(self.mean, tuple) != isinstance(self.std, tuple):
             return None
@@ -141,5 +142,6 @@ class Normalize(transforms.Map):
             std=list(self.std) if per_channel else [self.std],
             per_channel=per_channel,
             chw=self.layout == "CHW",
+            bfloat16=self.dtype == "bfloat16",
             reference=self._normalize,
         )

@@ -1,4 +1,5 @@
-"""Resize: to a shorter side or an exact size, with Pillow's antialiased resampling."""
+"""Resize: to a shorter side or an exact size, with Pillow's antialiased bilinear or its nearest
+resampling."""
 
 from __future__ import annotations
 
@@ -110,8 +111,8 @@ class Resize(transforms.Map):
     fuses_decode = True  # a DecodeImage just before it decodes with DCT scaling (native path)
 
     def _spelt_image_op(self) -> Any:
-        """The native op (spelt/image_ops.h) for bilinear resampling; None otherwise."""
-        if type(self) is not Resize or self.interpolation != "bilinear":
+        """The native op (spelt/image_ops.h); None for a subclass."""
+        if type(self) is not Resize:
             return None
         exact = not _image.is_int(self.size)
         height, width = _image.size_pair(self.size, "Resize") if exact else (0, 0)
@@ -121,6 +122,7 @@ class Resize(transforms.Map):
             height=height,
             width=width,
             shorter_side=0 if exact else int(self.size),
+            nearest=self.interpolation == "nearest",
             reference=self._resize,
             resize=bilinear,
         )
