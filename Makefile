@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := g++ pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
   libzstd-dev libbrotli-dev libsnappy-dev libhighwayhash-dev zlib1g-dev libisal-dev \
-  libjpeg62-turbo-dev
+  libjpeg62-turbo-dev libwebp-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
