@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -81,12 +82,14 @@ class PngDecoder {
       if (at + 8 > data_.size()) Fail(inflater.open ? "truncated image data" : "no image data");
       const uint32_t length = BigEndian32(&data_[at]);
       const uint8_t* type = &data_[at + 4];
-      const std::string name(reinterpret_cast<const char*>(type), 4);
+      std::string name(reinterpret_cast<const char*>(type), 4);  // letters in a valid file
+      for (char& c : name) c = std::isalpha(static_cast<unsigned char>(c)) ? c : '?';
       if (length > 0x7FFFFFFFu || at + 12 + length > data_.size()) {
         Fail(name == "IDAT" ? "truncated image data" : "truncated " + name + " chunk");
       }
       const uint8_t* body = type + 4;
-      if (!inflater.open && crc32(crc32(0, type, 4), body, length) != BigEndian32(body + length)) {
+      if (!inflater.open && name != "IDAT" &&
+          crc32(crc32(0, type, 4), body, length) != BigEndian32(body + length)) {
         Fail("bad CRC in the " + name + " chunk");
       }
       if (name == "IHDR") {
@@ -99,7 +102,11 @@ class PngDecoder {
         if (!inflater.open) {
           if (header_.width == 0) Fail("IDAT before IHDR");
           if (header_.color_type == 3 && palette_.empty()) Fail("a palette image without PLTE");
-          raw.resize(RawSize());
+          const size_t raw_size = RawSize();  // 16-bit RGBA: 8 bytes a pixel
+          if (raw_size > static_cast<size_t>(internal::kMaxDecodedBytes)) {
+            Fail("image data of " + std::to_string(raw_size) + " bytes, above 2**31");
+          }
+          raw.resize(raw_size);
           if (inflateInit(&z) != Z_OK) Fail("zlib's inflateInit failed");
           inflater.open = true;
           z.next_out = raw.data();
