@@ -211,9 +211,14 @@ UPRIGHT = {
 }
 
 
-def exif_jpeg(orientation: int, image: np.ndarray = SMALL, big_endian: bool = False) -> bytes:
+def exif_jpeg(
+    orientation: int, image: np.ndarray = SMALL, big_endian: bool = False, xmp: bool = False
+) -> bytes:
     """A JPEG whose EXIF (little-endian TIFF, as Pillow writes it, or big-endian) carries
-    ``orientation``."""
+    ``orientation``; with ``xmp``, an XMP packet carries it instead (no EXIF)."""
+    if xmp:
+        packet = b'<rdf:Description tiff:Orientation="%d"/>' % orientation
+        return encode(image, "JPEG", quality=90, xmp=packet)
     exif = Image.Exif()
     exif[0x0112] = orientation
     data = encode(image, "JPEG", quality=90, exif=exif)
@@ -232,9 +237,13 @@ def exif_jpeg(orientation: int, image: np.ndarray = SMALL, big_endian: bool = Fa
 
 
 @pytest.mark.parametrize("orientation", UPRIGHT)
-@pytest.mark.parametrize("big_endian", [False, True], ids=["intel", "motorola"])
-def test_decode_exif_orientation(orientation, big_endian):
-    data = exif_jpeg(orientation, big_endian=big_endian)
+@pytest.mark.parametrize(
+    "big_endian, xmp",
+    [(False, False), (True, False), (False, True)],
+    ids=["intel", "motorola", "xmp"],
+)
+def test_decode_exif_orientation(orientation, big_endian, xmp):
+    data = exif_jpeg(orientation, big_endian=big_endian, xmp=xmp)
     assert Image.open(io.BytesIO(data)).getexif()[0x0112] == orientation
     stored = vision.DecodeImage().map(data)
     upright = vision.DecodeImage(exif_orientation=True).map(data)

@@ -1,7 +1,7 @@
 // DecodePng, DecodeWebp, JpegExifOrientation and ApplyExifOrientation (spelt/vision.h): PNGs
 // written here (8 and 16 bits, palette, gray + alpha, every filter, interlaced) and WebPs with
 // libwebp decode to their pixels; truncated and garbage input throws CorruptImageError; the EXIF
-// orientation is read in both byte orders and damaged EXIF data reads as 1. Equality with
+// orientation is read in both byte orders and from XMP, and damaged EXIF data reads as 1. Equality with
 // Pillow's decode of the same bytes is tested in tests/test_vision.py and test_vision_native.py.
 #include <gtest/gtest.h>
 #include <webp/encode.h>
@@ -247,6 +247,26 @@ TEST(VisionExifTest, OrientationInBothByteOrdersAndDamageReadsAsOne) {
     cut.resize(12);  // the entry is cut off
     EXPECT_EQ(JpegExifOrientation(WithExif(jpeg, cut)), 1);
   }
+  // XMP's tiff:Orientation where the EXIF has none (Pillow's getexif()); EXIF's wins.
+  auto with_xmp = [&](const std::string& packet, const std::vector<uint8_t>& base) {
+    std::vector<uint8_t> body(packet.begin(), packet.end());
+    const std::string ns("http://ns.adobe.com/xap/1.0/\0", 29);
+    body.insert(body.begin(), ns.begin(), ns.end());
+    std::vector<uint8_t> out(base.begin(), base.begin() + 2);
+    const size_t length = body.size() + 2;
+    out.insert(out.end(), {0xFF, 0xE1, uint8_t(length >> 8), uint8_t(length & 0xFF)});
+    out.insert(out.end(), body.begin(), body.end());
+    out.insert(out.end(), base.begin() + 2, base.end());
+    return out;
+  };
+  EXPECT_EQ(JpegExifOrientation(with_xmp("<x tiff:Orientation=\"6\"/>", jpeg)), 6);
+  EXPECT_EQ(JpegExifOrientation(with_xmp("<tiff:Orientation>8</tiff:Orientation>", jpeg)), 8);
+  EXPECT_EQ(JpegExifOrientation(with_xmp("<tiff:Orientation>9</tiff:Orientation>", jpeg)), 1);
+  EXPECT_EQ(JpegExifOrientation(with_xmp("tiff:Orientation", jpeg)), 1);
+  const auto exif3 = WithExif(jpeg, Tiff(false, 0x0112, 3, 1, 3));
+  EXPECT_EQ(JpegExifOrientation(with_xmp("<x tiff:Orientation=\"6\"/>", exif3)), 3);
+  const auto other_tag = WithExif(jpeg, Tiff(false, 0x0110, 3, 1, 3));
+  EXPECT_EQ(JpegExifOrientation(with_xmp("<x tiff:Orientation=\"6\"/>", other_tag)), 6);
   EXPECT_EQ(JpegExifOrientation(std::vector<uint8_t>{0xFF, 0xD8, 0xFF, 0xE1, 0xFF}), 1);
   EXPECT_EQ(JpegExifOrientation(std::vector<uint8_t>{}), 1);
   // The decode is unchanged by the EXIF segment.

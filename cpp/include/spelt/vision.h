@@ -126,12 +126,12 @@ Image DecodeWebp(std::span<const uint8_t> data);
 // EXIF orientation
 // ---------------------------------------------------------------------------------------
 
-// The Orientation tag (0x0112) of the EXIF data of the JPEG in `data`: the first APP1 segment
-// that starts "Exif\0\0" before the first scan, its TIFF header (either byte order) and IFD0.
-// Returns 1 to 8, or 1 where there is no such tag, it is not one SHORT or LONG value in 1..8,
-// or the EXIF data is damaged (Pillow's ImageOps.exif_transpose then does nothing either).
-// Never throws for bad input. (Pillow also reads an XMP tiff:Orientation where the EXIF has
-// none; this does not.)
+// The orientation of the JPEG in `data` as Pillow's Image.getexif() reads it: the Orientation
+// tag (0x0112) of the first APP1 segment that starts "Exif\0\0" before the first scan (its
+// TIFF header in either byte order, IFD0), or where that has none, the tiff:Orientation of the
+// last XMP packet (APP1 "http://ns.adobe.com/xap/1.0/"). Returns 1 to 8; 1 where there is
+// none, it is not one SHORT or LONG value in 1..8, or the data is damaged (Pillow's
+// ImageOps.exif_transpose then does nothing either). Never throws for bad input.
 int JpegExifOrientation(std::span<const uint8_t> data);
 
 // `image` turned upright as an EXIF orientation says, as Pillow's ImageOps.exif_transpose:

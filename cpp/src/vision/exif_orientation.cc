@@ -1,6 +1,7 @@
 // JpegExifOrientation and ApplyExifOrientation (spelt/vision.h): the EXIF Orientation tag of a
 // JPEG (EXIF 2.3, its TIFF 6.0 structure: an 8-byte header naming the byte order and IFD0's
-// offset; IFD entries of 12 bytes: tag, type, count, value) and Pillow's transposes.
+// offset; IFD entries of 12 bytes: tag, type, count, value; else an XMP packet's
+// tiff:Orientation, as Pillow's getexif() falls back to) and Pillow's transposes.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -8,6 +9,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 #include "spelt/vision.h"
 
@@ -47,54 +49,87 @@ class Tiff {
   bool little_ = false;
 };
 
-// The orientation in a TIFF structure's IFD0, or 1.
-int OrientationOfTiff(std::span<const uint8_t> tiff_data) {
+// The Orientation tag in a TIFF structure's IFD0: its value (any number; 0 for one that is not
+// a single SHORT or LONG), or nullopt where there is no such tag or the structure is damaged.
+std::optional<uint32_t> OrientationOfTiff(std::span<const uint8_t> tiff_data) {
   Tiff tiff(tiff_data);
-  if (!tiff.ReadHeader()) return 1;
+  if (!tiff.ReadHeader()) return std::nullopt;
   const std::optional<uint32_t> ifd = tiff.U32(4);
-  if (!ifd) return 1;
+  if (!ifd) return std::nullopt;
   const std::optional<uint32_t> entries = tiff.U16(*ifd);
-  if (!entries) return 1;
+  if (!entries) return std::nullopt;
   for (uint32_t i = 0; i < *entries; ++i) {
     const size_t entry = size_t{*ifd} + 2 + size_t{12} * i;
     const std::optional<uint32_t> tag = tiff.U16(entry), type = tiff.U16(entry + 2),
                                   count = tiff.U32(entry + 4);
-    if (!tag || !type || !count) return 1;
+    if (!tag || !type || !count) return std::nullopt;
     if (*tag != kOrientationTag) continue;
-    if (*count != 1) return 1;
     std::optional<uint32_t> value;
-    if (*type == kTypeShort) value = tiff.U16(entry + 8);
-    if (*type == kTypeLong) value = tiff.U32(entry + 8);
-    return value && *value >= 1 && *value <= 8 ? static_cast<int>(*value) : 1;
+    if (*count == 1 && *type == kTypeShort) value = tiff.U16(entry + 8);
+    if (*count == 1 && *type == kTypeLong) value = tiff.U32(entry + 8);
+    return value.value_or(0);
   }
-  return 1;
+  return std::nullopt;
+}
+
+// The orientation an XMP packet gives as Pillow's Image.getexif() reads it: the digit after the
+// first "tiff:Orientation" followed by '="' or '>' (its regex tiff:Orientation(="|>)([0-9])),
+// or nullopt.
+std::optional<uint32_t> OrientationOfXmp(std::span<const uint8_t> xmp) {
+  static constexpr std::string_view kTag = "tiff:Orientation";
+  const std::string_view text(reinterpret_cast<const char*>(xmp.data()), xmp.size());
+  for (size_t at = text.find(kTag); at != std::string_view::npos; at = text.find(kTag, at + 1)) {
+    size_t v = at + kTag.size();
+    if (text.substr(v, 2) == "=\"") {
+      v += 2;
+    } else if (text.substr(v, 1) == ">") {
+      v += 1;
+    } else {
+      continue;
+    }
+    if (v < text.size() && text[v] >= '0' && text[v] <= '9') return text[v] - '0';
+  }
+  return std::nullopt;
+}
+
+bool StartsWith(std::span<const uint8_t> body, std::string_view prefix) {
+  return body.size() >= prefix.size() &&
+         std::equal(prefix.begin(), prefix.end(), body.begin(),
+                    [](char a, uint8_t b) { return static_cast<uint8_t>(a) == b; });
 }
 
 }  // namespace
 
 int JpegExifOrientation(std::span<const uint8_t> data) {
   if (data.size() < 4 || data[0] != 0xFF || data[1] != 0xD8) return 1;
+  static constexpr std::string_view kExif("Exif\0\0", 6);
+  static constexpr std::string_view kXmp("http://ns.adobe.com/xap/1.0/\0", 29);
+  std::optional<uint32_t> exif, xmp;
+  bool exif_seen = false;
   size_t at = 2;
   // Marker segments up to the first scan (SOS) or the end: 0xFF, the marker, a 2-byte length
-  // that counts itself.
-  while (at + 4 <= data.size()) {
-    if (data[at] != 0xFF) return 1;
+  // that counts itself. As Pillow: the first Exif segment, the last XMP one.
+  while (at + 4 <= data.size() && data[at] == 0xFF) {
     const uint8_t marker = data[at + 1];
     if (marker == 0xFF) {  // fill byte
       ++at;
       continue;
     }
-    if (marker == 0xDA || marker == 0xD9) return 1;  // SOS, EOI
+    if (marker == 0xDA || marker == 0xD9) break;  // SOS, EOI
     const size_t length = size_t{data[at + 2]} << 8 | data[at + 3];
-    if (length < 2 || at + 2 + length > data.size()) return 1;
+    if (length < 2 || at + 2 + length > data.size()) break;
     const std::span<const uint8_t> body = data.subspan(at + 4, length - 2);
-    static constexpr uint8_t kExif[] = {'E', 'x', 'i', 'f', 0, 0};
-    if (marker == 0xE1 && body.size() >= 6 && std::equal(kExif, kExif + 6, body.begin())) {
-      return OrientationOfTiff(body.subspan(6));  // the first Exif segment, as Pillow
+    if (marker == 0xE1 && !exif_seen && StartsWith(body, kExif)) {
+      exif_seen = true;
+      exif = OrientationOfTiff(body.subspan(kExif.size()));
+    } else if (marker == 0xE1 && StartsWith(body, kXmp)) {
+      xmp = OrientationOfXmp(body.subspan(kXmp.size()));
     }
     at += 2 + length;
   }
-  return 1;
+  // The EXIF tag where there is one (whatever its value), else XMP's (Pillow's getexif()).
+  const uint32_t orientation = exif ? *exif : xmp.value_or(1);
+  return orientation >= 1 && orientation <= 8 ? static_cast<int>(orientation) : 1;
 }
 
 Image ApplyExifOrientation(const Image& image, int orientation) {
