@@ -195,7 +195,9 @@ void RegisterVision(nb::module_& m) {
   }, "kind"_a, "field"_a.none(), "height"_a = 0, "width"_a = 0, "shorter_side"_a = 0,
      "scale"_a = std::pair(0.08, 1.0), "ratio"_a = std::pair(3.0 / 4.0, 4.0 / 3.0),
      "p"_a = 0.5, "mean"_a = std::vector<float>{}, "std"_a = std::vector<float>{},
-     "per_channel"_a = false, "chw"_a = false, "defer_decode"_a = false, "exif_orientation"_a = false, "skip_corrupt"_a = false, "reference"_a.none() = nb::none(), "decode"_a.none() = nb::none(),
+     "per_channel"_a = false, "chw"_a = false, "defer_decode"_a = false,
+     "exif_orientation"_a = false, "skip_corrupt"_a = false, "reference"_a.none() = nb::none(),
+     "decode"_a.none() = nb::none(),
      "resize"_a.none() = nb::none(),
      "An ImageOp (spelt/image_ops.h); reference(leaf), decode(bytes) and resize(image, h, w) "
      "are the Python fallbacks.");

@@ -1,8 +1,9 @@
 // DecodePng, DecodeWebp, JpegExifOrientation and ApplyExifOrientation (spelt/vision.h): PNGs
 // written here (8 and 16 bits, palette, gray + alpha, every filter, interlaced) and WebPs with
 // libwebp decode to their pixels; truncated and garbage input throws CorruptImageError; the EXIF
-// orientation is read in both byte orders and from XMP, and damaged EXIF data reads as 1. Equality with
-// Pillow's decode of the same bytes is tested in tests/test_vision.py and test_vision_native.py.
+// orientation is read in both byte orders and from XMP, and damaged EXIF data reads as 1.
+// Equality with Pillow's decode of the same bytes is tested in tests/test_vision.py and
+// tests/test_vision_native.py.
 #include <gtest/gtest.h>
 #include <webp/encode.h>
 #include <zlib.h>
@@ -23,7 +24,9 @@ namespace {
 // A height x width image with channels interleaved, values from a simple pattern.
 std::vector<uint16_t> Pattern(int height, int width, int channels, int max) {
   std::vector<uint16_t> v(static_cast<size_t>(height) * width * channels);
-  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<uint16_t>((i * 7919 + i / 3) % (max + 1));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<uint16_t>((i * 7919 + i / 3) % (max + 1));
+  }
   return v;
 }
 
@@ -237,7 +240,8 @@ TEST(VisionExifTest, OrientationInBothByteOrdersAndDamageReadsAsOne) {
   EXPECT_EQ(JpegExifOrientation(jpeg), 1);
   for (bool big : {false, true}) {
     for (uint32_t o = 1; o <= 8; ++o) {
-      EXPECT_EQ(JpegExifOrientation(WithExif(jpeg, Tiff(big, 0x0112, 3, 1, o))), static_cast<int>(o));
+      EXPECT_EQ(JpegExifOrientation(WithExif(jpeg, Tiff(big, 0x0112, 3, 1, o))),
+                static_cast<int>(o));
     }
     EXPECT_EQ(JpegExifOrientation(WithExif(jpeg, Tiff(big, 0x0112, 4, 1, 6))), 6);  // LONG
     EXPECT_EQ(JpegExifOrientation(WithExif(jpeg, Tiff(big, 0x0112, 3, 1, 9))), 1);  // not 1..8
@@ -270,7 +274,8 @@ TEST(VisionExifTest, OrientationInBothByteOrdersAndDamageReadsAsOne) {
   EXPECT_EQ(JpegExifOrientation(std::vector<uint8_t>{0xFF, 0xD8, 0xFF, 0xE1, 0xFF}), 1);
   EXPECT_EQ(JpegExifOrientation(std::vector<uint8_t>{}), 1);
   // The decode is unchanged by the EXIF segment.
-  EXPECT_EQ(DecodeJpeg(WithExif(jpeg, Tiff(false, 0x0112, 3, 1, 6))).pixels, DecodeJpeg(jpeg).pixels);
+  EXPECT_EQ(DecodeJpeg(WithExif(jpeg, Tiff(false, 0x0112, 3, 1, 6))).pixels,
+            DecodeJpeg(jpeg).pixels);
 }
 
 TEST(VisionExifTest, ApplyExifOrientationAsPillowsTransposes) {

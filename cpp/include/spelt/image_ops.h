@@ -109,8 +109,8 @@ struct ImageOpFallbacks {
 // Applies ops[0], ops[1], ... to `element` (all ops act on the same field: REQUIRES equal
 // `field`s, else std::invalid_argument). `fallbacks` has one entry per op, or is empty.
 // `rng` is required if any op is random(). Returns None where a DecodeImage with skip_corrupt
-// meets undecodable bytes. Throws CorruptImageError (spelt/errors.h) for undecodable bytes, std::invalid_argument for bad input without a fallback, and
-// whatever a fallback throws.
+// meets undecodable bytes. Throws CorruptImageError (spelt/errors.h) for undecodable bytes,
+// std::invalid_argument for bad input without a fallback, and whatever a fallback throws.
 Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
                     const Value& element, Philox* rng);
 

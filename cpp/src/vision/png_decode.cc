@@ -31,8 +31,13 @@ namespace {
 constexpr uint8_t kSignature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
 
 // Adam7's passes: first row, first column, row step, column step.
-constexpr std::array<std::array<int, 4>, 7> kAdam7 = {
-    {{0, 0, 8, 8}, {0, 4, 8, 8}, {4, 0, 8, 4}, {0, 2, 4, 4}, {2, 0, 4, 2}, {0, 1, 2, 2}, {1, 0, 2, 1}}};
+constexpr std::array<std::array<int, 4>, 7> kAdam7 = {{{0, 0, 8, 8},
+                                                       {0, 4, 8, 8},
+                                                       {4, 0, 8, 4},
+                                                       {0, 2, 4, 4},
+                                                       {2, 0, 4, 2},
+                                                       {0, 1, 2, 2},
+                                                       {1, 0, 2, 1}}};
 
 uint32_t BigEndian32(const uint8_t* p) {
   return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3];
@@ -192,7 +197,8 @@ class PngDecoder {
       const auto [h, w] = PassSize(pass);
       if (h == 0 || w == 0) continue;
       const size_t n = header_.row_bytes(w);
-      const uint8_t* prior = nullptr;
+      const std::vector<uint8_t> zeros(n, 0);
+      const uint8_t* prior = zeros.data();
       for (int y = 0; y < h; ++y, p += 1 + n) {
         uint8_t* row = p + 1;
         Unfilter(p[0], row, prior, n, bpp);
@@ -206,29 +212,31 @@ class PngDecoder {
     return image;
   }
 
+  // Undoes a row's filter in place. `prior` is the previous row of the pass, unfiltered (all
+  // zeros before the first). Bytes before the first pixel count as zeros (the spec's a and c).
   void Unfilter(uint8_t filter, uint8_t* row, const uint8_t* prior, size_t n, int bpp) const {
-    auto up = [&](size_t i) { return prior ? prior[i] : 0; };
-    auto left = [&](size_t i) { return i >= static_cast<size_t>(bpp) ? row[i - bpp] : 0; };
-    auto up_left = [&](size_t i) {
-      return prior && i >= static_cast<size_t>(bpp) ? prior[i - bpp] : 0;
-    };
+    const size_t b = std::min(static_cast<size_t>(bpp), n);
     switch (filter) {
       case 0:
         return;
       case 1:
-        for (size_t i = 0; i < n; ++i) row[i] = static_cast<uint8_t>(row[i] + left(i));
+        for (size_t i = b; i < n; ++i) row[i] = static_cast<uint8_t>(row[i] + row[i - b]);
         return;
       case 2:
-        for (size_t i = 0; i < n; ++i) row[i] = static_cast<uint8_t>(row[i] + up(i));
+        for (size_t i = 0; i < n; ++i) row[i] = static_cast<uint8_t>(row[i] + prior[i]);
         return;
       case 3:
-        for (size_t i = 0; i < n; ++i) row[i] = static_cast<uint8_t>(row[i] + (left(i) + up(i)) / 2);
+        for (size_t i = 0; i < b; ++i) row[i] = static_cast<uint8_t>(row[i] + prior[i] / 2);
+        for (size_t i = b; i < n; ++i) {
+          row[i] = static_cast<uint8_t>(row[i] + (row[i - b] + prior[i]) / 2);
+        }
         return;
       case 4:
-        for (size_t i = 0; i < n; ++i) {
-          const int a = left(i), b = up(i), c = up_left(i);
-          const int pa = std::abs(b - c), pb = std::abs(a - c), pc = std::abs(a + b - 2 * c);
-          const int pred = (pa <= pb && pa <= pc) ? a : (pb <= pc ? b : c);
+        for (size_t i = 0; i < b; ++i) row[i] = static_cast<uint8_t>(row[i] + prior[i]);
+        for (size_t i = b; i < n; ++i) {
+          const int a = row[i - b], up = prior[i], c = prior[i - b];
+          const int pa = std::abs(up - c), pb = std::abs(a - c), pc = std::abs(a + up - 2 * c);
+          const int pred = (pa <= pb && pa <= pc) ? a : (pb <= pc ? up : c);
           row[i] = static_cast<uint8_t>(row[i] + pred);
         }
         return;
@@ -249,6 +257,18 @@ class PngDecoder {
   }
 
   void ToRgb(const uint8_t* row, int w, uint8_t* out, int x0, int dx) const {
+    if (header_.depth == 8 && (header_.color_type == 2 || header_.color_type == 6)) {
+      const int c = header_.channels;  // RGB or RGBA: the first 3 bytes of each pixel
+      if (c == 3 && dx == 1) {
+        std::memcpy(out + static_cast<size_t>(x0) * 3, row, static_cast<size_t>(w) * 3);
+        return;
+      }
+      for (int x = 0; x < w; ++x) {
+        std::memcpy(out + static_cast<size_t>(x0 + x * dx) * 3,
+                    row + static_cast<size_t>(x) * c, 3);
+      }
+      return;
+    }
     for (int x = 0; x < w; ++x) {
       uint8_t* px = out + static_cast<size_t>(x0 + x * dx) * 3;
       switch (header_.color_type) {
