@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 APT_PACKAGES := g++ pkg-config nlohmann-json3-dev libgtest-dev libgmock-dev \
   libzstd-dev libbrotli-dev libsnappy-dev libhighwayhash-dev zlib1g-dev libisal-dev \
-  libjpeg62-turbo-dev
+  libjpeg62-turbo-dev libwebp-dev
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 CPP_BUILD := build/cpp
 JOBS ?= 2
@@ -95,8 +95,8 @@ wheel: setup
 	@ls -l $(WHEEL_DIR)/*.whl | awk '{printf "wheel: %s (%.1f MB)\n", $$NF, $$5 / 1e6}'
 
 # Installs the wheel into a new venv and runs the pytest suite against the installed package,
-# in a private mount namespace where the system's zstd, brotli, snappy, highwayhash and ISA-L
-# are unreadable (tests/wheel/hide_system_codecs.sh); tests/wheel checks that spelt comes from
+# in a private mount namespace where the system's zstd, brotli, snappy, highwayhash, ISA-L,
+# libjpeg and libwebp are unreadable (tests/wheel/hide_system_codecs.sh); tests/wheel checks that spelt comes from
 # the wheel and that its modules load no library from the system but glibc's and libgcc_s.
 WHEEL_VENV := build/wheel-venv
 test-wheel: wheel

@@ -1,7 +1,8 @@
 # libspelt's private dependencies as imported targets: PkgConfig::SPELT_ZSTD,
 # PkgConfig::SPELT_BROTLI, PkgConfig::SPELT_SNAPPY, PkgConfig::SPELT_ZLIB,
 # PkgConfig::SPELT_ISAL (Intel ISA-L: CRC32C for TFRecord; found with pkg-config),
-# PkgConfig::SPELT_JPEG (libjpeg-turbo's libjpeg API, for spelt/vision.h) and
+# PkgConfig::SPELT_JPEG (libjpeg-turbo's libjpeg API, for spelt/vision.h), PkgConfig::SPELT_WEBP
+# (libwebp, for spelt/vision.h too; PNG is decoded on zlib) and
 # spelt::highwayhash. Included by CMakeLists.txt to build libspelt, and by the installed
 # spelt-config.cmake: libspelt is a static library, so programs that link it link these too.
 # With SPELT_STATIC_CODECS (set by CMakeLists.txt for the Python extension, see
@@ -35,6 +36,7 @@ else()
   pkg_check_modules(SPELT_ZLIB QUIET IMPORTED_TARGET zlib)
   pkg_check_modules(SPELT_ISAL QUIET IMPORTED_TARGET libisal)
   pkg_check_modules(SPELT_JPEG QUIET IMPORTED_TARGET libjpeg)
+  pkg_check_modules(SPELT_WEBP QUIET IMPORTED_TARGET libwebp)
   if(NOT SPELT_ZSTD_FOUND)
     list(APPEND SPELT_MISSING_DEPENDENCIES libzstd-dev)
   endif()
@@ -52,6 +54,9 @@ else()
   endif()
   if(NOT SPELT_JPEG_FOUND)
     list(APPEND SPELT_MISSING_DEPENDENCIES libjpeg62-turbo-dev)
+  endif()
+  if(NOT SPELT_WEBP_FOUND)
+    list(APPEND SPELT_MISSING_DEPENDENCIES libwebp-dev)
   endif()
 endif()
 
@@ -77,6 +82,7 @@ if(SPELT_STATIC_CODECS AND NOT SPELT_MISSING_DEPENDENCIES)
   spelt_link_static_archives(PkgConfig::SPELT_SNAPPY snappy)
   spelt_link_static_archives(PkgConfig::SPELT_ZLIB z)
   spelt_link_static_archives(PkgConfig::SPELT_ISAL isal)
+  spelt_link_static_archives(PkgConfig::SPELT_WEBP webp)
   # Not libjpeg: Debian's libjpeg.a is not position-independent, so the extension module links
   # libjpeg.so.62 and auditwheel grafts it into the wheel (as ISA-L's, see docs/install.md).
 endif()

@@ -44,21 +44,44 @@ def encode(image, fmt: str, **options) -> bytes:
     return buf.getvalue()
 
 
-def png_rgb16(array: np.ndarray) -> bytes:
-    """A 16-bit RGB PNG of a (H, W, 3) uint16 array (Pillow cannot write one)."""
-    height, width, _ = array.shape
+# PNG color types (PNG spec, IHDR): channels of each.
+PNG_COLOR_TYPES = {0: 1, 2: 3, 4: 2, 6: 4}  # gray, RGB, gray + alpha, RGBA
+# Adam7's passes: (first row, first column, row step, column step).
+ADAM7 = [
+    (0, 0, 8, 8),
+    (0, 4, 8, 8),
+    (4, 0, 8, 4),
+    (0, 2, 4, 4),
+    (2, 0, 4, 2),
+    (0, 1, 2, 2),
+    (1, 0, 2, 1),
+]
+
+
+def png_raw(array: np.ndarray, color_type: int, interlaced: bool = False) -> bytes:
+    """A PNG of a (H, W, C) uint8 or uint16 array (8 or 16 bits), written by hand: Pillow
+    writes neither 16-bit colour nor interlaced PNGs. Unfiltered rows, Adam7 if interlaced."""
+    assert array.dtype in (np.uint8, np.uint16), array.dtype
+    height, width, channels = array.shape
+    assert PNG_COLOR_TYPES[color_type] == channels
+    depth = 16 if array.dtype == np.uint16 else 8
 
     def chunk(kind: bytes, body: bytes) -> bytes:
         return (
             struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
         )
 
-    rows = b"".join(b"\0" + row.astype(">u2").tobytes() for row in array)
-    header = struct.pack(">IIBBBBB", width, height, 16, 2, 0, 0, 0)
+    def rows(part: np.ndarray) -> bytes:
+        return b"".join(
+            b"\0" + row.astype(">u2" if depth == 16 else "u1").tobytes() for row in part
+        )
+
+    passes = [array[y::dy, x::dx] for y, x, dy, dx in ADAM7] if interlaced else [array]
+    header = struct.pack(">IIBBBBB", width, height, depth, color_type, 0, 0, int(interlaced))
     return (
         b"\x89PNG\r\n\x1a\n"
         + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IDAT", zlib.compress(b"".join(rows(p) for p in passes if p.size)))
         + chunk(b"IEND", b"")
     )
 
@@ -116,6 +139,43 @@ def test_decode_variants_equal_pillow(name):
         np.testing.assert_array_equal(out, RGB[: out.shape[0], : out.shape[1]])  # alpha dropped
 
 
+# 16-bit samples: the photograph's levels as high bytes, random low bytes.
+WIDE16 = SMALL.astype(np.uint16) * 256 + np.random.default_rng(1).integers(
+    0, 256, SMALL.shape, dtype=np.uint16
+)
+ODD = (slice(0, 37), slice(0, 53))  # a size that leaves Adam7 passes partly empty
+PNG_VARIANTS = {
+    "gray": lambda: encode(SMALL[:, :, 0], "PNG"),
+    "gray_alpha": lambda: encode(
+        Image.fromarray(np.dstack([SMALL, SMALL[:, :, :1]])).convert("LA"), "PNG"
+    ),
+    "palette_transparency": lambda: encode(
+        Image.fromarray(SMALL).quantize(16), "PNG", transparency=3
+    ),
+    "palette_4bit": lambda: encode(Image.fromarray(SMALL).quantize(16), "PNG", bits=4),
+    "bilevel": lambda: encode(Image.fromarray(SMALL[:, :, 0]).convert("1"), "PNG"),
+    "gray_transparency": lambda: encode(SMALL[:, :, 0], "PNG", transparency=17),
+    "rgb_transparency": lambda: encode(SMALL, "PNG", transparency=(1, 2, 3)),
+    "rgb16": lambda: png_raw(WIDE16, 2),
+    "rgba16": lambda: png_raw(np.dstack([WIDE16, WIDE16[:, :, :1]]), 6),
+    "gray_alpha16": lambda: png_raw(WIDE16[:, :, :2], 4),
+    "interlaced": lambda: png_raw(SMALL[ODD], 2, interlaced=True),
+    "interlaced_rgba16": lambda: png_raw(np.dstack([WIDE16, WIDE16[:, :, :1]])[ODD], 6, True),
+    "interlaced_gray": lambda: png_raw(SMALL[ODD][:, :, :1], 0, interlaced=True),
+}
+
+
+@pytest.mark.parametrize("name", PNG_VARIANTS)
+def test_decode_png_variants_equal_pillow(name):
+    """Every PNG colour type and depth Pillow reads to RGB, as Pillow converts them: 16-bit
+    colour samples keep their high byte, alpha and tRNS are dropped, not composited."""
+    data = PNG_VARIANTS[name]()
+    out = vision.DecodeImage().map(data)
+    np.testing.assert_array_equal(out, pil_decode(data))
+    if name.startswith("rgb") or name == "interlaced":
+        np.testing.assert_array_equal(out, SMALL[: out.shape[0], : out.shape[1]])
+
+
 def test_decode_modes():
     data = encode(np.dstack([SMALL, SMALL[:, :, :1]]), "PNG")
     gray = vision.DecodeImage(mode="L").map(data)
@@ -135,17 +195,60 @@ def test_decode_16_bit_png_keeps_the_high_byte():
     out = vision.DecodeImage().map(data)
     np.testing.assert_array_equal(out, np.repeat(SMALL[:, :, :1], 3, axis=2))  # not clipped
     rgb16 = SMALL.astype(np.uint16) * 256 + 255
-    np.testing.assert_array_equal(vision.DecodeImage().map(png_rgb16(rgb16)), SMALL)
+    np.testing.assert_array_equal(vision.DecodeImage().map(png_raw(rgb16, 2)), SMALL)
 
 
-def test_decode_exif_orientation():
+# EXIF orientation -> the numpy operation that turns the stored image upright (EXIF 2.3).
+UPRIGHT = {
+    1: lambda a: a,
+    2: lambda a: a[:, ::-1],
+    3: lambda a: a[::-1, ::-1],
+    4: lambda a: a[::-1],
+    5: lambda a: a.transpose(1, 0, 2),
+    6: lambda a: np.rot90(a, k=-1),  # the camera was turned: display rotated 90 clockwise
+    7: lambda a: np.rot90(a, k=-1)[::-1],
+    8: lambda a: np.rot90(a, k=1),
+}
+
+
+def exif_jpeg(
+    orientation: int, image: np.ndarray = SMALL, big_endian: bool = False, xmp: bool = False
+) -> bytes:
+    """A JPEG whose EXIF (little-endian TIFF, as Pillow writes it, or big-endian) carries
+    ``orientation``; with ``xmp``, an XMP packet carries it instead (no EXIF)."""
+    if xmp:
+        packet = b'<rdf:Description tiff:Orientation="%d"/>' % orientation
+        return encode(image, "JPEG", quality=90, xmp=packet)
     exif = Image.Exif()
-    exif[0x0112] = 6  # the camera was turned: display rotated 90 degrees clockwise
-    data = encode(SMALL, "JPEG", quality=90, exif=exif)
+    exif[0x0112] = orientation
+    data = encode(image, "JPEG", quality=90, exif=exif)
+    if big_endian:  # the same TIFF structure in Motorola byte order (IFD0 at 8, one entry)
+        tiff = b"MM\0*" + struct.pack(">IHHHIHH", 8, 1, 0x0112, 3, 1, orientation, 0) + bytes(4)
+        start = data.index(b"Exif\0\0")
+        length = struct.unpack(">H", data[start - 2 : start])[0]
+        segment = b"Exif\0\0" + tiff
+        data = (
+            data[: start - 2]
+            + struct.pack(">H", len(segment) + 2)
+            + segment
+            + data[start - 2 + length :]
+        )
+    return data
+
+
+@pytest.mark.parametrize("orientation", UPRIGHT)
+@pytest.mark.parametrize(
+    "big_endian, xmp",
+    [(False, False), (True, False), (False, True)],
+    ids=["intel", "motorola", "xmp"],
+)
+def test_decode_exif_orientation(orientation, big_endian, xmp):
+    data = exif_jpeg(orientation, big_endian=big_endian, xmp=xmp)
+    assert Image.open(io.BytesIO(data)).getexif()[0x0112] == orientation
     stored = vision.DecodeImage().map(data)
     upright = vision.DecodeImage(exif_orientation=True).map(data)
-    assert stored.shape == (96, 128, 3) and upright.shape == (128, 96, 3)
-    np.testing.assert_array_equal(upright, np.rot90(stored, k=-1))
+    assert stored.shape == (96, 128, 3)
+    np.testing.assert_array_equal(upright, UPRIGHT[orientation](stored))
 
 
 def test_decode_field_of_a_dict():

@@ -8,14 +8,29 @@ the kernels do not take goes to the reference (PNG, RGBA, errors)."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import threading
 
 import numpy as np
 import pytest
 import spelt
+from PIL import Image
 from pipelines import assert_same
 from spelt import vision
-from test_vision import CHINA, FLOWER, RGB, SMALL, encode, pil_decode, records
+from test_vision import (
+    CHINA,
+    FLOWER,
+    PNG_VARIANTS,
+    RGB,
+    SMALL,
+    UPRIGHT,
+    VARIANTS,
+    WIDE16,
+    encode,
+    exif_jpeg,
+    pil_decode,
+    records,
+)
 
 
 def python_twins(transforms):
@@ -327,3 +342,219 @@ def test_bfloat16_rounds_to_nearest_even_as_ml_dtypes():
         np.testing.assert_array_equal(
             native.view(np.uint16), float32.astype(ml_dtypes.bfloat16).view(np.uint16)
         )
+
+
+# ---------------------------------------------------------------------------------------------
+# PNG, WebP and EXIF orientation natively (libpng, libwebp, spelt/vision.h)
+
+
+def refuse(self, data):
+    raise AssertionError("the reference decoder was called: the native decode refused the bytes")
+
+
+NATIVE_DECODES = {
+    **{f"png_{name}": make for name, make in PNG_VARIANTS.items()},
+    "png_rgb": lambda: encode(SMALL, "PNG"),
+    "png_rgba": lambda: encode(np.dstack([SMALL, SMALL[:, :, :1]]), "PNG"),
+    "png_palette": lambda: encode(Image.fromarray(SMALL).quantize(64), "PNG"),
+    "png_gray16": lambda: encode(WIDE16[:, :, 0], "PNG"),
+    "png_1x1": lambda: encode(SMALL[:1, :1], "PNG"),
+    "webp_lossy": lambda: encode(RGB, "WEBP", quality=90),
+    "webp_lossless": lambda: encode(RGB, "WEBP", lossless=True),
+    "webp_lossy_alpha": lambda: encode(np.dstack([SMALL, SMALL[:, :, :1]]), "WEBP", quality=80),
+    "webp_lossless_alpha": lambda: encode(
+        np.dstack([SMALL, SMALL[:, :, 1:2]]), "WEBP", lossless=True
+    ),
+    "webp_1x1": lambda: encode(SMALL[:1, :1], "WEBP"),
+    "jpeg_gray": VARIANTS["gray_jpeg"],
+    "jpeg_cmyk": VARIANTS["cmyk_jpeg"],
+    "jpeg_progressive": VARIANTS["progressive_jpeg"],
+    "jpeg_1x1": VARIANTS["1x1_jpeg"],
+}
+
+
+@pytest.mark.parametrize("name", NATIVE_DECODES)
+def test_png_webp_and_jpeg_variants_decode_natively_as_the_reference(name, monkeypatch):
+    """Each variant is decoded by the native decoder alone (the reference decoder, the
+    fallback, is made to fail) and equals the reference: Pillow's decode, 16-bit gray kept at
+    its high byte. A RandomResizedCrop after it (fused for JPEGs, crops below 3x the output so
+    without DCT scaling) draws the same crop."""
+    data = NATIVE_DECODES[name]()
+    recipe = [vision.DecodeImage(), vision.RandomResizedCrop(160, scale=(0.5, 1.0))]
+    want = list(apply_ops(spelt.MapDataset.source([data]), python_twins(recipe[:1])))
+    want_crop = list(apply_ops(spelt.MapDataset.source([data]), python_twins(recipe)))
+    monkeypatch.setattr(vision.DecodeImage, "decode", refuse)
+    assert_same(list(spelt.MapDataset.source([data]).map(vision.DecodeImage())), want)
+    assert_close(list(apply_ops(spelt.MapDataset.source([data]), recipe)), want_crop)
+
+
+def test_animated_webp_goes_to_the_reference():
+    frames = [Image.fromarray(SMALL), Image.fromarray(SMALL[::-1].copy())]
+    buf = io.BytesIO()
+    frames[0].save(buf, "WEBP", save_all=True, append_images=frames[1:], lossless=True)
+    data = buf.getvalue()
+    native = list(spelt.MapDataset.source([data]).map(vision.DecodeImage()))
+    assert_same(native, [pil_decode(data)])
+    np.testing.assert_array_equal(native[0], SMALL)  # the first frame
+
+
+@pytest.mark.parametrize("orientation", UPRIGHT)
+def test_exif_orientation_natively_as_the_reference(orientation, monkeypatch):
+    """All 8 orientations, in EXIF of both byte orders and in XMP, decoded natively; a
+    RandomResizedCrop or a Resize after the decode takes its crop from the upright image (the
+    fused path is not used when the orientation is not 1), in the Dataset API and the
+    DataLoader."""
+    data = [exif_jpeg(orientation, big_endian=big) for big in (False, True)]
+    data.append(exif_jpeg(orientation, xmp=True))
+    decode = vision.DecodeImage(exif_orientation=True)
+    recipes = [
+        [decode],
+        [decode, vision.RandomResizedCrop(40, scale=(0.3, 1.0))],
+        [decode, vision.Resize((50, 30))],
+    ]
+    want = [list(apply_ops(spelt.MapDataset.source(data), python_twins(r))) for r in recipes]
+    upright = UPRIGHT[orientation](SMALL)
+    np.testing.assert_array_equal(want[0][0], want[0][1])
+    assert np.abs(want[0][0].astype(int) - upright).mean() < 8  # the photograph, upright
+    monkeypatch.setattr(vision.DecodeImage, "decode", refuse)
+    for recipe, expected in zip(recipes, want, strict=True):
+        assert_same(list(apply_ops(spelt.MapDataset.source(data), recipe)), expected)
+    monkeypatch.undo()
+
+    def loader(source, operations):
+        return spelt.DataLoader(
+            data_source=source,
+            sampler=spelt.samplers.IndexSampler(3, shuffle=False, seed=3, num_epochs=1),
+            operations=operations,
+        )
+
+    crop = [vision.RandomResizedCrop(40, scale=(0.3, 1.0))]
+    want_loader = list(loader([decode.map(d) for d in data], python_twins(crop)))
+    monkeypatch.setattr(vision.DecodeImage, "decode", refuse)
+    assert_same(list(loader(data, [decode, *crop])), want_loader)
+
+
+def test_a_large_jpeg_is_cropped_without_decoding_all_of_it():
+    """An 8000 x 6000 JPEG: small RandomResizedCrops decode fused, equal to the reference's
+    (full decode, crop, resize). With the file cut at half its bytes, the crops that lie in the
+    rows before the cut still come out, equal, because the fused path never reads the rest;
+    those below it fail as the reference does (which fails on all: it decodes the whole)."""
+    big = np.tile(RGB, (15, 13, 1))[:6000, :8000]
+    data = encode(big, "JPEG", quality=75)
+    recipe = [vision.DecodeImage(), vision.RandomResizedCrop(64, scale=(1e-4, 1e-4))]
+    want = list(apply_ops(spelt.MapDataset.source([data] * 8), python_twins(recipe)))
+    assert_close(list(apply_ops(spelt.MapDataset.source([data] * 8), recipe)), want)
+    cut = apply_ops(spelt.MapDataset.source([data[: len(data) // 2]] * 8), recipe)
+    outcomes = []
+    for i in range(8):
+        try:
+            out = cut[i]
+        except ValueError as e:
+            assert "truncated or corrupt JPEG data" in str(e)
+            outcomes.append("failed")
+        else:
+            assert_close([out], [want[i]])
+            outcomes.append("equal")
+    assert set(outcomes) == {"failed", "equal"}, outcomes
+
+
+# ---------------------------------------------------------------------------------------------
+# Corrupt records: errors that name them
+
+
+def notes_of(info) -> str:
+    return " ".join(getattr(info.value, "__notes__", []))
+
+
+@pytest.mark.parametrize("worker_count", [0, 2])
+def test_a_corrupt_image_in_a_data_loader_names_its_record(worker_count):
+    data = photos(6)
+    data[4] = data[4][: len(data[4]) // 3]  # truncated in its scan data
+    sampler = spelt.samplers.IndexSampler(6, shuffle=True, seed=5, num_epochs=1)
+    loader = spelt.DataLoader(
+        data_source=data,
+        sampler=sampler,
+        operations=[*vision.train_transforms(32), spelt.transforms.Batch(2)],
+        worker_count=worker_count,
+    )
+    position = next(i for i in range(6) if sampler[i].record_key == 4)
+    with pytest.raises(ValueError, match="truncated or corrupt JPEG data") as info:
+        list(loader)
+    assert (
+        "spelt: raised by the image ops DecodeImage, RandomResizedCrop, RandomHorizontalFlip, "
+        f"Normalize on record 4 of the data source (the sampler's index {position})"
+    ) in notes_of(info)
+
+
+@pytest.mark.parametrize("iter_dataset", [False, True], ids=["map_dataset", "iter_dataset"])
+def test_a_corrupt_image_in_a_dataset_names_its_element(iter_dataset):
+    data = photos(5)
+    data[3] = b"not an image at all"
+    ds = spelt.MapDataset.source(data)
+    if iter_dataset:
+        ds = ds.to_iter_dataset()
+    decoded = ds.map(vision.DecodeImage())
+    kind = "IterDataset" if iter_dataset else "MapDataset"
+    with pytest.raises(ValueError, match="are not a JPEG, PNG or WebP image") as info:
+        list(decoded)
+    # A plain map names no index (its engine node is Grain's MapMapDataset, given none).
+    assert f"spelt: raised by the image ops DecodeImage on an element of the {kind}" in notes_of(
+        info
+    )
+    assert str(decoded).startswith("MapMapDataset(" if not iter_dataset else "MapIterDataset(")
+    # A JPEG is decoded by the crop after the decode (fused), whose chain raises.
+    data[3] = CHINA[:200]
+    ds = spelt.MapDataset.source(data)
+    ds = ds.to_iter_dataset() if iter_dataset else ds
+    cropped = ds.map(vision.DecodeImage()).random_map(vision.RandomResizedCrop(16), seed=1)
+    with pytest.raises(ValueError, match="truncated or corrupt JPEG header") as info:
+        list(cropped)
+    assert f"RandomResizedCrop on element 3 of the {kind} it maps" in notes_of(info)
+
+
+# ---------------------------------------------------------------------------------------------
+# Corrupt records: DecodeImage(on_error="skip")
+
+CORRUPT = {1: CHINA[: len(CHINA) // 3], 4: b"GIF89a" + bytes(40)}  # record -> bad bytes
+
+
+def with_corrupt_records(n=7):
+    data = photos(n)
+    for i, bad in CORRUPT.items():
+        data[i] = bad
+    return data
+
+
+def test_skipped_images_are_filtered_elements_of_a_map_dataset():
+    data = with_corrupt_records()
+    recipe = [vision.DecodeImage(on_error="skip"), vision.RandomResizedCrop(160)]
+    native = apply_ops(spelt.MapDataset.source(data), recipe)
+    python = apply_ops(spelt.MapDataset.source(data), python_twins(recipe))
+    assert len(native) == len(data)
+    for i in CORRUPT:
+        assert native[i] is None and python[i] is None
+    got = list(native)
+    assert len(got) == len(data) - len(CORRUPT)
+    assert_close(got, list(python))
+    with pytest.raises(ValueError, match="truncated or corrupt JPEG data"):
+        list(apply_ops(spelt.MapDataset.source(data), [vision.DecodeImage(), recipe[1]]))
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_a_data_loader_skips_corrupt_images_and_the_summary_shows_them(native):
+    data = with_corrupt_records(9)
+    recipe = [vision.DecodeImage(on_error="skip"), vision.RandomResizedCrop(32)]
+    loader = spelt.DataLoader(
+        data_source=data,
+        sampler=spelt.samplers.IndexSampler(9, shuffle=True, seed=2, num_epochs=1),
+        operations=[*(recipe if native else python_twins(recipe)), spelt.transforms.Batch(7)],
+        enable_profiling=True,
+    )
+    it = iter(loader)
+    batches = list(it)
+    assert [len(b) for b in batches] == [7]  # 9 records, 2 skipped: one full batch
+    clean = [d for i, d in enumerate(data) if i not in CORRUPT]
+    assert not any(np.array_equal(b, c) for b in batches[0] for c in clean)  # decoded, cropped
+    stages = spelt.experimental.get_execution_summary(it).to_dict()["stages"]
+    produced = {s["name"]: s["elements"] for s in stages}
+    assert any(n == 7 for n in produced.values()) and any(n == 9 for n in produced.values())

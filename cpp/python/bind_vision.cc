@@ -22,6 +22,7 @@
 #include "gil.h"
 #include "py_value.h"
 #include "spelt/dataset.h"
+#include "spelt/errors.h"
 #include "spelt/image_ops.h"
 #include "spelt/sampler.h"
 
@@ -45,10 +46,34 @@ struct Chain {
   std::vector<ImageOpFallbacks> fallbacks;
   bool random = false;
 
-  Value operator()(const Value& element, Philox* rng) const {
-    return vision::ApplyImageOps(ops, fallbacks, element, rng);
+  // The chain on one element. A Python exception (what a fallback raised: the reference's
+  // error for a corrupt image, say) gets a note (PEP 678) "spelt: raised by the image ops
+  // <names> on <where>", as a source's read errors name their record (py_adapters.cc).
+  // `where` is an element's description, called only on error; `rng` as ApplyImageOps'.
+  template <typename Where>
+  Value operator()(const Value& element, Philox* rng, const Where& where) const {
+    try {
+      return vision::ApplyImageOps(ops, fallbacks, element, rng);
+    } catch (nb::python_error& e) {
+      std::string names;
+      for (const ImageOp& op : ops) names += (names.empty() ? "" : ", ") + std::string(op.name());
+      GilAcquire gil;
+      nb::handle value = e.value();
+      const std::string note = "spelt: raised by the image ops " + names + " on " + where();
+      if (nb::hasattr(value, "add_note")) value.attr("add_note")(note);
+      throw;
+    }
   }
 };
+
+// Where a dataset's image map is applied: element `index` of the dataset it maps (a
+// MapDataset's index, a position in an IterDataset's stream).
+auto ElementAt(int64_t index, bool map_dataset) {
+  return [=] {
+    return "element " + std::to_string(index) + (map_dataset ? " of the MapDataset it maps"
+                                                             : " of the IterDataset it maps");
+  };
+}
 
 Chain ChainOf(const std::vector<const PyImageOp*>& ops) {
   if (ops.empty()) throw std::invalid_argument("image ops: an empty chain");
@@ -81,10 +106,15 @@ ImageOpFallbacks FallbacksOf(nb::object reference, nb::object decode, nb::object
     };
   }
   if (!decode.is_none()) {
+    // None from it (DecodeImage(on_error="skip")'s decoder) means undecodable bytes.
     f.decode = [ref = MakePyRef(decode)](std::span<const uint8_t> data) {
       GilAcquire gil;
       nb::bytes bytes(reinterpret_cast<const char*>(data.data()), data.size());
-      return ToValue(nb::handle(ref.get())(bytes)).AsArray();
+      nb::object image = nb::handle(ref.get())(bytes);
+      if (image.is_none()) {
+        throw CorruptImageError("image", data.size(), "the reference decoder refused it");
+      }
+      return ToValue(image).AsArray();
     };
   }
   if (!resize.is_none()) {
@@ -96,13 +126,21 @@ ImageOpFallbacks FallbacksOf(nb::object reference, nb::object decode, nb::object
   return f;
 }
 
+// An error's note names the element where the index is known: a random map's index is its
+// Philox counter's last word at the start (Grain's per-element stream, counter [0, 0, 0,
+// index]: spelt/dataset.h); a plain map is given none (its node stays a MapMapDataset, whose
+// name str() and the execution summary show, as Grain's).
 template <typename D>
 void BindImageMaps(nb::handle cls) {
   constexpr bool kMap = std::is_same_v<D, MapDataset>;
   nb::setattr(cls, "image_map", nb::cpp_function([](const D& d, std::vector<const PyImageOp*> ops) {
     Chain chain = ChainOf(ops);
     if (chain.random) throw std::invalid_argument("image_map: a random op needs image_random_map");
-    MapFn fn = [chain = std::move(chain)](Value v) { return chain(v, nullptr); };
+    MapFn fn = [chain = std::move(chain)](Value v) {
+      return chain(v, nullptr, [] {
+        return std::string(kMap ? "an element of the MapDataset" : "an element of the IterDataset");
+      });
+    };
     if constexpr (kMap) return d.Map(std::move(fn), /*serial=*/false);
     else return d.Map(std::move(fn));
   }, nb::scope(cls), nb::name("image_map"), nb::is_method(), "ops"_a,
@@ -110,7 +148,10 @@ void BindImageMaps(nb::handle cls) {
   nb::setattr(cls, "image_random_map", nb::cpp_function(
       [](const D& d, std::vector<const PyImageOp*> ops, std::vector<uint32_t> words) {
     Chain chain = ChainOf(ops);
-    RandomMapFn fn = [chain = std::move(chain)](Value v, Philox& rng) { return chain(v, &rng); };
+    RandomMapFn fn = [chain = std::move(chain)](Value v, Philox& rng) {
+      const auto index = static_cast<int64_t>(rng.counter()[3]);
+      return chain(v, &rng, ElementAt(index, kMap));
+    };
     if constexpr (kMap) return d.RandomMap(std::move(fn), AnySeed(std::move(words)), false);
     else return d.RandomMap(std::move(fn), AnySeed(std::move(words)));
   }, nb::scope(cls), nb::name("image_random_map"), nb::is_method(), "ops"_a, "words"_a,
@@ -128,7 +169,8 @@ void RegisterVision(nb::module_& m) {
                        int width, int shorter_side, bool nearest, std::pair<double, double> scale,
                        std::pair<double, double> ratio, double p, std::vector<float> mean,
                        std::vector<float> std, bool per_channel, bool chw, bool bfloat16,
-                       bool defer_decode, nb::object reference,
+                       bool defer_decode, bool exif_orientation, bool skip_corrupt,
+                       nb::object reference,
                        nb::object decode, nb::object resize) {
     PyImageOp o;
     o.op.kind = KindOf(kind);
@@ -146,6 +188,8 @@ void RegisterVision(nb::module_& m) {
     o.op.chw = chw;
     o.op.bfloat16 = bfloat16;
     o.op.defer_decode = defer_decode;
+    o.op.exif_orientation = exif_orientation;
+    o.op.skip_corrupt = skip_corrupt;
     if (o.op.kind == ImageOp::Kind::kNormalize && (o.op.mean.empty() || o.op.std.empty())) {
       throw std::invalid_argument("image_op: Normalize needs mean and std");
     }
@@ -155,7 +199,9 @@ void RegisterVision(nb::module_& m) {
      "nearest"_a = false,
      "scale"_a = std::pair(0.08, 1.0), "ratio"_a = std::pair(3.0 / 4.0, 4.0 / 3.0),
      "p"_a = 0.5, "mean"_a = std::vector<float>{}, "std"_a = std::vector<float>{},
-     "per_channel"_a = false, "chw"_a = false, "bfloat16"_a = false, "defer_decode"_a = false, "reference"_a.none() = nb::none(), "decode"_a.none() = nb::none(),
+     "per_channel"_a = false, "chw"_a = false, "bfloat16"_a = false, "defer_decode"_a = false,
+     "exif_orientation"_a = false, "skip_corrupt"_a = false, "reference"_a.none() = nb::none(),
+     "decode"_a.none() = nb::none(),
      "resize"_a.none() = nb::none(),
      "An ImageOp (spelt/image_ops.h); reference(leaf), decode(bytes) and resize(image, h, w) "
      "are the Python fallbacks.");
@@ -173,11 +219,16 @@ void RegisterVision(nb::module_& m) {
     Chain chain = ChainOf(ops);
     sampler = OwnedByPyRef(std::move(sampler));
     MapWithIndexFn fn = [chain = std::move(chain), sampler, shard](int64_t local, Value v) {
-      if (!chain.random) return chain(v, nullptr);
-      const std::optional<uint64_t> key = sampler->RngKey(shard.GlobalIndex(local));
+      const int64_t g = shard.GlobalIndex(local);
+      const auto where = [&] {
+        return "record " + std::to_string(sampler->RecordKey(g)) +
+               " of the data source (the sampler's index " + std::to_string(g) + ")";
+      };
+      if (!chain.random) return chain(v, nullptr, where);
+      const std::optional<uint64_t> key = sampler->RngKey(g);
       if (!key) throw std::invalid_argument("image_record_map: the sampler has no seed");
       Philox rng({*key, 0}, {0, 0, 0, 0});
-      return chain(v, &rng);
+      return chain(v, &rng, where);
     };
     return d.MapWithIndex(std::move(fn), /*serial=*/false);
   }, nb::scope(map_dataset), nb::name("image_record_map"), nb::is_method(), "ops"_a,

@@ -232,6 +232,36 @@ TEST(VisionImageOpsTest, BytesThatAreNotAJpegNeedTheFallbackDecoder) {
             (std::vector<int64_t>{2, 2, 3}));
 }
 
+TEST(VisionImageOpsTest, SkipCorruptMakesTheElementNoneAlsoWhereACropDecodesIt) {
+  ImageOp decode = Op(ImageOp::Kind::kDecode);
+  decode.skip_corrupt = true;
+  ImageOp crop = Op(ImageOp::Kind::kRandomResizedCrop, 8, 8);
+  std::vector<uint8_t> truncated = Fixture("rgb_420.jpg");
+  truncated.resize(truncated.size() / 2);
+  std::vector<uint8_t> cut_header = truncated;
+  cut_header.resize(40);  // the fused crop reads the header first: it fails there
+  Philox rng({1, 0}, {0, 0, 0, 0});
+  EXPECT_TRUE(ApplyImageOps(std::vector<ImageOp>{decode}, {}, Bytes(truncated), &rng).is_none());
+  for (const std::vector<ImageOp>& ops : {std::vector<ImageOp>{decode},
+                                          std::vector<ImageOp>{decode, crop}}) {
+    EXPECT_TRUE(ApplyImageOps(ops, {}, Bytes(cut_header), &rng).is_none());
+    EXPECT_TRUE(ApplyImageOps(ops, {}, Value::Bytes("not an image"), &rng).is_none());
+  }
+  // A fallback decoder that refuses the bytes (CorruptImageError) drops the element too.
+  ImageOpFallbacks refusing;
+  refusing.decode = [](std::span<const uint8_t> data) -> Array {
+    throw CorruptImageError("image", data.size(), "refused");
+  };
+  const std::vector<ImageOpFallbacks> all = {refusing};
+  const std::vector<ImageOp> alone = {decode};
+  EXPECT_TRUE(ApplyImageOps(alone, all, Value::Bytes("GIF89a"), nullptr).is_none());
+  // Without the policy the error is thrown; good bytes decode either way.
+  const std::vector<ImageOp> plain = {Op(ImageOp::Kind::kDecode)};
+  EXPECT_THROW(ApplyImageOps(plain, {}, Bytes(truncated), nullptr), CorruptImageError);
+  EXPECT_EQ(ImageOf(ApplyImageOps(alone, {}, Bytes(Fixture("rgb_420.jpg")), nullptr)).pixels,
+            DecodeJpeg(Fixture("rgb_420.jpg")).pixels);
+}
+
 TEST(VisionImageOpsTest, OpsOnDifferentFieldsOrARandomOpWithoutAStreamAreRefused) {
   ImageOp a = Op(ImageOp::Kind::kDecode), b = Op(ImageOp::Kind::kResize, 2, 2);
   b.field = "image";

@@ -472,7 +472,7 @@ class ImageOp:
     @property
     def random(self) -> bool: ...
 
-def image_op(kind: str, field: str | None, height: int = 0, width: int = 0, shorter_side: int = 0, nearest: bool = False, scale: tuple[float, float] = (0.08, 1.0), ratio: tuple[float, float] = (0.75, 1.3333333333333333), p: float = 0.5, mean: Sequence[float] = [], std: Sequence[float] = [], per_channel: bool = False, chw: bool = False, bfloat16: bool = False, defer_decode: bool = False, reference: object | None = None, decode: object | None = None, resize: object | None = None) -> ImageOp:
+def image_op(kind: str, field: str | None, height: int = 0, width: int = 0, shorter_side: int = 0, nearest: bool = False, scale: tuple[float, float] = (0.08, 1.0), ratio: tuple[float, float] = (0.75, 1.3333333333333333), p: float = 0.5, mean: Sequence[float] = [], std: Sequence[float] = [], per_channel: bool = False, chw: bool = False, bfloat16: bool = False, defer_decode: bool = False, exif_orientation: bool = False, skip_corrupt: bool = False, reference: object | None = None, decode: object | None = None, resize: object | None = None) -> ImageOp:
     """
     An ImageOp (spelt/image_ops.h); reference(leaf), decode(bytes) and resize(image, h, w) are the Python fallbacks.
     """

@@ -78,14 +78,17 @@ class _RecordOps:
     gives its key (seed + g) and ``_callables.philox_generator`` builds it; other samplers are asked for
     ``sampler[g].rng``. Picklable (the engine objects are rebuilt after unpickling)."""
 
-    _MAP, _FILTER, _WITH_INDEX, _RANDOM = range(4)
+    # _DROPPING_MAP: a Map whose None drops the record (``op.drops_none``, e.g. spelt.vision's
+    # DecodeImage(on_error="skip")), as a Filter would; a plain Map's None is yielded (Grain).
+    _MAP, _FILTER, _WITH_INDEX, _RANDOM, _DROPPING_MAP = range(5)
 
     def __init__(self, operations: Sequence[Any], sampler: Any, shard: sharding.ShardOptions):
         self._operations = list(operations)
         self._steps = []
         for op in operations:  # Grain's dispatch order (data_loader._apply_transform_to_dataset)
             if isinstance(op, transforms.Map):
-                self._steps.append((self._MAP, op.map))
+                kind = self._DROPPING_MAP if getattr(op, "drops_none", False) else self._MAP
+                self._steps.append((kind, op.map))
             elif isinstance(op, transforms.RandomMap):
                 self._steps.append((self._RANDOM, op.random_map))
             elif isinstance(op, transforms.MapWithIndex):
@@ -123,13 +126,18 @@ class _RecordOps:
         return None if key is None else _callables.philox_generator(key, 0)
 
     def __call__(self, local_index: int, element: Any) -> Any:
-        """The record after the operations; None if a Filter dropped it, NONE_ELEMENT if an
-        operation returned None (Grain yields that None: see _NoneElementsIterDataset)."""
+        """The record after the operations; None if a Filter (or a dropping Map) dropped it,
+        NONE_ELEMENT if another operation returned None (Grain yields that None: see
+        _NoneElementsIterDataset)."""
         g = rng = None  # the record's global sampler index and generator, made when first needed
         rng_made = False
         for kind, fn in self._steps:
             if kind == self._MAP:
                 element = fn(element)
+            elif kind == self._DROPPING_MAP:
+                element = fn(element)
+                if element is None:
+                    return None
             elif kind == self._FILTER:
                 if not fn(element):
                     return None

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs a command (for `make test-wheel`: pytest on the installed wheel) where the system's zstd,
-# brotli, snappy, highwayhash, ISA-L and libjpeg-turbo cannot be loaded: in a private mount namespace each of
-# their shared-library files is covered by /dev/null, so a wheel that still needs one fails to
-# import. The covered files are listed in SPELT_HIDDEN_LIBRARIES (":"-separated) for
+# brotli, snappy, highwayhash, ISA-L, libjpeg-turbo and libwebp cannot be loaded: in a private
+# mount namespace each of their shared-library files is covered by /dev/null, so a wheel that
+# still needs one fails to import (Pillow's wheel brings its own libwebp). The covered files are
+# listed in SPELT_HIDDEN_LIBRARIES (":"-separated) for
 # tests/wheel/test_installed_wheel.py. zlib stays readable, since CPython's own zlib module
 # loads it; that test checks that Spelt's modules do not.
 # Needs root or unprivileged user namespaces (unshare(1)); fails otherwise.
@@ -24,7 +25,7 @@ if [ -n "$highwayhash" ]; then
   export SPELT_TEST_HIGHWAYHASH="$private/highwayhash-for-tests.so"
 fi
 hidden=()
-for lib in $(ldconfig -p | awk '/lib(zstd|brotli(common|dec|enc)|snappy|highwayhash|isal|jpeg)\.so/ {print $NF}'); do
+for lib in $(ldconfig -p | awk '/lib(zstd|brotli(common|dec|enc)|snappy|highwayhash|isal|jpeg|webp)\.so/ {print $NF}'); do
   file=$(readlink -f "$lib")
   case " ${hidden[*]-} " in *" $file "*) continue ;; esac
   mount --bind /dev/null "$file"

@@ -72,7 +72,7 @@ def test_spelt_is_the_installed_wheel():
 def test_system_codecs_are_hidden():
     hidden = [p for p in os.environ.get("SPELT_HIDDEN_LIBRARIES", "").split(":") if p]
     names = " ".join(os.path.basename(p) for p in hidden)
-    for codec in ("libzstd", "libbrotlienc", "libsnappy", "libisal", "libjpeg"):
+    for codec in ("libzstd", "libbrotlienc", "libsnappy", "libisal", "libjpeg", "libwebp"):
         assert codec in names, f"{codec} is not hidden (run by make test-wheel): {hidden}"
     for path in hidden:
         with pytest.raises(OSError):

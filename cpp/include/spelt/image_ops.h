@@ -11,12 +11,15 @@
 // Elements: the image leaf is encoded bytes (a bytes String or a 1-D uint8 array) before a
 // DecodeImage and a uint8 array of shape (height, width, channels), channels 1, 3 or 4, after
 // it. DecodeImage gives RGB (3 channels); Normalize gives float32 or bfloat16 (a BFloat16Array
-// leaf, spelt/bfloat16_array.h), HWC or CHW, and ends what a chain can do natively (later ops take uint8 images).
+// leaf, spelt/bfloat16_array.h), HWC or CHW, and ends what a chain can do natively (later ops
+// take uint8 images).
 //
 // Fallbacks: what the kernels do not take is handed to ImageOpFallbacks, which the Python face
-// fills with its reference implementation (non-JPEG bytes to its Pillow decoder, 4-channel
-// images to Pillow's resize, anything else to the transform itself so that its own error is
-// raised). An empty fallback makes such input a std::invalid_argument naming the transform.
+// fills with its reference implementation (bytes that are not a JPEG, PNG or still WebP, or
+// that libjpeg, libpng or libwebp refuse, to its Pillow decoder, so that Pillow's error is
+// raised; 4-channel images to Pillow's resize; anything else to the transform itself so that
+// its own error is raised). An empty fallback makes such input a std::invalid_argument naming
+// the transform (CorruptImageError for bytes).
 //
 // Random draws: RandomResizedCrop and RandomHorizontalFlip draw from the Philox stream given to
 // ApplyImageOps, in the order and kinds of numpy's Generator (PhiloxCropDraws), so a chain
@@ -47,7 +50,7 @@ namespace spelt::vision {
 // One transform of spelt.vision and its parameters (the Python classes' fields).
 struct ImageOp {
   enum class Kind {  // kNormalize last (bind_vision.cc walks them)
-    kDecode,                // DecodeImage(mode="RGB", exif_orientation=False)
+    kDecode,                // DecodeImage(mode="RGB", exif_orientation, on_error)
     kRandomResizedCrop,     // RandomResizedCrop(size, scale, ratio, interpolation)
     kResize,                // Resize(size, interpolation)
     kCenterCrop,            // CenterCrop(size)
@@ -75,6 +78,14 @@ struct ImageOp {
   bool per_channel = false;
   bool chw = false;  // Normalize: CHW output layout (else HWC)
   bool bfloat16 = false;  // Normalize: bfloat16 output (a BFloat16Array leaf), else float32
+  // DecodeImage: turn a JPEG upright as its EXIF Orientation says (JpegExifOrientation); one
+  // with an orientation other than 1 is decoded in full (never fused with a crop). PNG and WebP
+  // bytes then go to the fallback decoder (Pillow's EXIF handling of their chunks).
+  bool exif_orientation = false;
+  // DecodeImage(on_error="skip"): bytes that do not decode (CorruptImageError, also from the
+  // fallback decoder, and where a later op decodes a deferred JPEG) make ApplyImageOps return
+  // None for the element instead of throwing.
+  bool skip_corrupt = false;
   // DecodeImage: a JPEG leaves the chain undecoded, as an Opaque leaf that decodes in full when
   // unpacked, so that a RandomResizedCrop or Resize in the next chain (of the next dataset
   // node) fuses it with its decode. For a decode whose only reader is such a chain.
@@ -94,7 +105,7 @@ struct ImageOpFallbacks {
   // returns the op's output for that leaf or throws the transform's own error. For a random op
   // it must throw (std::logic_error if it returns: it would have drawn from another stream).
   std::function<Value(const Value& leaf)> op;
-  // Decodes bytes that are not a JPEG (PNG, WebP) into a uint8 HWC array.
+  // Decodes bytes the native decoders do not take (see above) into a uint8 HWC array.
   std::function<Array(std::span<const uint8_t> data)> decode;
   // Resizes a 4-channel image (Pillow premultiplies alpha) to (height, width).
   std::function<Array(const Array& image, int height, int width)> resize;
@@ -102,9 +113,9 @@ struct ImageOpFallbacks {
 
 // Applies ops[0], ops[1], ... to `element` (all ops act on the same field: REQUIRES equal
 // `field`s, else std::invalid_argument). `fallbacks` has one entry per op, or is empty.
-// `rng` is required if any op is random(). Throws CorruptImageError (spelt/errors.h) for
-// undecodable JPEG bytes, std::invalid_argument for bad input without a fallback, and
-// whatever a fallback throws.
+// `rng` is required if any op is random(). Returns None where a DecodeImage with skip_corrupt
+// meets undecodable bytes. Throws CorruptImageError (spelt/errors.h) for undecodable bytes,
+// std::invalid_argument for bad input without a fallback, and whatever a fallback throws.
 Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
                     const Value& element, Philox* rng);
 

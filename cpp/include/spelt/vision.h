@@ -1,7 +1,8 @@
 // spelt/vision.h: the native image kernels of spelt.vision (issue 23): JPEG decoding with
-// libjpeg-turbo, torchvision's RandomResizedCrop parameters, Pillow's antialiased bilinear and
-// nearest resizes, the fused JPEG decode + crop + resize, and the horizontal flip. They are the
-// C++ counterparts of the Python reference in python/spelt/vision/ (docs/vision.md) and follow it:
+// libjpeg-turbo, PNG (our own decoder on zlib) and WebP with libwebp, EXIF orientation,
+// torchvision's RandomResizedCrop parameters, Pillow's antialiased bilinear and nearest
+// resizes, the fused JPEG decode + crop + resize, and the horizontal flip. They are the C++
+// counterparts of the Python reference in python/spelt/vision/ (docs/vision.md) and follow it:
 // the same pixels (resize), the same crop from the same random draws, the same conversions.
 //
 // Images: an Image is a uint8 array of shape (height, width, channels), HWC, rows packed with
@@ -9,7 +10,7 @@
 // the flip take 1 to 4 channels.
 //
 // Errors: undecodable input throws CorruptImageError (spelt/errors.h) whose what() names the
-// format, the input's size and libjpeg's own message; bad arguments (an empty crop, a crop
+// format, the input's size and the decoder's own message; bad arguments (an empty crop, a crop
 // outside the image, a zero output size) throw std::invalid_argument.
 //
 // Thread-safety: every function is a pure function of its arguments and keeps no state between
@@ -100,6 +101,44 @@ Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, i
 // crop_height x crop_width resized to out_height x out_width: the largest d with
 // crop >= 1.5 * d * output on both sides, else 1.
 int JpegScaleDenominator(int crop_height, int crop_width, int out_height, int out_width);
+
+// ---------------------------------------------------------------------------------------
+// PNG and WebP
+// ---------------------------------------------------------------------------------------
+
+// Decodes the PNG in `data` to RGB with libpng (libpng-dev) as Pillow's
+// Image.open(f).convert("RGB") gives it: palettes expanded, gray repeated in R, G and B (1, 2
+// and 4 bits scaled to 8), alpha and tRNS dropped without compositing, 16-bit samples reduced
+// to their high byte (as Pillow for 16-bit colour; python/spelt/vision/decode.py does the same
+// for 16-bit gray, where Pillow's convert would clip), interlaced images deinterlaced, no gamma
+// or colour correction. APNG: the default image. Throws CorruptImageError with libpng's message
+// for input that is not a PNG, truncated or corrupt (e.g. a bad CRC) or above 2**31 decoded
+// bytes.
+Image DecodePng(std::span<const uint8_t> data);
+
+// Decodes the still WebP (lossy or lossless, with or without alpha) in `data` to RGB with
+// libwebp (libwebp-dev), the decoder Pillow uses: alpha dropped, colour values as decoded.
+// Throws CorruptImageError for input that is not a WebP, truncated or corrupt or above 2**31
+// decoded bytes; std::invalid_argument for an animated WebP (not decoded here).
+Image DecodeWebp(std::span<const uint8_t> data);
+
+// ---------------------------------------------------------------------------------------
+// EXIF orientation
+// ---------------------------------------------------------------------------------------
+
+// The orientation of the JPEG in `data` as Pillow's Image.getexif() reads it: the Orientation
+// tag (0x0112) of the first APP1 segment that starts "Exif\0\0" before the first scan (its
+// TIFF header in either byte order, IFD0), or where that has none, the tiff:Orientation of the
+// last XMP packet (APP1 "http://ns.adobe.com/xap/1.0/"). Returns 1 to 8; 1 where there is
+// none, it is not one SHORT or LONG value in 1..8, or the data is damaged (Pillow's
+// ImageOps.exif_transpose then does nothing either). Never throws for bad input.
+int JpegExifOrientation(std::span<const uint8_t> data);
+
+// `image` turned upright as an EXIF orientation says, as Pillow's ImageOps.exif_transpose:
+// 1 as is, 2 mirrored, 3 rotated 180 degrees, 4 flipped top to bottom, 5 transposed, 6 rotated
+// 90 degrees clockwise, 7 transversed, 8 rotated 90 degrees counter-clockwise (5 to 8 swap
+// height and width). Throws std::invalid_argument for an orientation outside 1..8.
+Image ApplyExifOrientation(const Image& image, int orientation);
 
 // ---------------------------------------------------------------------------------------
 // Crop parameters

@@ -23,11 +23,12 @@ using Kind = ImageOp::Kind;
 constexpr int64_t kMaxOutputBytes = int64_t{1} << 31;
 
 // JPEG bytes whose decode is put off until the next op says what it needs. `owner` keeps
-// `data` alive; `decoder` holds the DecodeImage's fallbacks.
+// `data` alive; `decoder` holds the DecodeImage's fallbacks; `skip_corrupt` its policy.
 struct PendingJpeg {
   Value owner;
   std::span<const uint8_t> data;
   const ImageOpFallbacks* decoder = nullptr;
+  bool skip_corrupt = false;
 };
 
 // The image as it moves along a chain: the leaf as given, JPEG bytes not yet decoded, a uint8
@@ -36,6 +37,16 @@ using Working = std::variant<Value, PendingJpeg, Image, Array>;
 
 bool IsJpeg(std::span<const uint8_t> data) {
   return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
+}
+
+bool IsPng(std::span<const uint8_t> data) {
+  static constexpr uint8_t kSignature[] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1A, '\n'};
+  return data.size() >= 8 && std::equal(kSignature, kSignature + 8, data.begin());
+}
+
+bool IsWebp(std::span<const uint8_t> data) {
+  return data.size() >= 12 && std::memcmp(data.data(), "RIFF", 4) == 0 &&
+         std::memcmp(data.data() + 8, "WEBP", 4) == 0;
 }
 
 // The encoded bytes of a leaf: a bytes String or a 1-D uint8 array; nullopt for anything else.
@@ -131,7 +142,8 @@ Working WorkingOf(const Value& leaf) {
     if (const auto* deferred = dynamic_cast<const DeferredJpeg*>(
             leaf.as<std::shared_ptr<const Opaque>>().get())) {
       // The Opaque itself keeps the bytes alive (no copy of them).
-      return PendingJpeg{leaf, deferred->pending().data, deferred->pending().decoder};
+      return PendingJpeg{leaf, deferred->pending().data, deferred->pending().decoder,
+                         deferred->pending().skip_corrupt};
     }
   }
   return leaf.Unpacked();
@@ -258,16 +270,37 @@ class Run {
       w = Reference(*leaf, kExpected);
       return;
     }
+    const bool has_reference = fallbacks_ != nullptr && fallbacks_->decode;
     if (IsJpeg(*bytes)) {
+      const int orientation = op_.exif_orientation ? JpegExifOrientation(*bytes) : 1;
       // The bytes move into the pending state, and the span is taken where they now live.
       PendingJpeg& pending = w.emplace<PendingJpeg>(
-          PendingJpeg{std::get<Value>(std::move(w)), {}, fallbacks_});
+          PendingJpeg{std::get<Value>(std::move(w)), {}, fallbacks_, op_.skip_corrupt});
       pending.data = *BytesOf(pending.owner);
+      if (orientation != 1) {
+        // Decoded in full and turned upright now: a fused crop would take its box from the
+        // stored image. The reference decoder (EXIF-aware itself) gives its output as is.
+        w = DecodeOrReference(
+            pending, [&] { return ApplyExifOrientation(DecodeJpeg(pending.data), orientation); },
+            [](Image image) { return image; });
+      }
       return;
     }
-    if (fallbacks_ == nullptr || !fallbacks_->decode) {
+    // PNG and WebP natively, except with EXIF orientation (their EXIF chunks are left to the
+    // reference); what libpng or libwebp refuse goes to the reference, whose error is raised.
+    if (!op_.exif_orientation && (IsPng(*bytes) || IsWebp(*bytes))) {
+      try {
+        w = IsPng(*bytes) ? DecodePng(*bytes) : DecodeWebp(*bytes);
+        return;
+      } catch (const CorruptImageError&) {
+        if (!has_reference) throw;
+      } catch (const std::invalid_argument&) {  // an animated WebP
+        if (!has_reference) throw;
+      }
+    }
+    if (!has_reference) {
       throw CorruptImageError("non-JPEG", bytes->size(),
-                              "only JPEG is decoded natively (no fallback decoder given)");
+                              "neither a JPEG, PNG nor WebP image (no fallback decoder given)");
     }
     w = ImageFromArray(fallbacks_->decode(*bytes));
   }
@@ -482,11 +515,22 @@ Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbac
   } else {
     w = WorkingOf(element);
   }
+  // DecodeImage(on_error="skip"): undecodable bytes make the element None (a MapDataset's
+  // filtered element), also where a later op (or chain) decodes them.
+  const auto* pending = std::get_if<PendingJpeg>(&w);
+  bool skip_corrupt = pending != nullptr && pending->skip_corrupt;
+  for (const ImageOp& op : ops) skip_corrupt = skip_corrupt || op.skip_corrupt;
   std::optional<PhiloxCropDraws> draws;
-  for (size_t i = 0; i < ops.size(); ++i) {
-    Run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws).Apply(w);
+  Value image;
+  try {
+    for (size_t i = 0; i < ops.size(); ++i) {
+      Run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws).Apply(w);
+    }
+    image = WorkingToValue(std::move(w), ops.back().defer_decode);
+  } catch (const CorruptImageError&) {
+    if (!skip_corrupt) throw;
+    return Value();
   }
-  Value image = WorkingToValue(std::move(w), ops.back().defer_decode);
   if (!field) return image;
   // A shallow copy of the dict with the field replaced (the reference's {**element, f: ...}).
   const Mapping& in = unpacked.AsMapping();

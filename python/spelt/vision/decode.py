@@ -43,11 +43,18 @@ class DecodeImage(transforms.Map):
             Orientation tag says (Pillow's ``ImageOps.exif_transpose``), so the output is
             upright; False: the pixels as stored, as torchvision's ``decode_jpeg`` and PIL's
             ``Image.open`` give them.
+        on_error: ``"raise"`` (default): undecodable bytes raise ValueError (below).
+            ``"skip"``: ``map`` returns None for them instead, which drops the element where
+            None drops one: on a MapDataset (Grain's convention: ``ds[i]`` is None, iteration
+            skips it, ``len`` is unchanged) and in a DataLoader's operations (the record is
+            left out, as a Filter would); on an IterDataset a map's None is yielded (Grain's).
+            The execution summary shows them: that stage produces as many fewer elements than
+            its parent. TypeError (not bytes-like) still raises. docs/vision.md has more.
 
     ``map(element)`` takes bytes (or any bytes-like object: bytearray, memoryview, a 1-D uint8
     array) and returns a writable, C-contiguous uint8 array of shape ``(height, width, C)``
     with C = 3, 1 or 4 for mode RGB, L or RGBA. Decoding is Pillow's (libjpeg-turbo,
-    libpng-style zlib inflate, libwebp): the output equals
+    its own zlib-based PNG decoder, libwebp): the output equals
     ``np.asarray(PIL.Image.open(f).convert(mode))`` except for 16-bit images. Conversions:
 
     - grayscale JPEG and PNG: the gray level in each of R, G and B;
@@ -71,30 +78,57 @@ class DecodeImage(transforms.Map):
     field: str | None = None
     mode: str = "RGB"
     exif_orientation: bool = False
+    on_error: str = "raise"
 
     def __post_init__(self):
         if self.mode not in _CHANNELS:
             raise ValueError(
                 f"DecodeImage: mode must be one of {list(_CHANNELS)}, got {self.mode!r}"
             )
+        if self.on_error not in ("raise", "skip"):
+            raise ValueError(
+                f"DecodeImage: on_error must be 'raise' or 'skip', got {self.on_error!r}"
+            )
+
+    @property
+    def drops_none(self) -> bool:
+        """True if ``map`` may return None for an element to drop (``on_error="skip"``)."""
+        return self.on_error == "skip"
 
     def map(self, element: Any) -> Any:
-        return _image.apply_to_field(element, self.field, self.decode)
+        try:
+            return _image.apply_to_field(element, self.field, self.decode)
+        except ValueError:
+            if self.on_error == "skip":
+                return None
+            raise
+
+    def _decode_or_none(self, data: Any) -> np.ndarray | None:
+        """``decode(data)``, or None for undecodable bytes (the native path's fallback decoder
+        with ``on_error="skip"``: None tells the engine to drop the element)."""
+        try:
+            return self.decode(data)
+        except ValueError:
+            return None
 
     defers_decode = True  # _spelt_image_op(defer_decode=True) hands a JPEG on undecoded
 
     def _spelt_image_op(self, defer_decode: bool = False) -> Any:
-        """The native op (spelt/image_ops.h: JPEG with libjpeg-turbo, the rest through
-        ``decode``) for mode RGB without EXIF orientation; None otherwise. ``defer_decode``:
-        a JPEG leaves it undecoded, for a RandomResizedCrop or Resize to decode fused."""
-        if type(self) is not DecodeImage or self.mode != "RGB" or self.exif_orientation:
+        """The native op (spelt/image_ops.h: JPEG with libjpeg-turbo, PNG with libpng, WebP
+        with libwebp, the rest through ``decode``) for mode RGB; None otherwise. With
+        ``exif_orientation`` the JPEG's EXIF orientation is applied natively and PNG and WebP
+        go to ``decode``. ``defer_decode``: a JPEG leaves it undecoded (unless it must be turned
+        upright), for a RandomResizedCrop or Resize to decode fused."""
+        if type(self) is not DecodeImage or self.mode != "RGB":
             return None
         return _core.image_op(
             "DecodeImage",
             self.field,
             defer_decode=defer_decode,
+            exif_orientation=self.exif_orientation,
+            skip_corrupt=self.drops_none,
             reference=self.decode,
-            decode=self.decode,
+            decode=self._decode_or_none if self.drops_none else self.decode,
         )
 
     def decode(self, data: Any) -> np.ndarray:
