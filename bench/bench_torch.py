@@ -21,7 +21,8 @@ ratio to it.
 
 Times are from the first batch to the last (worker start-up excluded, reported apart); the
 loaders alternate within each repeat, and the median of the repeats is printed with the min
-and max. Imports nothing from other bench modules.
+and max. With 0 workers the records per CPU second of the process are printed too (all the
+work is in it, so other jobs on the cores do not change them). Imports nothing from other bench modules.
 """
 
 from __future__ import annotations
@@ -114,21 +115,22 @@ def ceiling_loader(case: str, workers: int):
         yield {"image": torch.from_numpy(image), "label": torch.from_numpy(label)}
 
 
-def train(loader) -> tuple[float, float, int]:
-    """(start-up s, s from the first batch to the last, records) of one pass."""
+def train(loader) -> tuple[float, float, float, int]:
+    """(start-up s, s from the first batch to the last, this process's CPU s over the same
+    span (every thread; worker processes not counted), records) of one pass."""
     start = time.perf_counter()
     checksum = torch.zeros(())
     records = 0
-    first = None
+    first = first_cpu = None
     for batch in loader:
         if first is None:
-            first = time.perf_counter()
+            first, first_cpu = time.perf_counter(), time.process_time()
         image, label = batch["image"], batch["label"]
         checksum += image.mean() + label.sum()  # the step: reads every value
         records += image.shape[0]
-    end = time.perf_counter()
+    end, end_cpu = time.perf_counter(), time.process_time()
     assert records == RECORDS, records
-    return first - start, end - first, records
+    return first - start, end - first, end_cpu - first_cpu, records
 
 
 def main():
@@ -148,10 +150,12 @@ def main():
             for _ in range(args.repeats):  # alternating, so that load changes hit all alike
                 for name, make in loaders:
                     runs[name].append(train(make(case, workers)))
+            cpu_rates = {}
             for name, _ in loaders:
-                per_s = sorted(n / t for _, t, n in runs[name])
-                startup = statistics.median(s for s, _, _ in runs[name])
+                per_s = sorted(n / t for _, t, _, n in runs[name])
+                startup = statistics.median(s for s, _, _, _ in runs[name])
                 rates[name] = statistics.median(per_s)
+                cpu_rates[name] = statistics.median(n / c for _, _, c, n in runs[name])
                 print(
                     f"{case:10s} workers={workers} {name:12s} "
                     f"{rates[name]:10.0f} records/s ({rates[name] / BATCH:7.1f} batches/s; "
@@ -165,6 +169,14 @@ def main():
                     f"{case:10s} workers=0 spelt.torch / ceiling "
                     f"{rates['spelt.torch'] / rates['ceiling']:.2f}, torch / ceiling "
                     f"{rates['torch'] / rates['ceiling']:.2f}"
+                )
+                # All the work is in this process with 0 workers: records per CPU second are
+                # what other jobs on the cores leave unchanged.
+                print(
+                    f"{case:10s} workers=0 per CPU s: spelt.torch {cpu_rates['spelt.torch']:.0f},"
+                    f" torch {cpu_rates['torch']:.0f}, ceiling {cpu_rates['ceiling']:.0f}; "
+                    f"spelt.torch / torch {cpu_rates['spelt.torch'] / cpu_rates['torch']:.2f}x,"
+                    f" / ceiling {cpu_rates['spelt.torch'] / cpu_rates['ceiling']:.2f}"
                 )
 
 
