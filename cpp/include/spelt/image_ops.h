@@ -16,7 +16,7 @@
 //
 // Fallbacks: what the kernels do not take is handed to ImageOpFallbacks, which the Python face
 // fills with its reference implementation (bytes that are not a JPEG, PNG or still WebP, or
-// that libjpeg, libpng or libwebp refuse, to its Pillow decoder, so that Pillow's error is
+// that libjpeg, the PNG decoder or libwebp refuse, to its Pillow decoder, so that Pillow's error is
 // raised; 4-channel images to Pillow's resize; anything else to the transform itself so that
 // its own error is raised). An empty fallback makes such input a std::invalid_argument naming
 // the transform (CorruptImageError for bytes).

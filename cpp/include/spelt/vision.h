@@ -106,14 +106,15 @@ int JpegScaleDenominator(int crop_height, int crop_width, int out_height, int ou
 // PNG and WebP
 // ---------------------------------------------------------------------------------------
 
-// Decodes the PNG in `data` to RGB with libpng (libpng-dev) as Pillow's
+// Decodes the PNG in `data` (PNG spec, W3C 2003; our decoder on zlib's inflate, as Pillow's
+// own PNG plugin: Debian's libpng cannot enter the manylinux_2_28 wheel) to RGB as Pillow's
 // Image.open(f).convert("RGB") gives it: palettes expanded, gray repeated in R, G and B (1, 2
 // and 4 bits scaled to 8), alpha and tRNS dropped without compositing, 16-bit samples reduced
 // to their high byte (as Pillow for 16-bit colour; python/spelt/vision/decode.py does the same
 // for 16-bit gray, where Pillow's convert would clip), interlaced images deinterlaced, no gamma
-// or colour correction. APNG: the default image. Throws CorruptImageError with libpng's message
-// for input that is not a PNG, truncated or corrupt (e.g. a bad CRC) or above 2**31 decoded
-// bytes.
+// or colour correction. APNG: the default image. Throws CorruptImageError naming the fault for
+// input that is not a PNG, truncated or corrupt (e.g. a bad chunk CRC; IDAT CRCs are not checked,
+// as Pillow) or above 2**31 decoded bytes.
 Image DecodePng(std::span<const uint8_t> data);
 
 // Decodes the still WebP (lossy or lossless, with or without alpha) in `data` to RGB with
