@@ -497,7 +497,10 @@ def test_close_and_gc_stop_workers(how):
 
 
 _CONSUMER = """
-import json, os, sys
+import json, os, signal, sys
+# Python leaves SIGINT ignored where it started so (a shell's background job, `cmd &`): Ctrl-C's
+# KeyboardInterrupt is what this consumer must show, whoever started the tests.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {tests!r})
 import spelt, worker_pipelines as wp
 ds = spelt.MapDataset.range(10**6).map(wp.big_array).to_iter_dataset().batch(2).mp_prefetch(
