@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "spelt/file_system.h"
 #include "spelt/source.h"
 
 namespace spelt {
@@ -31,9 +32,10 @@ class TFRecordSource final : public RandomAccessSource {
   // TFRecordReader), std::system_error naming a file that cannot be opened, and
   // CorruptFileError (format "TFRecord") for a length CRC mismatch or a file that ends inside
   // a record, naming the file and the record's byte offset.
-  // `repr` is the description stored in checkpoints.
+  // `repr` is the description stored in checkpoints. `fs` opens the paths (null: each by its
+  // scheme, spelt/file_system.h).
   TFRecordSource(std::vector<std::string> paths, std::string repr,
-                 const TFRecordIndexProgress& progress = {});
+                 const TFRecordIndexProgress& progress = {}, const FileSystemPtr& fs = nullptr);
   ~TFRecordSource() override;
   TFRecordSource(const TFRecordSource&) = delete;
   TFRecordSource& operator=(const TFRecordSource&) = delete;

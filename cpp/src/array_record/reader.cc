@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "array_record/chunk_cache.h"
-#include "io/file.h"
 #include "array_record/layout.h"
 #include "array_record/read_plan.h"
 #include "array_record/record_locations.h"
 #include "riegeli/chunk_reader.h"
 #include "riegeli/simple_chunk.h"
 #include "spelt/array_record.h"
+#include "spelt/blocking_wait.h"
 #include "core/ordered_pipeline.h"
 #include "core/thread_pool.h"
 
@@ -32,7 +32,6 @@ using internal::array_record::ChunkCache;
 using internal::array_record::FooterEntry;
 using internal::array_record::FooterMetadata;
 using internal::array_record::Postscript;
-using internal::io::RandomAccessFile;
 using internal::array_record::ReadPlan;
 using internal::array_record::RecordLocations;
 using internal::riegeli::Buffer;
@@ -77,16 +76,17 @@ std::string Hex(uint64_t n) {
 
 class ArrayRecordReaderImpl final : public ArrayRecordReader {
  public:
-  ArrayRecordReaderImpl(const std::string& path, ArrayRecordReaderOptions options)
+  ArrayRecordReaderImpl(const std::string& path, ArrayRecordReaderOptions options,
+                        const FileSystemPtr& fs)
       : options_(options),
-        file_(path),
-        max_decoded_size_(std::min(file_.size(), UINT64_MAX / kMaxExpansion) * kMaxExpansion),
+        file_(OpenRandomAccessFile(path, fs)),
+        max_decoded_size_(std::min(file_->size(), UINT64_MAX / kMaxExpansion) * kMaxExpansion),
         cache_(options.cache_chunks) {
     ReadIndex();
     if (group_size_ > 1) locations_ = std::make_unique<RecordLocations>(NumChunks());
   }
 
-  const std::string& path() const override { return file_.path(); }
+  const std::string& path() const override { return file_->path(); }
   uint64_t NumRecords() const override { return num_records_; }
   uint64_t NumChunks() const override { return chunk_offsets_.size() - 1; }
   uint64_t GroupSize() const override { return group_size_; }
@@ -198,7 +198,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   const ArrayRecordReaderOptions options_;
   const internal::riegeli::ChunkChecks checks_{options_.verify_header_hashes,
                                                options_.verify_data_hash};
-  RandomAccessFile file_;
+  const std::unique_ptr<RandomAccessFile> file_;
   const uint64_t max_decoded_size_;
   uint64_t num_records_ = 0;
   uint64_t group_size_ = 0;
@@ -211,7 +211,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
 };
 
 void ArrayRecordReaderImpl::ReadIndex() {
-  const uint64_t size = file_.size();
+  const uint64_t size = file_->size();
   if (size < kBlockSize) {
     Corrupt(size, size == 0 ? "the file is empty"
                             : "the file has " + Num(size) + " bytes; an ArrayRecord file has at " +
@@ -228,14 +228,14 @@ void ArrayRecordReaderImpl::ReadIndex() {
 void ArrayRecordReaderImpl::CheckSignature() const {
   static const std::string kSignature = FileSignature();
   std::string head(kFileSignatureSize, '\0');
-  file_.ReadAt(0, head.data(), head.size());
+  file_->ReadAt(0, head.data(), head.size());
   if (head != kSignature) Corrupt(0, "no Riegeli file signature: not an ArrayRecord file");
 }
 
 // Returns the footer offset.
 uint64_t ArrayRecordReaderImpl::ReadPostscript() const {
-  const uint64_t begin = file_.size() - kBlockSize;
-  const DecodedChunk chunk = ReadRecordsChunk(begin, file_.size());
+  const uint64_t begin = file_->size() - kBlockSize;
+  const DecodedChunk chunk = ReadRecordsChunk(begin, file_->size());
   if (chunk.num_records() == 0) Corrupt(begin, "the postscript chunk has no records");
   Postscript postscript;
   try {
@@ -255,7 +255,7 @@ uint64_t ArrayRecordReaderImpl::ReadPostscript() const {
 }
 
 void ArrayRecordReaderImpl::ReadFooter(uint64_t footer_offset) {
-  const DecodedChunk footer = ReadRecordsChunk(footer_offset, file_.size() - kBlockSize);
+  const DecodedChunk footer = ReadRecordsChunk(footer_offset, file_->size() - kBlockSize);
   const auto corrupt = [&](const std::string& detail) {
     Corrupt(footer_offset, "footer: " + detail);
   };
@@ -337,7 +337,7 @@ DecodedChunk ArrayRecordReaderImpl::Decode(Chunk chunk, uint64_t begin) const {
 }
 
 DecodedChunk ArrayRecordReaderImpl::ReadRecordsChunk(uint64_t begin, uint64_t end) const {
-  Chunk chunk = internal::riegeli::ReadChunk(file_, begin, end, checks_);
+  Chunk chunk = internal::riegeli::ReadChunk(*file_, begin, end, checks_);
   CheckRecordsChunk(chunk, begin);
   return Decode(std::move(chunk), begin);
 }
@@ -382,7 +382,7 @@ void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk
     const uint64_t position = internal::riegeli::PhysicalPosition(chunk_offsets_[c], offset);
     const uint64_t n = std::min<uint64_t>(out.size() - done,
                                           internal::riegeli::RemainingInBlock(position));
-    file_.ReadAt(position, out.data() + done, n);
+    file_->ReadAt(position, out.data() + done, n);
     done += n;
     offset += n;
   }
@@ -391,7 +391,7 @@ void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk
 ChunkPtr ArrayRecordReaderImpl::GetChunk(uint64_t c) const {
   if (ChunkPtr hit = cache_.Find(c)) return hit;
   ChunkPtr chunk = DecodeDataChunk(
-      c, internal::riegeli::ReadChunk(file_, chunk_offsets_[c], chunk_offsets_[c + 1], checks_));
+      c, internal::riegeli::ReadChunk(*file_, chunk_offsets_[c], chunk_offsets_[c + 1], checks_));
   cache_.Insert(c, chunk);
   return chunk;
 }
@@ -413,8 +413,12 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
   const size_t num_workers = std::min<size_t>(std::max(num_threads, 1), num_runs);
   for (size_t i = 1; i < num_workers; ++i) internal::SharedThreadPool().Submit([batch] { Work(*batch); });
   Work(*batch);
-  std::unique_lock<std::mutex> lock(batch->mu);
-  batch->all_done.wait(lock, [&] { return batch->runs_done.load() == num_runs; });
+  // Helpers may need what this thread holds to read (a Python-backed file: the GIL).
+  BlockingWait([&] {
+    std::unique_lock<std::mutex> lock(batch->mu);
+    batch->all_done.wait(lock, [&] { return batch->runs_done.load() == num_runs; });
+  });
+  std::lock_guard<std::mutex> lock(batch->mu);
   if (batch->error) std::rethrow_exception(batch->error);
   return std::move(batch->records);
 }
@@ -452,7 +456,7 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   const uint64_t last_chunk = first_chunk + (run.end - run.begin) - 1;
   const uint64_t begin = chunk_offsets_[first_chunk];
   char* const bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
-  file_.ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
+  file_->ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
   for (size_t g = run.begin; g < run.end; ++g) {
     const uint64_t c = first_chunk + (g - run.begin);
     const ReadPlan::Group& group = plan.groups[g];
@@ -562,7 +566,7 @@ void ArrayRecordReaderImpl::ForEachRecord(
     run.error = nullptr;
     try {
       char* const bytes = run.bytes.Get(chunk_offsets_[last] - run_begin);
-      file_.ReadAt(run_begin, bytes, chunk_offsets_[last] - run_begin);
+      file_->ReadAt(run_begin, bytes, chunk_offsets_[last] - run_begin);
       for (uint64_t c = first; c < last; ++c, ++run.decoded) {
         run.records[c - first] = DecodeInPlace(c, bytes + (chunk_offsets_[c] - run_begin),
                                                run.sizes, run.values[c - first],
@@ -610,7 +614,7 @@ void ArrayRecordReaderImpl::Work(Batch& batch) {
 ArrayRecordInfo ArrayRecordReaderImpl::Info() const {
   ArrayRecordInfo info;
   info.path = path();
-  info.file_size = file_.size();
+  info.file_size = file_->size();
   info.num_records = num_records_;
   info.num_chunks = NumChunks();
   info.group_size = group_size_;
@@ -619,7 +623,7 @@ ArrayRecordInfo ArrayRecordReaderImpl::Info() const {
   info.footer_offset = chunk_offsets_.back();
   if (NumChunks() > 0) {
     const Chunk chunk =
-        internal::riegeli::ReadChunk(file_, chunk_offsets_[0], chunk_offsets_[1], checks_);
+        internal::riegeli::ReadChunk(*file_, chunk_offsets_[0], chunk_offsets_[1], checks_);
     CheckRecordsChunk(chunk, chunk_offsets_[0]);
     try {
       if (chunk.data.empty()) throw FormatError("simple chunk has no data");
@@ -635,8 +639,9 @@ ArrayRecordInfo ArrayRecordReaderImpl::Info() const {
 }  // namespace
 
 std::unique_ptr<ArrayRecordReader> ArrayRecordReader::Open(const std::string& path,
-                                                           ArrayRecordReaderOptions options) {
-  return std::make_unique<ArrayRecordReaderImpl>(path, options);
+                                                           ArrayRecordReaderOptions options,
+                                                           const FileSystemPtr& fs) {
+  return std::make_unique<ArrayRecordReaderImpl>(path, options, fs);
 }
 
 }  // namespace spelt

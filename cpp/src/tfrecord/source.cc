@@ -4,10 +4,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "io/file.h"
 #include "spelt/tfrecord.h"
 #include "tfrecord/format.h"
 #include "tfrecord/index.h"
+#include "tfrecord/input_stream.h"
 
 namespace spelt {
 
@@ -22,34 +22,35 @@ constexpr uint64_t kMaxRunBytes = uint64_t{4} << 20;
 }  // namespace
 
 struct TFRecordSource::File {
-  explicit File(const std::string& path) : file(path) {}
-  internal::io::RandomAccessFile file;
+  explicit File(std::unique_ptr<RandomAccessFile> f) : file(std::move(f)) {}
+  std::unique_ptr<RandomAccessFile> file;
   std::vector<uint64_t> offsets;  // IndexRecords: one per record, then the file size
 };
 
 TFRecordSource::TFRecordSource(std::vector<std::string> paths, std::string repr,
-                               const TFRecordIndexProgress& progress)
+                               const TFRecordIndexProgress& progress, const FileSystemPtr& fs)
     : paths_(std::move(paths)), repr_(std::move(repr)) {
   if (paths_.empty()) throw std::invalid_argument("TFRecordSource: no files given");
   for (const std::string& path : paths_) {
-    const TFRecordCompression compression = DetectTFRecordCompression(path);
+    std::unique_ptr<RandomAccessFile> file = OpenRandomAccessFile(path, fs);
+    const TFRecordCompression compression = internal::tfrecord::DetectCompression(*file);
     if (compression != TFRecordCompression::kNone) {
       throw std::invalid_argument(
           path + ": a " + std::string(TFRecordCompressionName(compression)) +
           "-compressed TFRecord file has no random access; read it in order with "
           "TFRecordIterDataset, or write it uncompressed");
     }
-    files_.push_back(std::make_unique<File>(path));
+    files_.push_back(std::make_unique<File>(std::move(file)));
   }
   uint64_t total_bytes = 0, done_before = 0;
-  for (const auto& f : files_) total_bytes += f->file.size();
+  for (const auto& f : files_) total_bytes += f->file->size();
   for (const auto& f : files_) {
     std::function<void(uint64_t)> file_progress;
     if (progress) {
       file_progress = [&](uint64_t done) { progress(done_before + done, total_bytes); };
     }
-    f->offsets = internal::tfrecord::IndexRecords(f->file, file_progress);
-    done_before += f->file.size();
+    f->offsets = internal::tfrecord::IndexRecords(*f->file, file_progress);
+    done_before += f->file->size();
     starts_.push_back(total_);
     total_ += static_cast<int64_t>(f->offsets.size() - 1);
   }
@@ -81,11 +82,11 @@ void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* o
   const uint64_t end = f.offsets[static_cast<size_t>(first - starts_[start.file] + count)];
   if (count == 1) {  // straight into the record's own memory: one copy
     std::string record(start.length + kFooterSize, '\0');
-    f.file.ReadAt(start.offset + kHeaderSize, record.data(), record.size());
+    f.file->ReadAt(start.offset + kHeaderSize, record.data(), record.size());
     if (!internal::tfrecord::FooterMatches(std::string_view(record.data(), start.length),
                                            record.data() + start.length)) {
       internal::tfrecord::ThrowCorrupt(
-          f.file.path(), start.offset,
+          f.file->path(), start.offset,
           "the masked CRC32C of the " + std::to_string(start.length) +
               "-byte payload does not match (record key " + std::to_string(first) + " of " +
               repr_ + ")");
@@ -96,7 +97,7 @@ void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* o
   }
   thread_local std::string run;
   run.resize(end - start.offset);
-  f.file.ReadAt(start.offset, run.data(), run.size());
+  f.file->ReadAt(start.offset, run.data(), run.size());
   for (int64_t k = 0; k < count; ++k) {
     const size_t j = static_cast<size_t>(first - starts_[start.file] + k);
     const uint64_t at = f.offsets[j] - start.offset + kHeaderSize;
