@@ -33,7 +33,6 @@ def arrow_fs(endpoint, key=KEY):
         endpoint_override=endpoint,
         scheme="http",
         region="us-east-1",
-        retry_strategy=pafs.AwsStandardS3RetryStrategy(max_attempts=1),
         allow_bucket_creation=True,
     )
 
@@ -210,3 +209,22 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
     # Rerunning refuses to overwrite what is in the bucket.
     assert cli.main(["convert", "data.npz", "-o", prefix, "--num-shards", "2"]) == 1
     assert "the output exists" in capsys.readouterr().err
+
+
+def test_a_batch_of_records_is_one_concurrent_request_batch(tmp_path):
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class Counting(MemoryFileSystem):
+        batches: list[int] = []
+
+        def cat_ranges(self, paths, starts, ends, **kwargs):
+            self.batches.append(len(paths))
+            return super().cat_ranges(paths, starts, ends, **kwargs)
+
+    fs = Counting(skip_instance_cache=True)
+    write_array_record("memory://batch/a", RECORDS, "group_size:1,uncompressed", fs)
+    source = grain.sources.ArrayRecordDataSource("memory://batch/a", filesystem=fs)
+    Counting.batches.clear()
+    keys = list(range(0, 300, 3))  # no two neighbours: one range each
+    assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
+    assert Counting.batches == [len(keys)]

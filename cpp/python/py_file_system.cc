@@ -23,6 +23,7 @@ class PyRandomAccessFile final : public RandomAccessFile {
 
   const std::string& path() const override { return path_; }
   uint64_t size() const override { return size_; }
+  bool HighLatency() const override { return true; }  // object stores, and Python's cost
 
   void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
     const ReadRequest request{offset, n, dst};

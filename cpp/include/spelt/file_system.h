@@ -48,6 +48,10 @@ class RandomAccessFile {
   // file sends them concurrently; the local one reads contiguous requests with one preadv).
   // On an exception some destinations may be filled, others not.
   virtual void ReadMany(std::span<const ReadRequest> requests) const;
+  // Whether each read waits long to start (a remote store: milliseconds or more), so that a
+  // reader should gather the reads of a batch into one ReadMany (all in flight at once)
+  // rather than read on a few threads one after another. False for local files.
+  virtual bool HighLatency() const { return false; }
 
  protected:
   RandomAccessFile() = default;

@@ -119,6 +119,9 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
     std::span<const uint64_t> indices;
     ReadPlan plan;
     std::vector<std::string> records;  // the result, by position in `indices`
+    // By run: its bytes, read ahead with one ReadMany (high-latency files; null for a run
+    // served from the cache or in place). Empty for other files.
+    std::vector<std::unique_ptr<char[]>> fetched;
     std::atomic<size_t> next_run{0};
     std::atomic<size_t> runs_done{0};
     std::atomic<bool> failed{false};
@@ -190,7 +193,18 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
                                  internal::riegeli::ScratchBuffer& sizes_scratch,
                                  internal::riegeli::ScratchBuffer& values_scratch,
                                  std::vector<uint64_t>& ends, std::string* only = nullptr) const;
-  void ReadRun(Batch& batch, const ReadPlan::Run& run) const;
+  // Whether run `run` of `plan` is one chunk whose records come from the cache or are read
+  // in place (no read of the whole run).
+  bool ServedWithoutRead(const ReadPlan& plan, const ReadPlan::Run& run) const {
+    const ReadPlan::Group& first = plan.groups[run.begin];
+    return run.end - run.begin == 1 && (cache_.Find(first.chunk) != nullptr ||
+                                        InPlace(first.chunk, first.end - first.begin) != nullptr);
+  }
+  // Reads the bytes of every run of `batch` that needs a read with one ReadMany, so that a
+  // remote file has them all in flight at once (into batch.fetched).
+  void FetchRuns(Batch& batch) const;
+  // Reads run `k` of `batch`.
+  void ReadRun(Batch& batch, size_t k) const;
   // Reads runs of `batch` until none is left. Static: a helper may start after the call (and
   // the reader) is gone, and then touches only `batch`.
   static void Work(Batch& batch);
@@ -408,6 +422,7 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
         return cache_.Find(c) != nullptr || InPlace(c, requests) != nullptr;
       });
   batch->records.resize(indices.size());
+  if (file_->HighLatency()) FetchRuns(*batch);
   // The caller works too, so the call finishes even if no helper ever starts.
   const size_t num_runs = batch->plan.runs.size();
   const size_t num_workers = std::min<size_t>(std::max(num_threads, 1), num_runs);
@@ -423,8 +438,26 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
   return std::move(batch->records);
 }
 
-void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) const {
+void ArrayRecordReaderImpl::FetchRuns(Batch& batch) const {
   const ReadPlan& plan = batch.plan;
+  batch.fetched.resize(plan.runs.size());
+  std::vector<ReadRequest> requests;
+  for (size_t k = 0; k < plan.runs.size(); ++k) {
+    const ReadPlan::Run& run = plan.runs[k];
+    if (ServedWithoutRead(plan, run)) continue;
+    const uint64_t first_chunk = plan.groups[run.begin].chunk;
+    const uint64_t begin = chunk_offsets_[first_chunk];
+    const uint64_t size = chunk_offsets_[first_chunk + (run.end - run.begin)] - begin;
+    batch.fetched[k].reset(new char[size]);
+    requests.push_back({begin, size, batch.fetched[k].get()});
+  }
+  file_->ReadMany(requests);
+}
+
+void ArrayRecordReaderImpl::ReadRun(Batch& batch, size_t k) const {
+  const ReadPlan& plan = batch.plan;
+  const ReadPlan::Run& run = plan.runs[k];
+  char* const fetched = batch.fetched.empty() ? nullptr : batch.fetched[k].get();
   const auto for_each_request = [&](const ReadPlan::Group& group, auto fn) {
     for (size_t i = group.begin; i < group.end; ++i) {
       const size_t position = plan.order[i];
@@ -432,7 +465,7 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
     }
   };
   const ReadPlan::Group& first = plan.groups[run.begin];
-  if (run.end - run.begin == 1) {  // a chunk in the cache, or one to read in place
+  if (run.end - run.begin == 1 && fetched == nullptr) {  // from the cache, or read in place
     if (const ChunkPtr cached = cache_.Find(first.chunk)) {
       return for_each_request(first, [&](uint64_t r, std::string& out) {
         out = std::string(cached->record(r));
@@ -455,8 +488,11 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   const uint64_t first_chunk = first.chunk;
   const uint64_t last_chunk = first_chunk + (run.end - run.begin) - 1;
   const uint64_t begin = chunk_offsets_[first_chunk];
-  char* const bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
-  file_->ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
+  char* bytes = fetched;
+  if (bytes == nullptr) {
+    bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
+    file_->ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
+  }
   for (size_t g = run.begin; g < run.end; ++g) {
     const uint64_t c = first_chunk + (g - run.begin);
     const ReadPlan::Group& group = plan.groups[g];
@@ -597,7 +633,7 @@ void ArrayRecordReaderImpl::Work(Batch& batch) {
   for (size_t r; (r = batch.next_run.fetch_add(1)) < num_runs;) {
     if (!batch.failed.load()) {
       try {
-        batch.reader->ReadRun(batch, batch.plan.runs[r]);
+        batch.reader->ReadRun(batch, r);
       } catch (...) {
         std::lock_guard<std::mutex> lock(batch.mu);
         if (!batch.error) batch.error = std::current_exception();
