@@ -211,7 +211,8 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
     assert "the output exists" in capsys.readouterr().err
 
 
-def test_a_batch_of_records_is_one_concurrent_request_batch(tmp_path):
+@pytest.mark.parametrize("kind", ["array_record", "tfrecord"])
+def test_a_batch_of_records_is_one_concurrent_request_batch(kind):
     from fsspec.implementations.memory import MemoryFileSystem
 
     class Counting(MemoryFileSystem):
@@ -222,8 +223,15 @@ def test_a_batch_of_records_is_one_concurrent_request_batch(tmp_path):
             return super().cat_ranges(paths, starts, ends, **kwargs)
 
     fs = Counting(skip_instance_cache=True)
-    write_array_record("memory://batch/a", RECORDS, "group_size:1,uncompressed", fs)
-    source = grain.sources.ArrayRecordDataSource("memory://batch/a", filesystem=fs)
+    uri = f"memory://batch/{kind}"
+    if kind == "array_record":
+        write_array_record(uri, RECORDS, "group_size:1,uncompressed", fs)
+        source = grain.sources.ArrayRecordDataSource(uri, filesystem=fs)
+    else:
+        with tfrecord.TFRecordWriter(uri, filesystem=fs) as w:
+            for r in RECORDS:
+                w.write(r)
+        source = tfrecord.TFRecordDataSource(uri, filesystem=fs)
     Counting.batches.clear()
     keys = list(range(0, 300, 3))  # no two neighbours: one range each
     assert source.__getitems__(keys) == [RECORDS[k] for k in keys]

@@ -63,8 +63,21 @@ class TFRecordSource final : public RandomAccessSource {
  private:
   struct File;
 
-  // Reads the records of keys [first, first + count) of one file, each checked, into *out.
-  void ReadRun(int64_t first, int64_t count, std::vector<Value>* out) const;
+  // Keys indices[begin, begin + count): consecutive, in one file.
+  struct Run {
+    size_t begin;
+    int64_t count;
+  };
+  // The runs of `indices`: the longest runs of consecutive keys in one file, up to a few MiB.
+  std::vector<Run> PlanRuns(std::span<const int64_t> indices) const;
+  // The bytes of every run, read with one RandomAccessFile::ReadMany per file (for
+  // high-latency files: all in flight at once).
+  std::vector<std::string> FetchRuns(std::span<const int64_t> indices,
+                                     const std::vector<Run>& runs) const;
+  // Reads the records of keys [first, first + count) of one file, each checked, into *out;
+  // from `bytes` (the run's, as FetchRuns read them) if not null.
+  void ReadRun(int64_t first, int64_t count, std::vector<Value>* out,
+               const std::string* bytes = nullptr) const;
 
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<File>> files_;

@@ -76,11 +76,12 @@ Value TFRecordSource::Get(int64_t index) const {
   return std::move(out.front());
 }
 
-void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* out) const {
+void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* out,
+                             const std::string* bytes) const {
   const Location start = Locate(first);
   const File& f = *files_[start.file];
   const uint64_t end = f.offsets[static_cast<size_t>(first - starts_[start.file] + count)];
-  if (count == 1) {  // straight into the record's own memory: one copy
+  if (count == 1 && bytes == nullptr) {  // straight into the record's own memory: one copy
     std::string record(start.length + kFooterSize, '\0');
     f.file->ReadAt(start.offset + kHeaderSize, record.data(), record.size());
     if (!internal::tfrecord::FooterMatches(std::string_view(record.data(), start.length),
@@ -95,14 +96,17 @@ void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* o
     out->push_back(Value::Bytes(std::move(record)));
     return;
   }
-  thread_local std::string run;
-  run.resize(end - start.offset);
-  f.file->ReadAt(start.offset, run.data(), run.size());
+  thread_local std::string read;
+  if (bytes == nullptr) {
+    read.resize(end - start.offset);
+    f.file->ReadAt(start.offset, read.data(), read.size());
+    bytes = &read;
+  }
   for (int64_t k = 0; k < count; ++k) {
     const size_t j = static_cast<size_t>(first - starts_[start.file] + k);
     const uint64_t at = f.offsets[j] - start.offset + kHeaderSize;
     const uint64_t length = f.offsets[j + 1] - f.offsets[j] - kHeaderSize - kFooterSize;
-    const std::string_view payload(run.data() + at, length);
+    const std::string_view payload(bytes->data() + at, length);
     if (!internal::tfrecord::FooterMatches(payload, payload.data() + length)) {
       throw std::runtime_error("TFRecordSource: bad record in a run");  // located by GetMany
     }
@@ -110,26 +114,56 @@ void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* o
   }
 }
 
+std::vector<TFRecordSource::Run> TFRecordSource::PlanRuns(std::span<const int64_t> indices) const {
+  std::vector<Run> runs;
+  size_t i = 0;
+  while (i < indices.size()) {
+    // The longest run of consecutive keys in one file, up to kMaxRunBytes.
+    const Location start = Locate(indices[i]);
+    const int64_t file_end = start.file + 1 < starts_.size() ? starts_[start.file + 1] : total_;
+    const std::vector<uint64_t>& offsets = files_[start.file]->offsets;
+    const auto end_of = [&](int64_t key) {
+      return offsets[static_cast<size_t>(key - starts_[start.file]) + 1];
+    };
+    size_t n = 1;
+    while (i + n < indices.size() && indices[i + n] == indices[i] + static_cast<int64_t>(n) &&
+           indices[i + n] < file_end && end_of(indices[i + n]) - start.offset <= kMaxRunBytes) {
+      ++n;
+    }
+    runs.push_back({i, static_cast<int64_t>(n)});
+    i += n;
+  }
+  return runs;
+}
+
+std::vector<std::string> TFRecordSource::FetchRuns(std::span<const int64_t> indices,
+                                                   const std::vector<Run>& runs) const {
+  std::vector<std::string> bytes(runs.size());
+  std::vector<std::vector<ReadRequest>> by_file(files_.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const int64_t first = indices[runs[r].begin];
+    const Location start = Locate(first);
+    const std::vector<uint64_t>& offsets = files_[start.file]->offsets;
+    const uint64_t end = offsets[static_cast<size_t>(first - starts_[start.file] + runs[r].count)];
+    bytes[r].resize(end - start.offset);
+    by_file[start.file].push_back({start.offset, end - start.offset, bytes[r].data()});
+  }
+  for (size_t f = 0; f < files_.size(); ++f) {
+    if (!by_file[f].empty()) files_[f]->file->ReadMany(by_file[f]);
+  }
+  return bytes;
+}
+
 void TFRecordSource::GetMany(std::span<const int64_t> indices, std::vector<Value>* out) const {
   out->reserve(out->size() + indices.size());
   const size_t size_before = out->size();
   try {
-    size_t i = 0;
-    while (i < indices.size()) {
-      // The longest run of consecutive keys in one file, up to kMaxRunBytes.
-      const Location start = Locate(indices[i]);
-      const int64_t file_end = start.file + 1 < starts_.size() ? starts_[start.file + 1] : total_;
-      const std::vector<uint64_t>& offsets = files_[start.file]->offsets;
-      const auto end_of = [&](int64_t key) {
-        return offsets[static_cast<size_t>(key - starts_[start.file]) + 1];
-      };
-      size_t n = 1;
-      while (i + n < indices.size() && indices[i + n] == indices[i] + static_cast<int64_t>(n) &&
-             indices[i + n] < file_end && end_of(indices[i + n]) - start.offset <= kMaxRunBytes) {
-        ++n;
-      }
-      ReadRun(indices[i], static_cast<int64_t>(n), out);
-      i += n;
+    const std::vector<Run> runs = PlanRuns(indices);
+    const std::vector<std::string> fetched =
+        files_.front()->file->HighLatency() ? FetchRuns(indices, runs)
+                                            : std::vector<std::string>();
+    for (size_t r = 0; r < runs.size(); ++r) {
+      ReadRun(indices[runs[r].begin], runs[r].count, out, fetched.empty() ? nullptr : &fetched[r]);
     }
   } catch (const std::exception&) {
     // Read again one at a time, so that the error is Get()'s for the first bad record and
