@@ -2,6 +2,7 @@
 started on loopback by these tests) through pyarrow.fs.S3FileSystem and through fsspec
 (s3fs), and the CLI's convert / inspect on a bucket (spelt._file_system)."""
 
+import io
 import pickle
 import random
 
@@ -201,14 +202,21 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
     )
     assert listed == ["x-00000-of-00002", "x-00001-of-00002", "x.manifest.json"]
     remote = grain.sources.ArrayRecordDataSource(f"{prefix}@2")
-    assert [int(np.load(__import__("io").BytesIO(r))["x"]) for r in remote] == list(range(10))
+    assert [int(np.load(io.BytesIO(r))["x"]) for r in remote] == list(range(10))
     capsys.readouterr()
     assert cli.main(["inspect", "--verify", f"{prefix}@2"]) == 0
     out = capsys.readouterr().out
     assert f"{prefix}-00001-of-00002" in out and "hashes match" in out
-    # Rerunning refuses to overwrite what is in the bucket.
+    # Rerunning refuses to overwrite what is in the bucket; --overwrite replaces it.
     assert cli.main(["convert", "data.npz", "-o", prefix, "--num-shards", "2"]) == 1
     assert "the output exists" in capsys.readouterr().err
+    np.savez(tmp_path / "data.npz", x=np.arange(10, 15))
+    assert cli.main(["convert", "data.npz", "-o", prefix, "--overwrite"]) == 0
+    remote = grain.sources.ArrayRecordDataSource(f"{prefix}@1")
+    assert [int(np.load(io.BytesIO(r))["x"]) for r in remote] == list(range(10, 15))
+    # Inputs in a bucket are refused, naming them.
+    assert cli.main(["convert", f"{prefix}-00000-of-00001", "-o", "local"]) == 1
+    assert "reads local inputs only" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["array_record", "tfrecord"])
