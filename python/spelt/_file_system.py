@@ -105,7 +105,7 @@ class _Output:
         self._stream = stream
 
     def write(self, data: bytes) -> None:
-        self._stream.write(data)
+        self._files.call("write", self._uri, self._stream.write, data)
 
     def close(self) -> None:
         self._files.call("write", self._uri, self._stream.close)

@@ -24,7 +24,7 @@ class OutputStream {
 // level (-1 for its default).
 std::unique_ptr<OutputStream> OpenOutputStream(const std::string& path,
                                                TFRecordCompression compression, int level,
-                                               const FileSystemPtr& fs);
+                                               const FileSystemPtr& fs = nullptr);
 // A gzip (RFC 1952) or zlib (RFC 1950) stream into `file`.
 std::unique_ptr<OutputStream> MakeZlibOutputStream(std::unique_ptr<io::AppendFile> file,
                                                    std::string path, bool gzip, int level);
