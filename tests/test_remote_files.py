@@ -6,13 +6,12 @@ import io
 import pickle
 import random
 
+import moto.server as moto_server
+import pyarrow.fs as pafs
 import pytest
+import s3fs
 import spelt as grain
 from spelt import array_record, cli, tfrecord
-
-moto_server = pytest.importorskip("moto.server")
-pafs = pytest.importorskip("pyarrow.fs")
-s3fs = pytest.importorskip("s3fs")
 
 RECORDS = [bytes([i % 251]) * (i * 37 % 3000) + str(i).encode() for i in range(300)]
 KEY, SECRET = "testing", "testing"
