@@ -7,6 +7,7 @@
 
 #include "bindings.h"
 #include "gil.h"
+#include "py_file_system.h"
 #include "py_value.h"
 #include "spelt/array_record.h"
 #include "spelt/array_record_source.h"
@@ -35,12 +36,14 @@ void RegisterArrayRecord(nb::module_& m) {
 
   nb::class_<ArrayRecordSource, RandomAccessSource>(m, "ArrayRecordSource")
       .def("__init__", [](ArrayRecordSource* self, std::vector<std::string> paths,
-                          std::string repr, bool verify_data_hash) {
+                          std::string repr, bool verify_data_hash, nb::handle files) {
         ArrayRecordReaderOptions options;
         options.verify_data_hash = verify_data_hash;
+        const FileSystemPtr fs = PyFileSystem(files);
         GilRelease release;
-        new (self) ArrayRecordSource(std::move(paths), options, std::move(repr));
-      }, "paths"_a, "repr"_a, "verify_data_hash"_a = true)
+        new (self) ArrayRecordSource(std::move(paths), options, std::move(repr), fs);
+      }, "paths"_a, "repr"_a, "verify_data_hash"_a = true, "files"_a = nb::none(),
+         "files: None (local paths) or a spelt._file_system.Files opening the paths.")
       .def("read_many", [](const ArrayRecordSource& s, std::vector<int64_t> indices,
                            int num_threads) {
         std::vector<std::string> records;
@@ -55,9 +58,11 @@ void RegisterArrayRecord(nb::module_& m) {
       .def_prop_ro("paths", &ArrayRecordSource::paths);
 
   nb::class_<ArrayRecordWriter>(m, "ArrayRecordWriter")
-      .def_static("open", [](const std::string& path, const std::string& options) {
-        return ArrayRecordWriter::Open(path, ArrayRecordWriterOptions::FromString(options));
-      }, "path"_a, "options"_a = "")
+      .def_static("open", [](const std::string& path, const std::string& options,
+                             nb::handle files) {
+        return ArrayRecordWriter::Open(path, ArrayRecordWriterOptions::FromString(options),
+                                       PyFileSystem(files));
+      }, "path"_a, "options"_a = "", "files"_a = nb::none())
       .def("write", [](ArrayRecordWriter& w, nb::bytes record) {
         w.Write(std::string_view(record.c_str(), record.size()));
       }, "record"_a)
@@ -67,11 +72,12 @@ void RegisterArrayRecord(nb::module_& m) {
       })
       .def_prop_ro("num_records", &ArrayRecordWriter::NumRecords);
 
-  m.def("array_record_info", [](const std::string& path) {
+  m.def("array_record_info", [](const std::string& path, nb::handle files) {
     ArrayRecordInfo info;
+    const FileSystemPtr fs = PyFileSystem(files);
     {
       GilRelease release;
-      info = ArrayRecordReader::Open(path)->Info();
+      info = ArrayRecordReader::Open(path, {}, fs)->Info();
     }
     nb::dict d;
     d["path"] = info.path;
@@ -84,7 +90,8 @@ void RegisterArrayRecord(nb::module_& m) {
     d["decoded_bytes"] = info.decoded_bytes;
     d["footer_offset"] = info.footer_offset;
     return d;
-  }, "path"_a, "Facts about one ArrayRecord file (reads its index and first chunk).");
+  }, "path"_a, "files"_a = nb::none(),
+     "Facts about one ArrayRecord file (reads its index and first chunk).");
 }
 
 }  // namespace spelt::python

@@ -11,6 +11,7 @@
 
 #include "bindings.h"
 #include "gil.h"
+#include "py_file_system.h"
 #include "py_value.h"
 #include "spelt/tfrecord.h"
 #include "spelt/tfrecord_dataset.h"
@@ -80,15 +81,16 @@ void RegisterTFRecord(nb::module_& m) {
   nb::class_<TFRecordIterator>(m, "TFRecordIterator",
                                "Iterator of a TFRecordIterDataset: bytes records, Grain's state.")
       .def("__init__", [](TFRecordIterator* self, std::string path,
-                          std::optional<std::string> compression) {
+                          std::optional<std::string> compression, nb::handle files) {
         const std::optional<TFRecordCompression> c = ParseOptional(compression);
+        const FileSystemPtr fs = PyFileSystem(files);
         std::unique_ptr<TFRecordReader> reader;
         {
           GilRelease release;
-          reader = TFRecordReader::Open(path, c, /*read_ahead=*/true);
+          reader = TFRecordReader::Open(path, c, /*read_ahead=*/true, fs);
         }
         new (self) TFRecordIterator{std::move(reader), {}};
-      }, "path"_a, "compression"_a.none())
+      }, "path"_a, "compression"_a.none(), "files"_a = nb::none())
       .def("__iter__", [](nb::handle self) { return self; })
       .def("__next__", &TFRecordIterator::Next)
       .def("get_state", [](TFRecordIterator& self) {
@@ -121,19 +123,20 @@ void RegisterTFRecord(nb::module_& m) {
         self.reader.reset();
       }, "Closes the file; idempotent.");
 
-  m.def("tfrecord_iter_dataset", [](std::string path, std::optional<std::string> compression) {
-    return TFRecordIterDataset(std::move(path), ParseOptional(compression));
-  }, "path"_a, "compression"_a.none(),
+  m.def("tfrecord_iter_dataset", [](std::string path, std::optional<std::string> compression,
+                                    nb::handle files) {
+    return TFRecordIterDataset(std::move(path), ParseOptional(compression), PyFileSystem(files));
+  }, "path"_a, "compression"_a.none(), "files"_a = nb::none(),
      "Grain's TFRecordIterDataset: records (bytes) in file order, state {'reader_offset': n}. "
      "compression: '', 'GZIP', 'ZLIB', or None to detect it.");
 
-  m.def("detect_tfrecord_compression", [](const std::string& path) {
-    return std::string(TFRecordCompressionName(DetectTFRecordCompression(path)));
-  }, "path"_a, "'' (uncompressed), 'GZIP' or 'ZLIB', from the file's first bytes.");
+  m.def("detect_tfrecord_compression", [](const std::string& path, nb::handle files) {
+    return std::string(TFRecordCompressionName(DetectTFRecordCompression(path, PyFileSystem(files))));
+  }, "path"_a, "files"_a = nb::none(), "'' (uncompressed), 'GZIP' or 'ZLIB', from the file's first bytes.");
 
   nb::class_<TFRecordSource, RandomAccessSource>(m, "TFRecordSource")
       .def("__init__", [](TFRecordSource* self, std::vector<std::string> paths, std::string repr,
-                          std::optional<nb::callable> progress) {
+                          std::optional<nb::callable> progress, nb::handle files) {
         TFRecordIndexProgress report;
         if (progress) {
           report = [fn = *progress](uint64_t done, uint64_t total) {
@@ -141,9 +144,10 @@ void RegisterTFRecord(nb::module_& m) {
             fn(done, total);
           };
         }
+        const FileSystemPtr fs = PyFileSystem(files);
         GilRelease release;
-        new (self) TFRecordSource(std::move(paths), std::move(repr), report);
-      }, "paths"_a, "repr"_a, "progress"_a.none(),
+        new (self) TFRecordSource(std::move(paths), std::move(repr), report, fs);
+      }, "paths"_a, "repr"_a, "progress"_a.none(), "files"_a = nb::none(),
          "Indexes the files; progress(done_bytes, total_bytes) is called while it does.")
       .def("read_many", [](const TFRecordSource& s, std::vector<int64_t> indices) {
         std::vector<Value> records;
@@ -159,9 +163,10 @@ void RegisterTFRecord(nb::module_& m) {
 
   nb::class_<TFRecordWriter>(m, "TFRecordWriter")
       .def_static("open", [](const std::string& path, const std::string& compression,
-                             int level) {
-        return TFRecordWriter::Open(path, ParseTFRecordCompression(compression), level);
-      }, "path"_a, "compression"_a = "", "level"_a = -1)
+                             int level, nb::handle files) {
+        return TFRecordWriter::Open(path, ParseTFRecordCompression(compression), level,
+                                    PyFileSystem(files));
+      }, "path"_a, "compression"_a = "", "level"_a = -1, "files"_a = nb::none())
       .def("write", [](TFRecordWriter& w, nb::bytes record) {
         w.Write(std::string_view(record.c_str(), record.size()));
       }, "record"_a)

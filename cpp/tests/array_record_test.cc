@@ -23,7 +23,7 @@
 #include <gtest/gtest.h>
 
 #include "array_record/chunk_cache.h"
-#include "io/file.h"
+#include "io/append_file.h"
 #include "array_record/layout.h"
 #include "array_record/read_plan.h"
 #include "riegeli/chunk_writer.h"

@@ -8,6 +8,10 @@ their sizes and modification times, options) is saved first in ``.PREFIX.convert
 conversion that was interrupted resumes when rerun with the same arguments (complete shards
 are kept, the rest rewritten) and is refused with other ones. At the end ``PREFIX.manifest.json``
 is written (records, shards, sources, schema, options) and the plan removed.
+
+PREFIX may be a URI of an object store (``s3://bucket/train``, any scheme that pyarrow.fs or
+fsspec opens): there an object appears only once its upload completes, so shards are written
+under their own names, and the plan and manifest are written as objects.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from spelt import _convert_inputs
+from spelt import _file_system
 from spelt import array_record
 from spelt import sharding
 
@@ -38,13 +43,49 @@ def _hidden(path: str, suffix: str) -> str:
     return os.path.join(directory, f".{name}{suffix}")
 
 
-def _write_json(path: str, value: Any) -> None:
-    """Writes JSON under a temporary name, then renames (a reader never sees half a file)."""
-    tmp = _hidden(path, ".partial")
-    with open(tmp, "w") as f:
-        json.dump(value, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+class _Place:
+    """Where the output goes: a local folder, or an object store (``files``) whose objects
+    appear whole when written, so that nothing needs a temporary name there."""
+
+    def __init__(self, prefix: str):
+        self.files = _file_system.files_for(prefix)
+        if self.files is None:
+            os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path) if self.files is None else self.files.is_file(path)
+
+    def remove(self, path: str) -> None:
+        if self.files is not None:
+            self.files.remove(path)
+        elif os.path.exists(path):
+            os.remove(path)
+
+    def partial(self, path: str) -> str:
+        """The name to write ``path`` under until :meth:`finish`."""
+        return path if self.files is not None else _hidden(path, ".partial")
+
+    def finish(self, path: str) -> None:
+        if self.files is None:
+            os.replace(_hidden(path, ".partial"), path)
+
+    def read_json(self, path: str) -> Any:
+        if self.files is None:
+            with open(path) as f:
+                return json.load(f)
+        with self.files.filesystem_open(path, "rb") as f:
+            return json.load(f)
+
+    def write_json(self, path: str, value: Any) -> None:
+        """Writes JSON (a reader never sees half a file)."""
+        text = json.dumps(value, indent=2) + "\n"
+        if self.files is None:
+            with open(self.partial(path), "w") as f:
+                f.write(text)
+        else:
+            with self.files.filesystem_open(path, "wb") as f:
+                f.write(text.encode())
+        self.finish(path)
 
 
 class _PlainProgress:
@@ -90,19 +131,21 @@ def _records(inputs: Sequence[_convert_inputs.Input], start: int, stop: int) -> 
         first += len(item)
 
 
-def _shard_is_complete(path: str, num_records: int) -> bool:
+def _shard_is_complete(place: _Place, path: str, num_records: int) -> bool:
+    filesystem = None if place.files is None else place.files.filesystem
     try:
-        return array_record.info(path)["num_records"] == num_records
+        return array_record.info(path, filesystem)["num_records"] == num_records
     except (OSError, ValueError):
         return False
 
 
-def _check_resumable(prefix: str, plan: dict[str, Any], shards: list[str], state: str) -> bool:
+def _check_resumable(
+    place: _Place, prefix: str, plan: dict[str, Any], shards: list[str], state: str
+) -> bool:
     """True to resume an interrupted conversion of this plan; ValueError if the output is
     there from another conversion."""
-    if os.path.exists(state):
-        with open(state) as f:
-            saved = json.load(f)
+    if place.exists(state):
+        saved = place.read_json(state)
         if saved != plan:
             raise ValueError(
                 f"{state}: an interrupted conversion to {prefix} with other inputs or options is"
@@ -110,7 +153,7 @@ def _check_resumable(prefix: str, plan: dict[str, Any], shards: list[str], state
                 " start again"
             )
         return True
-    existing = [p for p in shards + [prefix + ".manifest.json"] if os.path.exists(p)]
+    existing = [p for p in shards + [prefix + ".manifest.json"] if place.exists(p)]
     if existing:
         raise ValueError(
             f"{existing[0]}: the output exists; pass --overwrite to replace it (or choose another"
@@ -143,24 +186,25 @@ def convert(
     shards = shard_paths(prefix, num_shards)
     state = _hidden(prefix, ".convert.json")
     manifest_path = prefix + ".manifest.json"
-    os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
+    place = _Place(prefix)
     if overwrite:
         for path in [state, manifest_path] + shards:
-            if os.path.exists(path):
-                os.remove(path)
-    resume = _check_resumable(prefix, plan, shards, state)
-    _write_json(state, plan)
+            place.remove(path)
+    resume = _check_resumable(place, prefix, plan, shards, state)
+    place.write_json(state, plan)
     counts = []
     progress = _progress(total, "convert")
     try:
         for shard, path in enumerate(shards):
             start, end = sharding.even_split(total, sharding.ShardOptions(shard, num_shards))
             counts.append(end - start)
-            if resume and _shard_is_complete(path, end - start):
+            if resume and _shard_is_complete(place, path, end - start):
                 progress.update(end - start)
                 continue
-            tmp = _hidden(path, ".partial")
-            with array_record.ArrayRecordWriter(tmp, writer_options) as writer:
+            filesystem = None if place.files is None else place.files.filesystem
+            with array_record.ArrayRecordWriter(
+                place.partial(path), writer_options, filesystem=filesystem
+            ) as writer:
                 pending = 0
                 for record in _records(inputs, start, end):
                     writer.write(record)
@@ -169,7 +213,7 @@ def convert(
                         progress.update(pending)
                         pending = 0
                 progress.update(pending)
-            os.replace(tmp, path)
+            place.finish(path)
     finally:
         progress.close()
     formats = {_convert_inputs.RECORD_FORMATS[item.kind] for item in inputs}
@@ -185,6 +229,6 @@ def convert(
         "schema": schemas[0] if all(s == schemas[0] for s in schemas) else "mixed (see sources)",
         **plan,
     }
-    _write_json(manifest_path, manifest)
-    os.remove(state)
+    place.write_json(manifest_path, manifest)
+    place.remove(state)
     return manifest

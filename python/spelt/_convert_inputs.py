@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from spelt import _file_system
 from spelt import _npz
 from spelt import _parquet
 from spelt import tfrecord
@@ -344,6 +345,12 @@ def _unsupported(path: str) -> ValueError:
 
 def _expand(item: str, kind: str) -> list[tuple[str, str]]:
     """(path, kind) of the files an argument names."""
+    item = _file_system.normalize(item, None, "spelt convert")
+    if not _file_system.is_local(item):
+        raise ValueError(
+            f"{item}: spelt convert reads local inputs only (the output may be in a bucket);"
+            " copy the inputs locally first (docs/object_stores.md)"
+        )
     if not os.path.exists(item):
         raise FileNotFoundError(f"{item}: no such file or directory")
     if kind == "files":

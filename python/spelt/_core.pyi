@@ -299,7 +299,10 @@ class NativeSource:
     def __getitem__(self, arg: int, /) -> object: ...
 
 class ArrayRecordSource(NativeSource):
-    def __init__(self, paths: Sequence[str], repr: str, verify_data_hash: bool = True) -> None: ...
+    def __init__(self, paths: Sequence[str], repr: str, verify_data_hash: bool = True, files: object | None = None) -> None:
+        """
+        files: None (local paths) or a spelt._file_system.Files opening the paths.
+        """
 
     def read_many(self, indices: Sequence[int], num_threads: int) -> list: ...
 
@@ -308,7 +311,7 @@ class ArrayRecordSource(NativeSource):
 
 class ArrayRecordWriter:
     @staticmethod
-    def open(path: str, options: str = '') -> ArrayRecordWriter: ...
+    def open(path: str, options: str = '', files: object | None = None) -> ArrayRecordWriter: ...
 
     def write(self, record: bytes) -> None: ...
 
@@ -317,13 +320,13 @@ class ArrayRecordWriter:
     @property
     def num_records(self) -> int: ...
 
-def array_record_info(path: str) -> dict:
+def array_record_info(path: str, files: object | None = None) -> dict:
     """Facts about one ArrayRecord file (reads its index and first chunk)."""
 
 class TFRecordIterator:
     """Iterator of a TFRecordIterDataset: bytes records, Grain's state."""
 
-    def __init__(self, path: str, compression: str | None) -> None: ...
+    def __init__(self, path: str, compression: str | None, files: object | None = None) -> None: ...
 
     def __iter__(self) -> object: ...
 
@@ -343,16 +346,16 @@ class TFRecordIterator:
     def close(self) -> None:
         """Closes the file; idempotent."""
 
-def tfrecord_iter_dataset(path: str, compression: str | None) -> IterDataset:
+def tfrecord_iter_dataset(path: str, compression: str | None, files: object | None = None) -> IterDataset:
     """
     Grain's TFRecordIterDataset: records (bytes) in file order, state {'reader_offset': n}. compression: '', 'GZIP', 'ZLIB', or None to detect it.
     """
 
-def detect_tfrecord_compression(path: str) -> str:
+def detect_tfrecord_compression(path: str, files: object | None = None) -> str:
     """'' (uncompressed), 'GZIP' or 'ZLIB', from the file's first bytes."""
 
 class TFRecordSource(NativeSource):
-    def __init__(self, paths: Sequence[str], repr: str, progress: Callable | None) -> None:
+    def __init__(self, paths: Sequence[str], repr: str, progress: Callable | None, files: object | None = None) -> None:
         """
         Indexes the files; progress(done_bytes, total_bytes) is called while it does.
         """
@@ -365,7 +368,7 @@ class TFRecordSource(NativeSource):
 
 class TFRecordWriter:
     @staticmethod
-    def open(path: str, compression: str = '', level: int = -1) -> TFRecordWriter: ...
+    def open(path: str, compression: str = '', level: int = -1, files: object | None = None) -> TFRecordWriter: ...
 
     def write(self, record: bytes) -> None: ...
 

@@ -16,9 +16,10 @@ class RecordWriter:
     that no partial file is left looking complete.
     """
 
-    def __init__(self, path: str, native: Any):
+    def __init__(self, path: str, native: Any, files: Any = None):
         self._path = path
         self._writer = native
+        self._files = files  # spelt._file_system.Files, or None for a local file
 
     def write(self, record: bytes) -> None:
         """Appends one record (bytes-like; TypeError for str). ValueError after close()."""
@@ -46,6 +47,7 @@ class RecordWriter:
         if exc_type is None:
             self.close()
             return
-        self._writer = None  # the native writer closes its file unfinished
-        with contextlib.suppress(FileNotFoundError):
-            os.remove(self._path)
+        self._writer = None  # the native writer closes its file unfinished (remote: discards it)
+        if self._files is None:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(self._path)

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 import spelt
 from spelt import _convert
 from spelt import _convert_inputs
+from spelt import _file_system
 from spelt import _profile_cli
 from spelt import array_record
-from spelt._paths import local_path
 
 _INSPECT_EXAMPLES = """examples:
   spelt inspect data/train@8                 the 8 shards data/train-0000?-of-00008
@@ -109,7 +109,7 @@ def _inspect(specs: Sequence[str], verify: bool) -> int:
 def _convert_command(args: argparse.Namespace) -> int:
     if args.num_shards <= 0:
         raise ValueError(f"--num-shards must be positive, got {args.num_shards}")
-    output = local_path(args.output, "-o")
+    output = _file_system.normalize(args.output, None, "-o")
     writer_options = f"group_size:{args.group_size},{args.compression}"
     with tempfile.TemporaryDirectory() as d:  # bad options fail now, before any reading
         array_record.ArrayRecordWriter(os.path.join(d, "check"), writer_options).close()

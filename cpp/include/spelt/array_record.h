@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "spelt/errors.h"
+#include "spelt/file_system.h"
 
 namespace spelt {
 
@@ -73,13 +74,15 @@ struct ArrayRecordInfo {
 };
 
 // Random access to the records of one ArrayRecord file. Open() reads and checks the postscript
-// and footer; records are read on demand with pread on one file descriptor.
+// and footer; records are read on demand from its RandomAccessFile (spelt/file_system.h).
 class ArrayRecordReader {
  public:
-  // Opens `path` and reads its index. Throws std::system_error if the file cannot be opened,
-  // CorruptFileError if it is not a valid ArrayRecord file.
+  // Opens `path` (a path or URI, with `fs`, or the filesystem registered for its scheme when
+  // `fs` is null) and reads its index. Throws std::system_error (or the filesystem's error)
+  // if the file cannot be opened, CorruptFileError if it is not a valid ArrayRecord file.
   static std::unique_ptr<ArrayRecordReader> Open(const std::string& path,
-                                                 ArrayRecordReaderOptions options = {});
+                                                 ArrayRecordReaderOptions options = {},
+                                                 const FileSystemPtr& fs = nullptr);
 
   virtual ~ArrayRecordReader() = default;
   ArrayRecordReader(const ArrayRecordReader&) = delete;
@@ -171,10 +174,12 @@ struct ArrayRecordWriterOptions {
 // not closed successfully is not a valid ArrayRecord file (readers reject it).
 class ArrayRecordWriter {
  public:
-  // Creates (or truncates) `path` and writes the file signature. Throws std::invalid_argument
-  // for bad options, std::system_error if the file cannot be created.
+  // Creates (or truncates) `path` (with `fs`, or by its scheme when null) and writes the file
+  // signature. Throws std::invalid_argument for bad options, std::system_error (or the
+  // filesystem's error) if the file cannot be created.
   static std::unique_ptr<ArrayRecordWriter> Open(const std::string& path,
-                                                 ArrayRecordWriterOptions options = {});
+                                                 ArrayRecordWriterOptions options = {},
+                                                 const FileSystemPtr& fs = nullptr);
 
   // Abandons the file (leaving it invalid) if Close() was not called.
   virtual ~ArrayRecordWriter() = default;

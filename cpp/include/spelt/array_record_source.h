@@ -20,9 +20,10 @@ class ArrayRecordSource final : public RandomAccessSource {
  public:
   // Opens every file (reading its index only). Throws std::invalid_argument for an empty
   // list, and what ArrayRecordReader::Open throws for a missing or corrupt file.
-  // `repr` is the description stored in checkpoints (the Python face passes Grain's).
+  // `repr` is the description stored in checkpoints (the Python face passes Grain's). `fs`
+  // opens the paths (null: each by its scheme, spelt/file_system.h).
   ArrayRecordSource(std::vector<std::string> paths, ArrayRecordReaderOptions options,
-                    std::string repr);
+                    std::string repr, const FileSystemPtr& fs = nullptr);
   ArrayRecordSource(const ArrayRecordSource&) = delete;
   ArrayRecordSource& operator=(const ArrayRecordSource&) = delete;
 

@@ -19,6 +19,8 @@
 #include <string>
 #include <string_view>
 
+#include "spelt/file_system.h"
+
 namespace spelt {
 
 enum class TFRecordCompression { kNone, kGzip, kZlib };
@@ -31,15 +33,17 @@ std::string_view TFRecordCompressionName(TFRecordCompression compression);
 // The compression of `path`, from its first bytes: gzip (magic 1f 8b 08) or zlib (a deflate
 // header whose 16-bit check is valid), unless those bytes are a valid TFRecord length header
 // (its CRC matches), and kNone otherwise (an empty file too). Throws std::system_error
-// naming the path if it cannot be opened or read.
-TFRecordCompression DetectTFRecordCompression(const std::string& path);
+// naming the path if it cannot be opened or read. `fs`: as TFRecordReader::Open's.
+TFRecordCompression DetectTFRecordCompression(const std::string& path,
+                                              const FileSystemPtr& fs = nullptr);
 
 // Reads the records of one file in order. Not thread-safe (one thread at a time); separate
 // readers of the same file are independent.
 class TFRecordReader {
  public:
-  // Opens `path`; nullopt compression detects it (DetectTFRecordCompression). Throws
-  // std::system_error naming the path if it cannot be opened.
+  // Opens `path` with `fs` (null: the filesystem registered for its scheme,
+  // spelt/file_system.h); nullopt compression detects it (DetectTFRecordCompression). Throws
+  // std::system_error (or the filesystem's error) naming the path if it cannot be opened.
   // With `read_ahead`, a gzip / zlib file is decompressed and checked ahead by a helper thread
   // of the shared pool (up to ~3 MiB of records) while the caller uses the current records,
   // for reading a file in order; the contract is the same (errors surface at the bad record),
@@ -48,7 +52,7 @@ class TFRecordReader {
   // measured slower on 2 shared cores (docs/benchmarks.md, S2).
   static std::unique_ptr<TFRecordReader> Open(
       const std::string& path, std::optional<TFRecordCompression> compression = std::nullopt,
-      bool read_ahead = false);
+      bool read_ahead = false, const FileSystemPtr& fs = nullptr);
   virtual ~TFRecordReader() = default;
 
   // Replaces *record with the next record's payload and returns true, or returns false at the
@@ -87,12 +91,13 @@ class TFRecordReader {
 // Writes a TFRecord file that TensorFlow, Grain and Spelt read. Not thread-safe.
 class TFRecordWriter {
  public:
-  // Creates or truncates `path`. `level` is the zlib level for GZIP / ZLIB (-1: zlib's
+  // Creates or truncates `path` (with `fs`, or by its scheme when null). `level` is the zlib
+  // level for GZIP / ZLIB (-1: zlib's
   // default; otherwise 0-9, std::invalid_argument outside). Throws std::system_error naming
   // the path if it cannot be created.
   static std::unique_ptr<TFRecordWriter> Open(
       const std::string& path, TFRecordCompression compression = TFRecordCompression::kNone,
-      int level = -1);
+      int level = -1, const FileSystemPtr& fs = nullptr);
   virtual ~TFRecordWriter() = default;
 
   // Appends one record. Throws std::logic_error after Close().

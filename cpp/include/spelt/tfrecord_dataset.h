@@ -18,8 +18,10 @@ namespace spelt {
 // next record (in the decompressed stream for a gzip / zlib file, where restoring decompresses
 // up to it). Next() throws CorruptFileError (spelt/tfrecord.h) on a bad record; SetState
 // throws std::invalid_argument for a missing, negative or out-of-file offset.
+// `fs` opens the file (null: by its scheme, spelt/file_system.h).
 IterDataset TFRecordIterDataset(std::string path,
-                                std::optional<TFRecordCompression> compression = std::nullopt);
+                                std::optional<TFRecordCompression> compression = std::nullopt,
+                                FileSystemPtr fs = nullptr);
 
 }  // namespace spelt
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "spelt/file_system.h"
 #include "spelt/source.h"
 
 namespace spelt {
@@ -31,9 +32,10 @@ class TFRecordSource final : public RandomAccessSource {
   // TFRecordReader), std::system_error naming a file that cannot be opened, and
   // CorruptFileError (format "TFRecord") for a length CRC mismatch or a file that ends inside
   // a record, naming the file and the record's byte offset.
-  // `repr` is the description stored in checkpoints.
+  // `repr` is the description stored in checkpoints. `fs` opens the paths (null: each by its
+  // scheme, spelt/file_system.h).
   TFRecordSource(std::vector<std::string> paths, std::string repr,
-                 const TFRecordIndexProgress& progress = {});
+                 const TFRecordIndexProgress& progress = {}, const FileSystemPtr& fs = nullptr);
   ~TFRecordSource() override;
   TFRecordSource(const TFRecordSource&) = delete;
   TFRecordSource& operator=(const TFRecordSource&) = delete;
@@ -61,8 +63,21 @@ class TFRecordSource final : public RandomAccessSource {
  private:
   struct File;
 
-  // Reads the records of keys [first, first + count) of one file, each checked, into *out.
-  void ReadRun(int64_t first, int64_t count, std::vector<Value>* out) const;
+  // Keys indices[begin, begin + count): consecutive, in one file.
+  struct Run {
+    size_t begin;
+    int64_t count;
+  };
+  // The runs of `indices`: the longest runs of consecutive keys in one file, up to a few MiB.
+  std::vector<Run> PlanRuns(std::span<const int64_t> indices) const;
+  // The bytes of every run, read with one RandomAccessFile::ReadMany per file (for
+  // high-latency files: all in flight at once).
+  std::vector<std::string> FetchRuns(std::span<const int64_t> indices,
+                                     const std::vector<Run>& runs) const;
+  // Reads the records of keys [first, first + count) of one file, each checked, into *out;
+  // from `bytes` (the run's, as FetchRuns read them) if not null.
+  void ReadRun(int64_t first, int64_t count, std::vector<Value>* out,
+               const std::string* bytes = nullptr) const;
 
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<File>> files_;

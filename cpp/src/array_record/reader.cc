@@ -15,13 +15,13 @@
 #include <vector>
 
 #include "array_record/chunk_cache.h"
-#include "io/file.h"
 #include "array_record/layout.h"
 #include "array_record/read_plan.h"
 #include "array_record/record_locations.h"
 #include "riegeli/chunk_reader.h"
 #include "riegeli/simple_chunk.h"
 #include "spelt/array_record.h"
+#include "spelt/blocking_wait.h"
 #include "core/ordered_pipeline.h"
 #include "core/thread_pool.h"
 
@@ -32,7 +32,6 @@ using internal::array_record::ChunkCache;
 using internal::array_record::FooterEntry;
 using internal::array_record::FooterMetadata;
 using internal::array_record::Postscript;
-using internal::io::RandomAccessFile;
 using internal::array_record::ReadPlan;
 using internal::array_record::RecordLocations;
 using internal::riegeli::Buffer;
@@ -77,16 +76,17 @@ std::string Hex(uint64_t n) {
 
 class ArrayRecordReaderImpl final : public ArrayRecordReader {
  public:
-  ArrayRecordReaderImpl(const std::string& path, ArrayRecordReaderOptions options)
+  ArrayRecordReaderImpl(const std::string& path, ArrayRecordReaderOptions options,
+                        const FileSystemPtr& fs)
       : options_(options),
-        file_(path),
-        max_decoded_size_(std::min(file_.size(), UINT64_MAX / kMaxExpansion) * kMaxExpansion),
+        file_(OpenRandomAccessFile(path, fs)),
+        max_decoded_size_(std::min(file_->size(), UINT64_MAX / kMaxExpansion) * kMaxExpansion),
         cache_(options.cache_chunks) {
     ReadIndex();
     if (group_size_ > 1) locations_ = std::make_unique<RecordLocations>(NumChunks());
   }
 
-  const std::string& path() const override { return file_.path(); }
+  const std::string& path() const override { return file_->path(); }
   uint64_t NumRecords() const override { return num_records_; }
   uint64_t NumChunks() const override { return chunk_offsets_.size() - 1; }
   uint64_t GroupSize() const override { return group_size_; }
@@ -119,6 +119,9 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
     std::span<const uint64_t> indices;
     ReadPlan plan;
     std::vector<std::string> records;  // the result, by position in `indices`
+    // By run: its bytes, read ahead with one ReadMany (high-latency files; null for a run
+    // served from the cache or in place). Empty for other files.
+    std::vector<std::unique_ptr<char[]>> fetched;
     std::atomic<size_t> next_run{0};
     std::atomic<size_t> runs_done{0};
     std::atomic<bool> failed{false};
@@ -190,7 +193,18 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
                                  internal::riegeli::ScratchBuffer& sizes_scratch,
                                  internal::riegeli::ScratchBuffer& values_scratch,
                                  std::vector<uint64_t>& ends, std::string* only = nullptr) const;
-  void ReadRun(Batch& batch, const ReadPlan::Run& run) const;
+  // Whether run `run` of `plan` is one chunk whose records come from the cache or are read
+  // in place (no read of the whole run).
+  bool ServedWithoutRead(const ReadPlan& plan, const ReadPlan::Run& run) const {
+    const ReadPlan::Group& first = plan.groups[run.begin];
+    return run.end - run.begin == 1 && (cache_.Find(first.chunk) != nullptr ||
+                                        InPlace(first.chunk, first.end - first.begin) != nullptr);
+  }
+  // Reads the bytes of every run of `batch` that needs a read with one ReadMany, so that a
+  // remote file has them all in flight at once (into batch.fetched).
+  void FetchRuns(Batch& batch) const;
+  // Reads run `k` of `batch`.
+  void ReadRun(Batch& batch, size_t k) const;
   // Reads runs of `batch` until none is left. Static: a helper may start after the call (and
   // the reader) is gone, and then touches only `batch`.
   static void Work(Batch& batch);
@@ -198,7 +212,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   const ArrayRecordReaderOptions options_;
   const internal::riegeli::ChunkChecks checks_{options_.verify_header_hashes,
                                                options_.verify_data_hash};
-  RandomAccessFile file_;
+  const std::unique_ptr<RandomAccessFile> file_;
   const uint64_t max_decoded_size_;
   uint64_t num_records_ = 0;
   uint64_t group_size_ = 0;
@@ -211,7 +225,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
 };
 
 void ArrayRecordReaderImpl::ReadIndex() {
-  const uint64_t size = file_.size();
+  const uint64_t size = file_->size();
   if (size < kBlockSize) {
     Corrupt(size, size == 0 ? "the file is empty"
                             : "the file has " + Num(size) + " bytes; an ArrayRecord file has at " +
@@ -228,14 +242,14 @@ void ArrayRecordReaderImpl::ReadIndex() {
 void ArrayRecordReaderImpl::CheckSignature() const {
   static const std::string kSignature = FileSignature();
   std::string head(kFileSignatureSize, '\0');
-  file_.ReadAt(0, head.data(), head.size());
+  file_->ReadAt(0, head.data(), head.size());
   if (head != kSignature) Corrupt(0, "no Riegeli file signature: not an ArrayRecord file");
 }
 
 // Returns the footer offset.
 uint64_t ArrayRecordReaderImpl::ReadPostscript() const {
-  const uint64_t begin = file_.size() - kBlockSize;
-  const DecodedChunk chunk = ReadRecordsChunk(begin, file_.size());
+  const uint64_t begin = file_->size() - kBlockSize;
+  const DecodedChunk chunk = ReadRecordsChunk(begin, file_->size());
   if (chunk.num_records() == 0) Corrupt(begin, "the postscript chunk has no records");
   Postscript postscript;
   try {
@@ -255,7 +269,7 @@ uint64_t ArrayRecordReaderImpl::ReadPostscript() const {
 }
 
 void ArrayRecordReaderImpl::ReadFooter(uint64_t footer_offset) {
-  const DecodedChunk footer = ReadRecordsChunk(footer_offset, file_.size() - kBlockSize);
+  const DecodedChunk footer = ReadRecordsChunk(footer_offset, file_->size() - kBlockSize);
   const auto corrupt = [&](const std::string& detail) {
     Corrupt(footer_offset, "footer: " + detail);
   };
@@ -337,7 +351,7 @@ DecodedChunk ArrayRecordReaderImpl::Decode(Chunk chunk, uint64_t begin) const {
 }
 
 DecodedChunk ArrayRecordReaderImpl::ReadRecordsChunk(uint64_t begin, uint64_t end) const {
-  Chunk chunk = internal::riegeli::ReadChunk(file_, begin, end, checks_);
+  Chunk chunk = internal::riegeli::ReadChunk(*file_, begin, end, checks_);
   CheckRecordsChunk(chunk, begin);
   return Decode(std::move(chunk), begin);
 }
@@ -382,7 +396,7 @@ void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk
     const uint64_t position = internal::riegeli::PhysicalPosition(chunk_offsets_[c], offset);
     const uint64_t n = std::min<uint64_t>(out.size() - done,
                                           internal::riegeli::RemainingInBlock(position));
-    file_.ReadAt(position, out.data() + done, n);
+    file_->ReadAt(position, out.data() + done, n);
     done += n;
     offset += n;
   }
@@ -391,7 +405,7 @@ void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk
 ChunkPtr ArrayRecordReaderImpl::GetChunk(uint64_t c) const {
   if (ChunkPtr hit = cache_.Find(c)) return hit;
   ChunkPtr chunk = DecodeDataChunk(
-      c, internal::riegeli::ReadChunk(file_, chunk_offsets_[c], chunk_offsets_[c + 1], checks_));
+      c, internal::riegeli::ReadChunk(*file_, chunk_offsets_[c], chunk_offsets_[c + 1], checks_));
   cache_.Insert(c, chunk);
   return chunk;
 }
@@ -408,19 +422,42 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
         return cache_.Find(c) != nullptr || InPlace(c, requests) != nullptr;
       });
   batch->records.resize(indices.size());
+  if (file_->HighLatency()) FetchRuns(*batch);
   // The caller works too, so the call finishes even if no helper ever starts.
   const size_t num_runs = batch->plan.runs.size();
   const size_t num_workers = std::min<size_t>(std::max(num_threads, 1), num_runs);
   for (size_t i = 1; i < num_workers; ++i) internal::SharedThreadPool().Submit([batch] { Work(*batch); });
   Work(*batch);
-  std::unique_lock<std::mutex> lock(batch->mu);
-  batch->all_done.wait(lock, [&] { return batch->runs_done.load() == num_runs; });
+  // Helpers may need what this thread holds to read (a Python-backed file: the GIL).
+  BlockingWait([&] {
+    std::unique_lock<std::mutex> lock(batch->mu);
+    batch->all_done.wait(lock, [&] { return batch->runs_done.load() == num_runs; });
+  });
+  std::lock_guard<std::mutex> lock(batch->mu);
   if (batch->error) std::rethrow_exception(batch->error);
   return std::move(batch->records);
 }
 
-void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) const {
+void ArrayRecordReaderImpl::FetchRuns(Batch& batch) const {
   const ReadPlan& plan = batch.plan;
+  batch.fetched.resize(plan.runs.size());
+  std::vector<ReadRequest> requests;
+  for (size_t k = 0; k < plan.runs.size(); ++k) {
+    const ReadPlan::Run& run = plan.runs[k];
+    if (ServedWithoutRead(plan, run)) continue;
+    const uint64_t first_chunk = plan.groups[run.begin].chunk;
+    const uint64_t begin = chunk_offsets_[first_chunk];
+    const uint64_t size = chunk_offsets_[first_chunk + (run.end - run.begin)] - begin;
+    batch.fetched[k].reset(new char[size]);
+    requests.push_back({begin, size, batch.fetched[k].get()});
+  }
+  file_->ReadMany(requests);
+}
+
+void ArrayRecordReaderImpl::ReadRun(Batch& batch, size_t k) const {
+  const ReadPlan& plan = batch.plan;
+  const ReadPlan::Run& run = plan.runs[k];
+  char* const fetched = batch.fetched.empty() ? nullptr : batch.fetched[k].get();
   const auto for_each_request = [&](const ReadPlan::Group& group, auto fn) {
     for (size_t i = group.begin; i < group.end; ++i) {
       const size_t position = plan.order[i];
@@ -428,7 +465,7 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
     }
   };
   const ReadPlan::Group& first = plan.groups[run.begin];
-  if (run.end - run.begin == 1) {  // a chunk in the cache, or one to read in place
+  if (run.end - run.begin == 1 && fetched == nullptr) {  // from the cache, or read in place
     if (const ChunkPtr cached = cache_.Find(first.chunk)) {
       return for_each_request(first, [&](uint64_t r, std::string& out) {
         out = std::string(cached->record(r));
@@ -451,8 +488,11 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, const ReadPlan::Run& run) cons
   const uint64_t first_chunk = first.chunk;
   const uint64_t last_chunk = first_chunk + (run.end - run.begin) - 1;
   const uint64_t begin = chunk_offsets_[first_chunk];
-  char* const bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
-  file_.ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
+  char* bytes = fetched;
+  if (bytes == nullptr) {
+    bytes = run_scratch.Get(chunk_offsets_[last_chunk + 1] - begin);
+    file_->ReadAt(begin, bytes, chunk_offsets_[last_chunk + 1] - begin);
+  }
   for (size_t g = run.begin; g < run.end; ++g) {
     const uint64_t c = first_chunk + (g - run.begin);
     const ReadPlan::Group& group = plan.groups[g];
@@ -562,7 +602,7 @@ void ArrayRecordReaderImpl::ForEachRecord(
     run.error = nullptr;
     try {
       char* const bytes = run.bytes.Get(chunk_offsets_[last] - run_begin);
-      file_.ReadAt(run_begin, bytes, chunk_offsets_[last] - run_begin);
+      file_->ReadAt(run_begin, bytes, chunk_offsets_[last] - run_begin);
       for (uint64_t c = first; c < last; ++c, ++run.decoded) {
         run.records[c - first] = DecodeInPlace(c, bytes + (chunk_offsets_[c] - run_begin),
                                                run.sizes, run.values[c - first],
@@ -593,7 +633,7 @@ void ArrayRecordReaderImpl::Work(Batch& batch) {
   for (size_t r; (r = batch.next_run.fetch_add(1)) < num_runs;) {
     if (!batch.failed.load()) {
       try {
-        batch.reader->ReadRun(batch, batch.plan.runs[r]);
+        batch.reader->ReadRun(batch, r);
       } catch (...) {
         std::lock_guard<std::mutex> lock(batch.mu);
         if (!batch.error) batch.error = std::current_exception();
@@ -610,7 +650,7 @@ void ArrayRecordReaderImpl::Work(Batch& batch) {
 ArrayRecordInfo ArrayRecordReaderImpl::Info() const {
   ArrayRecordInfo info;
   info.path = path();
-  info.file_size = file_.size();
+  info.file_size = file_->size();
   info.num_records = num_records_;
   info.num_chunks = NumChunks();
   info.group_size = group_size_;
@@ -619,7 +659,7 @@ ArrayRecordInfo ArrayRecordReaderImpl::Info() const {
   info.footer_offset = chunk_offsets_.back();
   if (NumChunks() > 0) {
     const Chunk chunk =
-        internal::riegeli::ReadChunk(file_, chunk_offsets_[0], chunk_offsets_[1], checks_);
+        internal::riegeli::ReadChunk(*file_, chunk_offsets_[0], chunk_offsets_[1], checks_);
     CheckRecordsChunk(chunk, chunk_offsets_[0]);
     try {
       if (chunk.data.empty()) throw FormatError("simple chunk has no data");
@@ -635,8 +675,9 @@ ArrayRecordInfo ArrayRecordReaderImpl::Info() const {
 }  // namespace
 
 std::unique_ptr<ArrayRecordReader> ArrayRecordReader::Open(const std::string& path,
-                                                           ArrayRecordReaderOptions options) {
-  return std::make_unique<ArrayRecordReaderImpl>(path, options);
+                                                           ArrayRecordReaderOptions options,
+                                                           const FileSystemPtr& fs) {
+  return std::make_unique<ArrayRecordReaderImpl>(path, options, fs);
 }
 
 }  // namespace spelt

@@ -10,11 +10,12 @@
 namespace spelt {
 
 ArrayRecordSource::ArrayRecordSource(std::vector<std::string> paths,
-                                     ArrayRecordReaderOptions options, std::string repr)
+                                     ArrayRecordReaderOptions options, std::string repr,
+                                     const FileSystemPtr& fs)
     : paths_(std::move(paths)), repr_(std::move(repr)) {
   if (paths_.empty()) throw std::invalid_argument("ArrayRecordSource: no files given");
   for (const std::string& path : paths_) {
-    readers_.push_back(ArrayRecordReader::Open(path, options));
+    readers_.push_back(ArrayRecordReader::Open(path, options, fs));
     starts_.push_back(total_);
     total_ += static_cast<int64_t>(readers_.back()->NumRecords());
   }

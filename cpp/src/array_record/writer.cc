@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "io/file.h"
+#include "io/append_file.h"
 #include "array_record/layout.h"
 #include "array_record/writer_options.h"
 #include "riegeli/chunk_writer.h"
@@ -32,9 +32,10 @@ constexpr int kPostscriptCopies = 3;
 
 class ArrayRecordWriterImpl final : public ArrayRecordWriter {
  public:
-  ArrayRecordWriterImpl(const std::string& path, ArrayRecordWriterOptions options)
+  ArrayRecordWriterImpl(const std::string& path, ArrayRecordWriterOptions options,
+                        const FileSystemPtr& fs)
       : options_(std::move(options)),
-        file_(path),
+        file_(path, fs),
         chunk_writer_(file_),
         encoder_(internal::array_record::CompressionOf(options_)) {}
 
@@ -118,9 +119,10 @@ class ArrayRecordWriterImpl final : public ArrayRecordWriter {
 }  // namespace
 
 std::unique_ptr<ArrayRecordWriter> ArrayRecordWriter::Open(const std::string& path,
-                                                           ArrayRecordWriterOptions options) {
+                                                           ArrayRecordWriterOptions options,
+                                                           const FileSystemPtr& fs) {
   options.Validate();
-  return std::make_unique<ArrayRecordWriterImpl>(path, std::move(options));
+  return std::make_unique<ArrayRecordWriterImpl>(path, std::move(options), fs);
 }
 
 }  // namespace spelt

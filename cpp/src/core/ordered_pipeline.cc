@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "spelt/blocking_wait.h"
 
 namespace spelt::internal {
 namespace {
@@ -70,7 +71,7 @@ void Help(const std::shared_ptr<Shared>& s) {
 // Stops the helpers and waits for the prepare calls in progress. REQUIRES: `lock` holds s.mu.
 void Finish(Shared& s, std::unique_lock<std::mutex>& lock) {
   s.finished = true;
-  s.cv.wait(lock, [&] { return s.running == 0; });
+  BlockingWait([&] { s.cv.wait(lock, [&] { return s.running == 0; }); });
 }
 
 }  // namespace
@@ -102,7 +103,7 @@ void RunOrderedPipeline(size_t n, int num_threads, size_t window,
       if (const size_t pending = LowestPending(*s); pending != kNone) {
         Prepare(*s, lock, pending);
       } else {
-        s->cv.wait(lock);
+        BlockingWait([&] { s->cv.wait(lock); });  // a helper may need the caller's GIL
       }
     }
     if (std::exception_ptr error = s->error[slot]) {

@@ -39,23 +39,29 @@ class TFRecordIterator final : public DatasetIterator {
 
 class TFRecordNode final : public IterNode {
  public:
-  TFRecordNode(std::string path, std::optional<TFRecordCompression> compression)
-      : IterNode(std::vector<std::shared_ptr<const DatasetNode>>{}), path_(std::move(path)), compression_(compression) {}
+  TFRecordNode(std::string path, std::optional<TFRecordCompression> compression,
+               FileSystemPtr fs)
+      : IterNode(std::vector<std::shared_ptr<const DatasetNode>>{}),
+        path_(std::move(path)),
+        compression_(compression),
+        fs_(std::move(fs)) {}
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     return std::make_unique<TFRecordIterator>(
-        TFRecordReader::Open(path_, compression_, /*read_ahead=*/true));
+        TFRecordReader::Open(path_, compression_, /*read_ahead=*/true, fs_));
   }
 
  private:
   std::string path_;
   std::optional<TFRecordCompression> compression_;
+  FileSystemPtr fs_;
 };
 
 }  // namespace
 
-IterDataset TFRecordIterDataset(std::string path, std::optional<TFRecordCompression> compression) {
-  return IterDataset(std::make_shared<TFRecordNode>(std::move(path), compression));
+IterDataset TFRecordIterDataset(std::string path, std::optional<TFRecordCompression> compression,
+                                FileSystemPtr fs) {
+  return IterDataset(std::make_shared<TFRecordNode>(std::move(path), compression, std::move(fs)));
 }
 
 }  // namespace spelt

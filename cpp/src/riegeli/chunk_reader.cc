@@ -143,7 +143,7 @@ Chunk ParseChunk(const std::string& path, uint64_t begin, Buffer bytes, ChunkChe
   return chunk;
 }
 
-Chunk ReadChunk(const io::RandomAccessFile& file, uint64_t begin, uint64_t end,
+Chunk ReadChunk(const spelt::RandomAccessFile& file, uint64_t begin, uint64_t end,
                 ChunkChecks checks) {
   Buffer bytes(end - begin);
   file.ReadAt(begin, bytes.data(), bytes.size());

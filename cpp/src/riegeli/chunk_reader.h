@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "io/file.h"
+#include "spelt/file_system.h"
 #include "riegeli/format.h"
 
 namespace spelt::internal::riegeli {
@@ -38,7 +38,7 @@ ChunkView ParseChunkInPlace(const std::string& path, uint64_t begin, char* bytes
 
 // Reads the region [begin, end) of `file` and parses the chunk at its start (ParseChunk).
 // REQUIRES: begin < end <= file.size().
-Chunk ReadChunk(const io::RandomAccessFile& file, uint64_t begin, uint64_t end,
+Chunk ReadChunk(const spelt::RandomAccessFile& file, uint64_t begin, uint64_t end,
                 ChunkChecks checks);
 
 }  // namespace spelt::internal::riegeli

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "io/file.h"
+#include "io/append_file.h"
 #include "riegeli/format.h"
 
 namespace spelt::internal::riegeli {

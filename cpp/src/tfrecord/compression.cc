@@ -2,9 +2,9 @@
 #include <stdexcept>
 #include <string>
 
-#include "io/file.h"
 #include "spelt/tfrecord.h"
 #include "tfrecord/format.h"
+#include "tfrecord/input_stream.h"
 
 namespace spelt {
 
@@ -28,8 +28,11 @@ std::string_view TFRecordCompressionName(TFRecordCompression compression) {
   return "";
 }
 
-TFRecordCompression DetectTFRecordCompression(const std::string& path) {
-  const internal::io::RandomAccessFile file(path);
+TFRecordCompression DetectTFRecordCompression(const std::string& path, const FileSystemPtr& fs) {
+  return internal::tfrecord::DetectCompression(*OpenRandomAccessFile(path, fs));
+}
+
+TFRecordCompression internal::tfrecord::DetectCompression(const RandomAccessFile& file) {
   char head[internal::tfrecord::kHeaderSize];
   const auto n = static_cast<size_t>(std::min<uint64_t>(file.size(), sizeof(head)));
   file.ReadAt(0, head, n);

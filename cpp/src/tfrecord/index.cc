@@ -17,7 +17,7 @@ constexpr uint64_t kProgressEvery = uint64_t{16} << 20;
 
 }  // namespace
 
-std::vector<uint64_t> IndexRecords(const io::RandomAccessFile& file,
+std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file,
                                    const std::function<void(uint64_t)>& progress) {
   const uint64_t size = file.size();
   std::vector<uint64_t> offsets;

@@ -6,7 +6,7 @@
 #include <functional>
 #include <vector>
 
-#include "io/file.h"
+#include "spelt/file_system.h"
 
 namespace spelt::internal::tfrecord {
 
@@ -16,7 +16,7 @@ namespace spelt::internal::tfrecord {
 // ends exactly at the end of the file; throws CorruptFileError (format "TFRecord") naming
 // the file and the record's offset otherwise. `progress(bytes_scanned)` is called every few
 // MiB and at the end.
-std::vector<uint64_t> IndexRecords(const io::RandomAccessFile& file,
+std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file,
                                    const std::function<void(uint64_t)>& progress);
 
 }  // namespace spelt::internal::tfrecord

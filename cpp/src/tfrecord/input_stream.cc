@@ -1,69 +1,53 @@
-// The uncompressed InputStream (reads with read(2); the reader buffers) and OpenInputStream.
+// The uncompressed InputStream (reads at a position of the file; the reader buffers) and
+// OpenInputStream.
 #include "tfrecord/input_stream.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <sys/uio.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <stdexcept>
-#include <system_error>
+#include <utility>
 
 namespace spelt::internal::tfrecord {
 namespace {
 
-[[noreturn]] void ThrowErrno(const std::string& what, const std::string& path) {
-  throw std::system_error(errno, std::generic_category(), what + " " + path);
-}
-
 class FileInputStream final : public InputStream {
  public:
-  FileInputStream(int fd, std::string path) : fd_(fd), path_(std::move(path)) {
-    struct stat st;
-    if (::fstat(fd_, &st) != 0) {
-      const int error = errno;
-      ::close(fd_);
-      throw std::system_error(error, std::generic_category(), "cannot stat " + path_);
-    }
-    size_ = static_cast<uint64_t>(st.st_size);
-    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
-  ~FileInputStream() override { ::close(fd_); }
+  explicit FileInputStream(std::shared_ptr<const RandomAccessFile> file)
+      : file_(std::move(file)), size_(file_->size()) {}
 
   size_t Read(char* dst, size_t n) override {
-    for (;;) {
-      const ssize_t got = ::read(fd_, dst, std::min(n, size_t{1} << 30));
-      if (got >= 0) return static_cast<size_t>(got);
-      if (errno != EINTR) ThrowErrno("cannot read", path_);
-    }
+    n = Clip(n);
+    file_->ReadAt(position_, dst, n);
+    position_ += n;
+    return n;
   }
 
   void Seek(uint64_t offset) override {
     if (offset > size_) {
-      throw std::invalid_argument(path_ + ": cannot seek to offset " + std::to_string(offset) +
-                                  ", the file has " + std::to_string(size_) + " bytes");
+      throw std::invalid_argument(file_->path() + ": cannot seek to offset " +
+                                  std::to_string(offset) + ", the file has " +
+                                  std::to_string(size_) + " bytes");
     }
-    if (::lseek(fd_, static_cast<off_t>(offset), SEEK_SET) < 0) ThrowErrno("cannot seek", path_);
+    position_ = offset;
   }
 
   size_t ReadTwo(char* dst, size_t n, char* more, size_t m) override {
-    iovec parts[2] = {{dst, std::min(n, size_t{1} << 30)}, {more, m}};
-    for (;;) {
-      const ssize_t got = ::readv(fd_, parts, 2);
-      if (got >= 0) return static_cast<size_t>(got);
-      if (errno != EINTR) ThrowErrno("cannot read", path_);
-    }
+    n = Clip(n);
+    m = n == 0 ? 0 : std::min<uint64_t>(m, size_ - position_ - n);
+    const ReadRequest requests[2] = {{position_, n, dst}, {position_ + n, m, more}};
+    file_->ReadMany(requests);
+    position_ += n + m;
+    return n + m;
   }
 
-  // The size when opened (a file that grows later is read to its end all the same).
+  // The size when opened (the file is read up to that size).
   uint64_t SizeLimit() const override { return size_; }
 
  private:
-  int fd_;
-  std::string path_;
-  uint64_t size_ = 0;
+  size_t Clip(size_t n) const { return static_cast<size_t>(std::min<uint64_t>(n, size_ - position_)); }
+
+  std::shared_ptr<const RandomAccessFile> file_;
+  uint64_t size_;
+  uint64_t position_ = 0;
 };
 
 }  // namespace
@@ -73,14 +57,12 @@ size_t InputStream::ReadTwo(char* dst, size_t n, char* more, size_t m) {
   return got < n ? got : got + Read(more, m);
 }
 
-std::unique_ptr<InputStream> OpenInputStream(const std::string& path,
+std::unique_ptr<InputStream> OpenInputStream(std::shared_ptr<const RandomAccessFile> file,
                                              TFRecordCompression compression) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) ThrowErrno("cannot open", path);
   if (compression == TFRecordCompression::kNone) {
-    return std::make_unique<FileInputStream>(fd, path);
+    return std::make_unique<FileInputStream>(std::move(file));
   }
-  return MakeZlibInputStream(fd, path, compression == TFRecordCompression::kGzip);
+  return MakeZlibInputStream(std::move(file), compression == TFRecordCompression::kGzip);
 }
 
 }  // namespace spelt::internal::tfrecord

@@ -8,12 +8,13 @@
 #include <memory>
 #include <string>
 
+#include "spelt/file_system.h"
 #include "spelt/tfrecord.h"
 
 namespace spelt::internal::tfrecord {
 
-// A forward stream with seeking. Not thread-safe. Throws std::system_error naming the path on
-// an OS error, CorruptFileError (naming the compressed byte offset) on bad compressed data.
+// A forward stream with seeking over a RandomAccessFile. Not thread-safe. Throws what the
+// file throws (naming the path), CorruptFileError (naming the compressed byte offset) on bad compressed data.
 class InputStream {
  public:
   virtual ~InputStream() = default;
@@ -24,19 +25,22 @@ class InputStream {
   // behind the current position).
   virtual void Seek(uint64_t offset) = 0;
   // Reads up to `n` bytes into `dst` and, once `dst` is full, up to `m` more into `more`, in
-  // one call where the stream can (readv(2)); returns the bytes read, 0 only at the end.
+  // one call where the stream can (one RandomAccessFile::ReadMany: a preadv(2) for a local
+  // file); returns the bytes read, 0 only at the end.
   virtual size_t ReadTwo(char* dst, size_t n, char* more, size_t m);
   // An upper bound of the stream's length, known without reading it: the file size when
   // uncompressed, what deflate's largest ratio allows for a compressed file.
   virtual uint64_t SizeLimit() const = 0;
 };
 
-// Opens `path` (std::system_error naming it if that fails).
-std::unique_ptr<InputStream> OpenInputStream(const std::string& path,
+// DetectTFRecordCompression (spelt/tfrecord.h) of an open file.
+TFRecordCompression DetectCompression(const RandomAccessFile& file);
+// The stream of `file` (decompressed if `compression` says so).
+std::unique_ptr<InputStream> OpenInputStream(std::shared_ptr<const RandomAccessFile> file,
                                              TFRecordCompression compression);
-// A gzip (RFC 1952, several members allowed) or zlib (RFC 1950) stream over the file
-// descriptor `fd` (owned) of `path`.
-std::unique_ptr<InputStream> MakeZlibInputStream(int fd, std::string path, bool gzip);
+// A gzip (RFC 1952, several members allowed) or zlib (RFC 1950) stream over `file`.
+std::unique_ptr<InputStream> MakeZlibInputStream(std::shared_ptr<const RandomAccessFile> file,
+                                                 bool gzip);
 
 }  // namespace spelt::internal::tfrecord
 

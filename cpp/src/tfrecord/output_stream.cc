@@ -19,12 +19,13 @@ class FileOutputStream final : public OutputStream {
 }  // namespace
 
 std::unique_ptr<OutputStream> OpenOutputStream(const std::string& path,
-                                               TFRecordCompression compression, int level) {
+                                               TFRecordCompression compression, int level,
+                                               const FileSystemPtr& fs) {
   if (level < -1 || level > 9) {
     throw std::invalid_argument("TFRecordWriter: the zlib level must be -1 or 0-9, got " +
                                 std::to_string(level));
   }
-  auto file = std::make_unique<io::AppendFile>(path);
+  auto file = std::make_unique<io::AppendFile>(path, fs);
   if (compression == TFRecordCompression::kNone) {
     return std::make_unique<FileOutputStream>(std::move(file));
   }

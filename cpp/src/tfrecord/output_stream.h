@@ -6,12 +6,12 @@
 #include <string>
 #include <string_view>
 
-#include "io/file.h"
+#include "io/append_file.h"
 #include "spelt/tfrecord.h"
 
 namespace spelt::internal::tfrecord {
 
-// Not thread-safe. Throws std::system_error naming the path on an OS error.
+// Not thread-safe. Throws what the file throws (naming the path).
 class OutputStream {
  public:
   virtual ~OutputStream() = default;
@@ -20,9 +20,11 @@ class OutputStream {
   virtual void Close() = 0;
 };
 
-// Creates or truncates `path`. `level`: zlib's compression level (-1 for its default).
+// Creates or truncates `path` with `fs` (null: by its scheme). `level`: zlib's compression
+// level (-1 for its default).
 std::unique_ptr<OutputStream> OpenOutputStream(const std::string& path,
-                                               TFRecordCompression compression, int level);
+                                               TFRecordCompression compression, int level,
+                                               const FileSystemPtr& fs = nullptr);
 // A gzip (RFC 1952) or zlib (RFC 1950) stream into `file`.
 std::unique_ptr<OutputStream> MakeZlibOutputStream(std::unique_ptr<io::AppendFile> file,
                                                    std::string path, bool gzip, int level);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "spelt/blocking_wait.h"
 
 namespace spelt::internal::tfrecord {
 
@@ -115,7 +116,7 @@ class ReadAheadReader final : public TFRecordReader {
   ~ReadAheadReader() override {
     std::unique_lock<std::mutex> lock(s_->mu);
     s_->stopping = true;
-    s_->cv.wait(lock, [&] { return !s_->reading; });
+    BlockingWait([&] { s_->cv.wait(lock, [&] { return !s_->reading; }); });
   }
 
   bool ReadRecord(std::string* record) override {
@@ -151,7 +152,7 @@ class ReadAheadReader final : public TFRecordReader {
 
   void Seek(uint64_t offset) override {
     std::unique_lock<std::mutex> lock(s_->mu);
-    s_->cv.wait(lock, [&] { return !s_->reading; });
+    BlockingWait([&] { s_->cv.wait(lock, [&] { return !s_->reading; }); });
     s_->front = s_->held = 0;
     s_->halted = false;
     taken_ = false;
@@ -204,7 +205,7 @@ class ReadAheadReader final : public TFRecordReader {
         if (CanRead(*s_)) {
           ReadNext(*s_, lock);  // no thread is reading: read it here
         } else {
-          s_->cv.wait(lock);
+          BlockingWait([&] { s_->cv.wait(lock); });  // the helper may need the GIL to read
         }
       }
       taken_ = true;

@@ -26,10 +26,11 @@ constexpr size_t kLookahead = size_t{4} << 10;
 
 class Reader final : public TFRecordReader {
  public:
-  Reader(std::string path, TFRecordCompression compression)
-      : path_(std::move(path)),
+  Reader(std::shared_ptr<const RandomAccessFile> file, TFRecordCompression compression)
+      : path_(file->path()),
         compression_(compression),
-        in_(internal::tfrecord::OpenInputStream(path_, compression)),
+        file_(std::move(file)),
+        in_(internal::tfrecord::OpenInputStream(file_, compression)),
         buffer_(new char[kBufferSize]) {}
 
   bool ReadRecord(std::string* record) override {
@@ -104,7 +105,7 @@ class Reader final : public TFRecordReader {
       in_->Seek(offset);
     } catch (...) {
       stream_position_ = 0;  // the stream is wherever the failed seek left it: start again
-      in_ = internal::tfrecord::OpenInputStream(path_, compression_);
+      in_ = internal::tfrecord::OpenInputStream(file_, compression_);
       throw;
     }
   }
@@ -170,6 +171,7 @@ class Reader final : public TFRecordReader {
 
   std::string path_;
   TFRecordCompression compression_;
+  std::shared_ptr<const RandomAccessFile> file_;
   std::unique_ptr<internal::tfrecord::InputStream> in_;
   std::unique_ptr<char[]> buffer_;
   size_t pos_ = 0, end_ = 0;        // buffered bytes: [pos_, end_)
@@ -180,9 +182,12 @@ class Reader final : public TFRecordReader {
 }  // namespace
 
 std::unique_ptr<TFRecordReader> TFRecordReader::Open(
-    const std::string& path, std::optional<TFRecordCompression> compression, bool read_ahead) {
-  const TFRecordCompression c = compression ? *compression : DetectTFRecordCompression(path);
-  auto reader = std::make_unique<Reader>(path, c);
+    const std::string& path, std::optional<TFRecordCompression> compression, bool read_ahead,
+    const FileSystemPtr& fs) {
+  std::shared_ptr<const RandomAccessFile> file = OpenRandomAccessFile(path, fs);
+  const TFRecordCompression c =
+      compression ? *compression : internal::tfrecord::DetectCompression(*file);
+  auto reader = std::make_unique<Reader>(std::move(file), c);
   if (!read_ahead || c == TFRecordCompression::kNone) return reader;
   return internal::tfrecord::MakeReadAheadReader(std::move(reader));
 }

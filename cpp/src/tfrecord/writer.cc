@@ -13,9 +13,9 @@ using internal::tfrecord::kHeaderSize;
 
 class Writer final : public TFRecordWriter {
  public:
-  Writer(std::string path, TFRecordCompression compression, int level)
+  Writer(std::string path, TFRecordCompression compression, int level, const FileSystemPtr& fs)
       : path_(std::move(path)),
-        out_(internal::tfrecord::OpenOutputStream(path_, compression, level)) {}
+        out_(internal::tfrecord::OpenOutputStream(path_, compression, level, fs)) {}
 
   void Write(std::string_view record) override {
     if (!out_) throw std::logic_error("TFRecordWriter: write after close of " + path_);
@@ -46,8 +46,8 @@ class Writer final : public TFRecordWriter {
 
 std::unique_ptr<TFRecordWriter> TFRecordWriter::Open(const std::string& path,
                                                      TFRecordCompression compression,
-                                                     int level) {
-  return std::make_unique<Writer>(path, compression, level);
+                                                     int level, const FileSystemPtr& fs) {
+  return std::make_unique<Writer>(path, compression, level, fs);
 }
 
 }  // namespace spelt

@@ -1,12 +1,10 @@
 // The gzip / zlib InputStream (input_stream.h), decompressed with zlib's inflate.
-#include <sys/stat.h>
-#include <unistd.h>
 #include <zlib.h>
 
-#include <cerrno>
+#include <algorithm>
 #include <memory>
 #include <stdexcept>
-#include <system_error>
+#include <utility>
 #include <vector>
 
 #include "tfrecord/format.h"
@@ -19,19 +17,17 @@ constexpr size_t kInputBufferSize = size_t{256} << 10;
 
 class ZlibInputStream final : public InputStream {
  public:
-  ZlibInputStream(int fd, std::string path, bool gzip)
-      : fd_(fd), path_(std::move(path)), gzip_(gzip), in_(kInputBufferSize) {
-    struct stat st;
-    if (::fstat(fd_, &st) == 0) compressed_size_ = static_cast<uint64_t>(st.st_size);
+  ZlibInputStream(std::shared_ptr<const RandomAccessFile> file, bool gzip)
+      : file_(std::move(file)),
+        path_(file_->path()),
+        compressed_size_(file_->size()),
+        gzip_(gzip),
+        in_(kInputBufferSize) {
     if (inflateInit2(&z_, WindowBits()) != Z_OK) {
-      ::close(fd_);
       throw std::runtime_error(path_ + ": cannot start zlib's inflate");
     }
   }
-  ~ZlibInputStream() override {
-    inflateEnd(&z_);
-    ::close(fd_);
-  }
+  ~ZlibInputStream() override { inflateEnd(&z_); }
 
   size_t Read(char* dst, size_t n) override {
     z_.next_out = reinterpret_cast<Bytef*>(dst);
@@ -84,21 +80,16 @@ class ZlibInputStream final : public InputStream {
 
   // Reads more compressed bytes; false at the end of the file.
   bool FillInput() {
-    for (;;) {
-      const ssize_t got = ::read(fd_, in_.data(), in_.size());
-      if (got < 0 && errno == EINTR) continue;
-      if (got < 0) throw std::system_error(errno, std::generic_category(), "cannot read " + path_);
-      z_.next_in = reinterpret_cast<Bytef*>(in_.data());
-      z_.avail_in = static_cast<uInt>(got);
-      file_offset_ += static_cast<uint64_t>(got);
-      return got > 0;
-    }
+    const auto got =
+        static_cast<size_t>(std::min<uint64_t>(in_.size(), compressed_size_ - file_offset_));
+    file_->ReadAt(file_offset_, in_.data(), got);
+    z_.next_in = reinterpret_cast<Bytef*>(in_.data());
+    z_.avail_in = static_cast<uInt>(got);
+    file_offset_ += got;
+    return got > 0;
   }
 
   void Rewind() {
-    if (::lseek(fd_, 0, SEEK_SET) < 0) {
-      throw std::system_error(errno, std::generic_category(), "cannot seek in " + path_);
-    }
     inflateReset2(&z_, WindowBits());
     z_.avail_in = 0;
     file_offset_ = 0;
@@ -107,9 +98,9 @@ class ZlibInputStream final : public InputStream {
     member_started_ = false;
   }
 
-  int fd_;
+  std::shared_ptr<const RandomAccessFile> file_;
   std::string path_;
-  uint64_t compressed_size_ = uint64_t{1} << 50;  // if fstat fails: no useful limit
+  uint64_t compressed_size_;  // the file's size when opened
   bool gzip_;
   std::vector<char> in_;
   z_stream z_{};
@@ -121,8 +112,9 @@ class ZlibInputStream final : public InputStream {
 
 }  // namespace
 
-std::unique_ptr<InputStream> MakeZlibInputStream(int fd, std::string path, bool gzip) {
-  return std::make_unique<ZlibInputStream>(fd, std::move(path), gzip);
+std::unique_ptr<InputStream> MakeZlibInputStream(std::shared_ptr<const RandomAccessFile> file,
+                                                 bool gzip) {
+  return std::make_unique<ZlibInputStream>(std::move(file), gzip);
 }
 
 }  // namespace spelt::internal::tfrecord

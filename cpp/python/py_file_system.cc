@@ -1,0 +1,130 @@
+#include "py_file_system.h"
+
+#include <nanobind/stl/string.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+#include "gil.h"
+#include "py_value.h"
+#include "spelt/errors.h"
+
+namespace spelt::python {
+namespace {
+
+class PyRandomAccessFile final : public RandomAccessFile {
+ public:
+  PyRandomAccessFile(std::string uri, nb::handle handle)
+      : path_(std::move(uri)),
+        handle_(MakePyRef(handle)),
+        size_(nb::cast<uint64_t>(handle.attr("size"))) {}
+
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override { return size_; }
+  bool HighLatency() const override { return true; }  // object stores, and Python's cost
+
+  void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
+    const ReadRequest request{offset, n, dst};
+    ReadMany({&request, 1});
+  }
+
+  void ReadMany(std::span<const ReadRequest> requests) const override {
+    std::vector<const ReadRequest*> wanted;  // empty requests are not sent (a 416 from S3)
+    for (const ReadRequest& r : requests) {
+      if (r.length > 0) wanted.push_back(&r);
+    }
+    if (wanted.empty()) return;
+    GilAcquire gil;
+    nb::list ranges;
+    for (const ReadRequest* r : wanted) ranges.append(nb::make_tuple(r->offset, r->length));
+    const nb::object got = nb::handle(handle_.get()).attr("read_ranges")(ranges);
+    size_t i = 0;
+    for (nb::handle part : got) {
+      if (i == wanted.size()) break;
+      const ReadRequest& r = *wanted[i++];
+      Py_buffer view;
+      if (PyObject_GetBuffer(part.ptr(), &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
+      const auto length = static_cast<uint64_t>(view.len);
+      if (length == r.length) std::memcpy(r.dst, view.buf, length);
+      PyBuffer_Release(&view);
+      if (length != r.length) {
+        throw CorruptFileError(path_, r.offset + std::min(length, r.length),
+                               "read " + std::to_string(length) + " of " +
+                                   std::to_string(r.length) + " bytes (the object ends early)");
+      }
+    }
+    if (i != wanted.size()) {
+      throw std::runtime_error(path_ + ": read_ranges returned fewer parts than ranges");
+    }
+  }
+
+ private:
+  std::string path_;
+  PyRef handle_;
+  uint64_t size_;
+};
+
+class PyWritableFile final : public WritableFile {
+ public:
+  PyWritableFile(std::string uri, nb::handle handle)
+      : path_(std::move(uri)), handle_(MakePyRef(handle)) {}
+  ~PyWritableFile() override {
+    if (closed_) return;
+    TryGil gil;  // abandon the file (best effort; skipped while Python exits)
+    if (!gil.held()) return;
+    try {
+      nb::handle(handle_.get()).attr("discard")();
+    } catch (nb::python_error& e) {
+      e.discard_as_unraisable(path_.c_str());
+    }
+  }
+
+  const std::string& path() const override { return path_; }
+
+  void Write(std::string_view bytes) override {
+    GilAcquire gil;
+    nb::handle(handle_.get()).attr("write")(nb::bytes(bytes.data(), bytes.size()));
+  }
+
+  void Close() override {
+    GilAcquire gil;
+    closed_ = true;
+    nb::handle(handle_.get()).attr("close")();
+  }
+
+ private:
+  std::string path_;
+  PyRef handle_;
+  bool closed_ = false;
+};
+
+class PyFiles final : public FileSystem {
+ public:
+  explicit PyFiles(nb::handle files) : files_(MakePyRef(files)) {}
+
+  std::unique_ptr<RandomAccessFile> OpenForRead(const std::string& uri) const override {
+    GilAcquire gil;
+    const nb::object handle = nb::handle(files_.get()).attr("open_input")(uri);
+    return std::make_unique<PyRandomAccessFile>(uri, handle);
+  }
+
+  std::unique_ptr<WritableFile> OpenForWrite(const std::string& uri) const override {
+    GilAcquire gil;
+    const nb::object handle = nb::handle(files_.get()).attr("open_output")(uri);
+    return std::make_unique<PyWritableFile>(uri, handle);
+  }
+
+ private:
+  PyRef files_;
+};
+
+}  // namespace
+
+FileSystemPtr PyFileSystem(nb::handle files) {
+  if (!files.is_valid() || files.is_none()) return nullptr;
+  return std::make_shared<PyFiles>(files);
+}
+
+}  // namespace spelt::python

@@ -1,0 +1,285 @@
+"""Files by path or URI for the native readers and writers (ArrayRecord, TFRecord).
+
+Local paths and ``file://`` URIs are opened by libspelt itself (pread). Any other URI, or any
+path given with a ``filesystem=`` object, is opened through a Python library: a
+``pyarrow.fs.FileSystem`` (S3, GCS, Azure, HDFS as shipped in the pyarrow wheel) or an fsspec
+filesystem (``s3fs``, ``gcsfs``, ``memory://``, ``hf://`` ...). libspelt calls back into
+:class:`Files` with the GIL for the call only; a batch of reads goes out concurrently (pyarrow:
+``NativeFile.read_at`` on a thread pool, it releases the GIL; fsspec: ``cat_ranges``).
+
+URIs without ``filesystem=`` resolve with ``pyarrow.fs.FileSystem.from_uri`` for the schemes
+Arrow ships (s3, gs, gcs, hdfs, viewfs, abfs, abfss) and with ``fsspec.core.url_to_fs``
+otherwise (or when pyarrow is missing). Credentials are each library's own configuration
+(environment variables, profile files, metadata servers); see docs/object_stores.md.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import fnmatch
+import os
+import posixpath
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from spelt import _paths
+
+_ARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
+_URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+# Concurrent range reads of one pyarrow batch (read_at releases the GIL while it waits).
+_ARROW_READ_THREADS = 32
+_pool_lock = threading.Lock()
+_pool: concurrent.futures.ThreadPoolExecutor | None = None
+
+
+def scheme(uri: str) -> str:
+    """The lower-case scheme of ``uri`` (``""`` for a plain path)."""
+    match = _URI.match(uri)
+    return match["scheme"].lower() if match else ""
+
+
+def is_local(uri: str, filesystem: Any = None) -> bool:
+    """Whether libspelt opens ``uri`` itself (no ``filesystem``; a path or ``file://``)."""
+    return filesystem is None and scheme(uri) in ("", "file")
+
+
+def _read_pool() -> concurrent.futures.ThreadPoolExecutor:
+    global _pool  # pylint: disable=global-statement  # one pool per process, made on first use
+    with _pool_lock:
+        if _pool is None:
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                _ARROW_READ_THREADS, thread_name_prefix="spelt-read"
+            )
+        return _pool
+
+
+def _is_arrow(filesystem: Any) -> bool:
+    try:
+        import pyarrow.fs  # pylint: disable=import-outside-toplevel
+    except ImportError:
+        return False
+    return isinstance(filesystem, pyarrow.fs.FileSystem)
+
+
+class _ArrowInput:
+    def __init__(self, file: Any):
+        self._file = file
+        self.size = file.size()
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        if len(ranges) == 1:
+            offset, length = ranges[0]
+            return [self._file.read_at(length, offset)]
+        return list(_read_pool().map(lambda r: self._file.read_at(r[1], r[0]), ranges))
+
+
+class _FsspecInput:
+    def __init__(self, fs: Any, uri: str):
+        self._fs = fs
+        self._uri = uri
+        self.size = fs.size(uri)
+
+    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
+        if len(ranges) == 1:
+            offset, length = ranges[0]
+            return [self._fs.cat_file(self._uri, start=offset, end=offset + length)]
+        parts = self._fs.cat_ranges(
+            [self._uri] * len(ranges),
+            [offset for offset, _ in ranges],
+            [offset + length for offset, length in ranges],
+        )
+        for part in parts:
+            if isinstance(part, Exception):
+                raise part
+        return parts
+
+
+class _Output:
+    """A file being written: ``write``, ``close`` (complete it) and ``discard`` (remove it)."""
+
+    def __init__(self, files: Files, uri: str, stream: Any):
+        self._files = files
+        self._uri = uri
+        self._stream = stream
+
+    def write(self, data: bytes) -> None:
+        self._files.call("write", self._uri, self._stream.write, data)
+
+    def close(self) -> None:
+        self._files.call("write", self._uri, self._stream.close)
+
+    def discard(self) -> None:
+        try:
+            self._stream.close()
+        finally:
+            self._files.remove(self._uri)
+
+
+class Files:
+    """A pyarrow.fs or fsspec filesystem as libspelt's files (spelt/file_system.h); picklable
+    (the filesystem object is pickled, no open file is). Errors name the URI."""
+
+    def __init__(self, filesystem: Any, description: str):
+        self.filesystem = filesystem
+        self.arrow = _is_arrow(filesystem)
+        self._description = description
+
+    def __repr__(self) -> str:
+        return f"Files({self._description})"
+
+    def _path(self, uri: str) -> str:
+        # pyarrow filesystems take "bucket/key"; fsspec ones strip their own protocols.
+        if self.arrow and scheme(uri):
+            return uri.split("://", 1)[1]
+        return uri
+
+    def call(self, what: str, uri: str, fn, *args):
+        """``fn(*args)``, its errors re-raised naming ``uri`` (FileNotFoundError kept)."""
+        try:
+            return fn(*args)
+        except FileNotFoundError as e:
+            raise FileNotFoundError(f"no such file: {uri!r} ({self._description})") from e
+        except Exception as e:
+            raise OSError(
+                f"cannot {what} {uri!r} through {self._description}: {type(e).__name__}:"
+                f" {str(e).rstrip('.')}."
+                " Check the URI, that the bucket exists, and the credentials of that library"
+                " (environment variables, profile files; or pass filesystem=)"
+            ) from e
+
+    # Called by libspelt (cpp/python/py_file_system.h).
+    def open_input(self, uri: str) -> Any:
+        path = self._path(uri)
+        if self.arrow:
+            return self.call(
+                "read", uri, lambda: _ArrowInput(self.filesystem.open_input_file(path))
+            )
+        return self.call("read", uri, _FsspecInput, self.filesystem, path)
+
+    def open_output(self, uri: str) -> _Output:
+        return _Output(self, uri, self.filesystem_open(uri, "wb"))
+
+    # For the Python face.
+    def filesystem_open(self, uri: str, mode: str) -> Any:
+        """A Python file object of ``uri`` (mode ``"rb"`` or ``"wb"``), for small files."""
+        path = self._path(uri)
+        if not self.arrow:
+            return self.call("open", uri, self.filesystem.open, path, mode)
+        if mode == "rb":
+            return self.call("read", uri, self.filesystem.open_input_stream, path)
+        return self.call("write", uri, self.filesystem.open_output_stream, path)
+
+    def is_file(self, uri: str) -> bool:
+        path = self._path(uri)
+        if self.arrow:
+            import pyarrow.fs  # pylint: disable=import-outside-toplevel
+
+            info = self.call("read", uri, self.filesystem.get_file_info, path)
+            return info.type == pyarrow.fs.FileType.File
+        return self.call("read", uri, self.filesystem.isfile, path)
+
+    def size(self, uri: str) -> int:
+        path = self._path(uri)
+        if self.arrow:
+            return self.call("read", uri, lambda: self.filesystem.get_file_info(path).size)
+        return self.call("read", uri, self.filesystem.size, path)
+
+    def remove(self, uri: str) -> None:
+        """Deletes ``uri`` if it exists."""
+        path = self._path(uri)
+        try:
+            if self.arrow:
+                self.filesystem.delete_file(path)
+            else:
+                self.filesystem.rm_file(path)
+        except FileNotFoundError:
+            pass
+
+    def glob(self, pattern: str) -> list[str]:
+        """The files matching ``pattern`` (``*``, ``?``, ``[...]`` in its last component), as
+        URIs in the pattern's form, sorted."""
+        prefix = pattern[: len(pattern) - len(self._path(pattern))]  # "s3://" or ""
+        if self.arrow:
+            import pyarrow.fs  # pylint: disable=import-outside-toplevel
+
+            folder, name = posixpath.split(self._path(pattern))
+            infos = self.call(
+                "list", pattern, self.filesystem.get_file_info, pyarrow.fs.FileSelector(folder)
+            )
+            found = [
+                prefix + i.path
+                for i in infos
+                if i.type == pyarrow.fs.FileType.File and fnmatch.fnmatchcase(i.base_name, name)
+            ]
+        else:
+            found = [
+                p if scheme(p) or not scheme(pattern) else self.filesystem.unstrip_protocol(p)
+                for p in self.call("list", pattern, self.filesystem.glob, pattern)
+            ]
+        return sorted(found)
+
+
+def files_for(uri: str, filesystem: Any = None) -> Files | None:
+    """The :class:`Files` that open ``uri``: None for a local path (libspelt opens it), over
+    ``filesystem`` when given (a pyarrow.fs.FileSystem or an fsspec filesystem), else
+    resolved from the URI. Raises ValueError naming the URI when no installed library opens
+    it."""
+    if is_local(uri, filesystem):
+        return None
+    if filesystem is not None:
+        if not (_is_arrow(filesystem) or hasattr(filesystem, "cat_ranges")):
+            raise TypeError(
+                "filesystem must be a pyarrow.fs.FileSystem or an fsspec filesystem, got"
+                f" {type(filesystem).__name__}"
+            )
+        return Files(filesystem, type(filesystem).__name__)
+    name = scheme(uri)
+    errors = []
+    if name in _ARROW_SCHEMES:
+        try:
+            import pyarrow.fs  # pylint: disable=import-outside-toplevel
+
+            fs, _ = pyarrow.fs.FileSystem.from_uri(uri)
+            return Files(fs, f"pyarrow.fs.{type(fs).__name__}")
+        except ImportError:
+            errors.append("pyarrow is not installed")
+        except Exception as e:  # pylint: disable=broad-exception-caught  # try fsspec next
+            errors.append(f"pyarrow.fs: {type(e).__name__}: {e}")
+    try:
+        import fsspec.core  # pylint: disable=import-outside-toplevel
+
+        fs, _ = fsspec.core.url_to_fs(uri)
+        return Files(fs, f"fsspec {type(fs).__name__}")
+    except ImportError as e:
+        errors.append(f"fsspec: {e}")
+    except Exception as e:  # pylint: disable=broad-exception-caught  # reported below
+        errors.append(f"fsspec: {type(e).__name__}: {e}")
+    raise ValueError(
+        f"cannot open {uri!r}: no installed library handles {name}:// URIs ("
+        + "; ".join(errors)
+        + "). Install pyarrow (s3, gs, hdfs, abfs) or the fsspec implementation of the"
+        " scheme (s3fs, gcsfs, adlfs ...), or pass filesystem="
+    )
+
+
+def normalize(path: _paths.PathLike, filesystem: Any, what: str) -> str:
+    """``path`` as a string: a local path (``file://`` URIs converted, see
+    ``spelt._paths.local_path``) or the URI as given, kept for a filesystem to open."""
+    path = os.fspath(path)
+    if is_local(path, filesystem):
+        return _paths.local_path(path, what)
+    return path
+
+
+def files_for_all(uris: Sequence[str], filesystem: Any, what: str) -> Files | None:
+    """:func:`files_for` of files that one source or command opens together: ValueError
+    naming ``what`` if they mix local paths and URIs or URI schemes."""
+    schemes = sorted({"" if is_local(u, filesystem) else scheme(u) for u in uris})
+    if len(schemes) > 1:
+        raise ValueError(
+            f"{what}: the paths mix {' and '.join(s + '://' if s else 'local paths' for s in schemes)};"
+            " give files of one filesystem"
+        )
+    return files_for(uris[0], filesystem)

@@ -1,0 +1,245 @@
+"""ArrayRecord and TFRecord files read from and written to an S3-compatible server (moto's,
+started on loopback by these tests) through pyarrow.fs.S3FileSystem and through fsspec
+(s3fs), and the CLI's convert / inspect on a bucket (spelt._file_system)."""
+
+import io
+import pickle
+import random
+
+import moto.server as moto_server
+import pyarrow.fs as pafs
+import pytest
+import s3fs
+import spelt as grain
+from spelt import array_record, cli, tfrecord
+
+RECORDS = [bytes([i % 251]) * (i * 37 % 3000) + str(i).encode() for i in range(300)]
+KEY, SECRET = "testing", "testing"
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"{host}:{port}"
+    server.stop()
+
+
+def arrow_fs(endpoint, key=KEY):
+    return pafs.S3FileSystem(
+        access_key=key,
+        secret_key=SECRET,
+        endpoint_override=endpoint,
+        scheme="http",
+        region="us-east-1",
+        allow_bucket_creation=True,
+    )
+
+
+def fsspec_fs(endpoint):
+    return s3fs.S3FileSystem(
+        key=KEY,
+        secret=SECRET,
+        client_kwargs={"endpoint_url": f"http://{endpoint}", "region_name": "us-east-1"},
+        skip_instance_cache=True,
+    )
+
+
+@pytest.fixture(params=["arrow", "s3fs"])
+def fs(request, endpoint):
+    return arrow_fs(endpoint) if request.param == "arrow" else fsspec_fs(endpoint)
+
+
+_buckets = iter(range(1000))
+
+
+@pytest.fixture
+def bucket(endpoint):
+    """A new empty bucket."""
+    name = f"bucket{next(_buckets)}"
+    arrow_fs(endpoint).create_dir(name)
+    return name
+
+
+def write_array_record(path, records, options, filesystem=None):
+    with array_record.ArrayRecordWriter(path, options, filesystem=filesystem) as w:
+        for r in records:
+            w.write(r)
+
+
+@pytest.mark.parametrize("options", ["group_size:1,uncompressed", "group_size:8,zstd:3"])
+def test_array_record_shards_read_as_the_local_files_do(tmp_path, fs, bucket, options):
+    halves = [RECORDS[:150], RECORDS[150:]]
+    for i, half in enumerate(halves):
+        write_array_record(f"s3://{bucket}/train-{i:05d}-of-00002", half, options, fs)
+        write_array_record(str(tmp_path / f"train-{i:05d}-of-00002"), half, options)
+    local = grain.sources.ArrayRecordDataSource(str(tmp_path / "train@2"))
+    for spec in [f"s3://{bucket}/train@2", f"s3://{bucket}/train-*"]:
+        remote = grain.sources.ArrayRecordDataSource(spec, filesystem=fs)
+        assert remote.paths == [f"s3://{bucket}/train-0000{i}-of-00002" for i in range(2)]
+        assert len(remote) == len(local) == len(RECORDS)
+        keys = random.Random(0).sample(range(len(RECORDS)), 100)
+        assert remote.__getitems__(keys) == local.__getitems__(keys) == [RECORDS[k] for k in keys]
+        assert [remote[k] for k in (0, 149, 150, 299)] == [RECORDS[k] for k in (0, 149, 150, 299)]
+    info = array_record.info(f"s3://{bucket}/train-00001-of-00002", fs)
+    assert info["num_records"] == 150
+    assert info["path"] == f"s3://{bucket}/train-00001-of-00002"
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP"])
+def test_tfrecord_files_read_as_the_local_files_do(tmp_path, fs, bucket, compression):
+    uri = f"s3://{bucket}/data.tfrecord"
+    with tfrecord.TFRecordWriter(uri, compression, filesystem=fs) as w:
+        for r in RECORDS:
+            w.write(r)
+    assert tfrecord.detect_compression(uri, fs) == compression
+    ds = tfrecord.TFRecordIterDataset(uri, filesystem=fs)
+    assert list(ds) == RECORDS
+    it = iter(ds)
+    for _ in range(100):
+        next(it)
+    state = it.get_state()
+    it2 = iter(pickle.loads(pickle.dumps(ds)))
+    it2.set_state(state)
+    assert list(it2) == RECORDS[100:]
+    assert list(ds.map(len)) == [len(r) for r in RECORDS]  # the engine's node
+    if not compression:
+        source = tfrecord.TFRecordDataSource([uri], filesystem=fs)
+        keys = random.Random(1).sample(range(len(RECORDS)), 50) + list(range(10, 30))
+        assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
+        assert pickle.loads(pickle.dumps(source))[7] == RECORDS[7]
+
+
+def shuffled_batches(source):
+    return (
+        grain.MapDataset.source(source)
+        .seed(7)
+        .shuffle()
+        .map(len)
+        .batch(16)
+        .to_iter_dataset(grain.ReadOptions(num_threads=4, prefetch_buffer_size=8))
+    )
+
+
+def test_checkpoint_restore_over_a_bucket(bucket, endpoint):
+    fs = arrow_fs(endpoint)
+    write_array_record(f"s3://{bucket}/ck-00000-of-00001", RECORDS, "group_size:4", fs)
+    source = grain.sources.ArrayRecordDataSource(f"s3://{bucket}/ck@1", filesystem=fs)
+    it = iter(shuffled_batches(source))
+    for _ in range(5):
+        next(it)
+    state = it.get_state()
+    rest = [b.tolist() for b in it]
+    restored = iter(shuffled_batches(pickle.loads(pickle.dumps(source))))
+    restored.set_state(state)
+    assert [b.tolist() for b in restored] == rest
+    everything = sorted(x for b in shuffled_batches(source) for x in b.tolist())
+    assert everything == sorted(len(r) for r in RECORDS)
+
+
+def test_a_data_loader_with_workers_reopens_the_bucket(bucket, endpoint):
+    fs = arrow_fs(endpoint)
+    write_array_record(f"s3://{bucket}/w", RECORDS[:64], "group_size:1", fs)
+    source = grain.sources.ArrayRecordDataSource(f"s3://{bucket}/w", filesystem=fs)
+    loader = grain.DataLoader(
+        data_source=source,
+        sampler=grain.samplers.IndexSampler(64, shuffle=False, num_epochs=1, seed=0),
+        worker_count=1,
+    )
+    assert list(loader) == RECORDS[:64]
+
+
+def test_a_missing_bucket_or_object_is_named(fs, bucket):
+    for uri in ["s3://no-such-bucket/x", f"s3://{bucket}/missing"]:
+        with pytest.raises((FileNotFoundError, OSError)) as e:
+            grain.sources.ArrayRecordDataSource(uri, filesystem=fs)
+        assert repr(uri) in str(e.value)
+
+
+def test_wrong_credentials_are_named(bucket, endpoint):
+    from moto.core.authorization import enable_iam_authentication
+
+    uri = f"s3://{bucket}/x"
+    write_array_record(uri, RECORDS[:3], "", arrow_fs(endpoint))
+    with enable_iam_authentication():
+        with pytest.raises(OSError, match="credentials") as e:
+            grain.sources.ArrayRecordDataSource(uri, filesystem=arrow_fs(endpoint, key="wrong"))
+    assert repr(uri) in str(e.value)
+    assert "ACCESS_DENIED" in str(e.value)  # the library's own words
+
+
+def test_a_failed_remote_write_leaves_no_object(fs, bucket):
+    uri = f"s3://{bucket}/partial"
+    with pytest.raises(RuntimeError, match="stop"):
+        with array_record.ArrayRecordWriter(uri, filesystem=fs) as w:
+            w.write(b"x" * 100)
+            raise RuntimeError("stop")
+    assert not arrow_fs_of(fs).get_file_info(f"{bucket}/partial").is_file
+
+
+def arrow_fs_of(fs):
+    return fs if isinstance(fs, pafs.S3FileSystem) else pafs.PyFileSystem(pafs.FSSpecHandler(fs))
+
+
+def test_convert_writes_into_the_bucket_and_inspect_reads_it(
+    tmp_path, bucket, endpoint, monkeypatch, capsys
+):
+    import numpy as np
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    monkeypatch.chdir(tmp_path)
+    np.savez(tmp_path / "data.npz", x=np.arange(10))
+    prefix = f"s3://{bucket}/conv/x"
+    assert cli.main(["convert", "data.npz", "-o", prefix, "--num-shards", "2"]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.npz"]  # nothing local
+    listed = sorted(
+        i.base_name for i in arrow_fs(endpoint).get_file_info(pafs.FileSelector(f"{bucket}/conv"))
+    )
+    assert listed == ["x-00000-of-00002", "x-00001-of-00002", "x.manifest.json"]
+    remote = grain.sources.ArrayRecordDataSource(f"{prefix}@2")
+    assert [int(np.load(io.BytesIO(r))["x"]) for r in remote] == list(range(10))
+    capsys.readouterr()
+    assert cli.main(["inspect", "--verify", f"{prefix}@2"]) == 0
+    out = capsys.readouterr().out
+    assert f"{prefix}-00001-of-00002" in out and "hashes match" in out
+    # Rerunning refuses to overwrite what is in the bucket; --overwrite replaces it.
+    assert cli.main(["convert", "data.npz", "-o", prefix, "--num-shards", "2"]) == 1
+    assert "the output exists" in capsys.readouterr().err
+    np.savez(tmp_path / "data.npz", x=np.arange(10, 15))
+    assert cli.main(["convert", "data.npz", "-o", prefix, "--overwrite"]) == 0
+    remote = grain.sources.ArrayRecordDataSource(f"{prefix}@1")
+    assert [int(np.load(io.BytesIO(r))["x"]) for r in remote] == list(range(10, 15))
+    # Inputs in a bucket are refused, naming them.
+    assert cli.main(["convert", f"{prefix}-00000-of-00001", "-o", "local"]) == 1
+    assert "reads local inputs only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("kind", ["array_record", "tfrecord"])
+def test_a_batch_of_records_is_one_concurrent_request_batch(kind):
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class Counting(MemoryFileSystem):
+        batches: list[int] = []
+
+        def cat_ranges(self, paths, starts, ends, **kwargs):
+            self.batches.append(len(paths))
+            return super().cat_ranges(paths, starts, ends, **kwargs)
+
+    fs = Counting(skip_instance_cache=True)
+    uri = f"memory://batch/{kind}"
+    if kind == "array_record":
+        write_array_record(uri, RECORDS, "group_size:1,uncompressed", fs)
+        source = grain.sources.ArrayRecordDataSource(uri, filesystem=fs)
+    else:
+        with tfrecord.TFRecordWriter(uri, filesystem=fs) as w:
+            for r in RECORDS:
+                w.write(r)
+        source = tfrecord.TFRecordDataSource(uri, filesystem=fs)
+    Counting.batches.clear()
+    keys = list(range(0, 300, 3))  # no two neighbours: one range each
+    assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
+    assert Counting.batches == [len(keys)]
