@@ -63,3 +63,19 @@ def check_resume(reference: Path, interrupted: Path, resumed_at: int, steps: int
     if not same_weights(reference, interrupted):
         problems.append("final weights differ")
     return problems
+
+
+def report_resume(
+    problems: list[str], steps: int, resumed_at: int, start: float, width: int
+) -> int:
+    """Prints the summary's resume-check and total-time lines (labels padded to `width`
+    columns, as the demo's other summary lines) and returns the demo's exit status."""
+    if problems:
+        print(f"  {'resume check:':{width}}FAILED: {'; '.join(problems)}")
+    else:
+        print(
+            f"  {'resume check:':{width}}PASSED — the {steps - resumed_at} batches after the"
+            f" checkpoint (step {resumed_at}) identical, final weights bit-identical"
+        )
+    print(f"  {'total time:':{width}}{time.perf_counter() - start:.1f} s")
+    return 1 if problems else 0

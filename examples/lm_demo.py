@@ -30,7 +30,7 @@ from pathlib import Path
 import spelt
 
 import lm_data
-from kill_resume import check_resume, run_and_kill, run_job
+from kill_resume import check_resume, report_resume, run_and_kill, run_job
 
 TRAIN_JOB = Path(__file__).resolve().parent / "lm_train.py"
 
@@ -129,15 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         f"  packing efficiency: Spelt {ours['efficiency']:.4f}, Grain {theirs['efficiency']:.4f}"
         " (fraction of non-padding tokens)"
     )
-    if problems:
-        print(f"  resume check:       FAILED: {'; '.join(problems)}")
-    else:
-        print(
-            f"  resume check:       PASSED — the {args.steps - resumed_at} batches after the"
-            f" checkpoint (step {resumed_at}) identical, final weights bit-identical"
-        )
-    print(f"  total time:         {time.perf_counter() - start:.1f} s")
-    return 1 if problems else 0
+    return report_resume(problems, args.steps, resumed_at, start, 20)
 
 
 if __name__ == "__main__":

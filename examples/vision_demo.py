@@ -35,7 +35,7 @@ import numpy as np
 import spelt
 
 import vision_data
-from kill_resume import check_resume, run_and_kill, run_job
+from kill_resume import check_resume, report_resume, run_and_kill, run_job
 
 TRAIN_JOB = Path(__file__).resolve().parent / "vision_train.py"
 
@@ -157,15 +157,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print("\nSummary")
     print(f"  native input pipeline: {ratios} the images/s of the Pillow pipelines")
-    if problems:
-        print(f"  resume check:          FAILED: {'; '.join(problems)}")
-    else:
-        print(
-            f"  resume check:          PASSED — the {args.steps - resumed_at} batches after the"
-            f" checkpoint (step {resumed_at}) identical, final weights bit-identical"
-        )
-    print(f"  total time:            {time.perf_counter() - start:.1f} s")
-    return 1 if problems else 0
+    return report_resume(problems, args.steps, resumed_at, start, 23)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,22 @@ ImageOp Op(ImageOp::Kind kind, int height = 0, int width = 0) {
   return op;
 }
 
+// A 1x2 RGB image with dark, middle and bright levels.
+Image TwoPixels() {
+  Image image = Image::Zeros(1, 2, 3);
+  image.pixels = {0, 128, 255, 7, 8, 9};
+  return image;
+}
+
+// Normalize with ImageNet's per-channel mean and std (HWC float32 unless changed).
+ImageOp ImageNetNormalize() {
+  ImageOp norm = Op(ImageOp::Kind::kNormalize);
+  norm.mean = {0.485f, 0.456f, 0.406f};
+  norm.std = {0.229f, 0.224f, 0.225f};
+  norm.per_channel = true;
+  return norm;
+}
+
 // The image of an output array.
 Image ImageOf(const Value& v) {
   const Array& a = v.AsArray();
@@ -111,12 +127,8 @@ TEST(VisionImageOpsTest, CenterCropPadsAndRoundsHalvesToEven) {
 }
 
 TEST(VisionImageOpsTest, NormalizeIsFloat32InNumpysOrderInBothLayouts) {
-  Image image = Image::Zeros(1, 2, 3);
-  image.pixels = {0, 128, 255, 7, 8, 9};
-  ImageOp norm = Op(ImageOp::Kind::kNormalize);
-  norm.mean = {0.485f, 0.456f, 0.406f};
-  norm.std = {0.229f, 0.224f, 0.225f};
-  norm.per_channel = true;
+  const Image image = TwoPixels();
+  ImageOp norm = ImageNetNormalize();
   const Array hwc = ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr)
                         .AsArray();
   norm.chw = true;
@@ -141,12 +153,8 @@ TEST(VisionImageOpsTest, NormalizeIsFloat32InNumpysOrderInBothLayouts) {
 }
 
 TEST(VisionImageOpsTest, BFloat16NormalizeIsTheRoundedFloat32) {
-  Image image = Image::Zeros(1, 2, 3);
-  image.pixels = {0, 128, 255, 7, 8, 9};
-  ImageOp norm = Op(ImageOp::Kind::kNormalize);
-  norm.mean = {0.485f, 0.456f, 0.406f};
-  norm.std = {0.229f, 0.224f, 0.225f};
-  norm.per_channel = true;
+  const Image image = TwoPixels();
+  ImageOp norm = ImageNetNormalize();
   norm.chw = true;
   const Array f32 = ApplyImageOps(std::vector<ImageOp>{norm}, {}, ArrayOf(image), nullptr)
                         .AsArray();
