@@ -215,8 +215,9 @@ Image ResizeBilinearAntialiasBox(const Image& image, double x0, double y0, doubl
 // < 1 or the image is empty.
 Image ResizeNearest(const Image& image, int out_height, int out_width);
 
-// The image mirrored left to right (a new image).
-Image FlipHorizontal(const Image& image);
+// The image mirrored left to right, in place of the image given (pass a copy, or move in an
+// image no longer needed).
+Image FlipHorizontal(Image image);
 
 }  // namespace spelt::vision
 

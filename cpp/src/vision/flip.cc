@@ -1,22 +1,19 @@
 // FlipHorizontal (spelt/vision.h).
 #include <algorithm>
+#include <utility>
 
 #include "spelt/vision.h"
 
 namespace spelt::vision {
 
-Image FlipHorizontal(const Image& image) {
-  Image out = Image::Zeros(image.height, image.width, image.channels);
+Image FlipHorizontal(Image image) {
   const int c = image.channels;
   for (int y = 0; y < image.height; ++y) {
-    const uint8_t* src = image.row(y);
-    uint8_t* dst = out.row(y) + static_cast<size_t>(image.width) * c;
-    for (int x = 0; x < image.width; ++x) {
-      dst -= c;
-      std::copy_n(src + static_cast<size_t>(x) * c, c, dst);
-    }
+    uint8_t* left = image.row(y);
+    uint8_t* right = left + static_cast<size_t>(image.width - 1) * c;
+    for (; left < right; left += c, right -= c) std::swap_ranges(left, left + c, right);
   }
-  return out;
+  return image;
 }
 
 }  // namespace spelt::vision

@@ -405,7 +405,7 @@ class Run {
     // The reference checks the image before it draws, then draws once whatever p.
     Image* image = ImageOrReference(w);
     if (image == nullptr) return;
-    if (Draws().Uniform(0.0, 1.0) < op_.p) w = FlipHorizontal(*image);
+    if (Draws().Uniform(0.0, 1.0) < op_.p) *image = FlipHorizontal(std::move(*image));
   }
 
   void Normalize(Working& w) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "spelt/vision.h"
 #include "vision/jpeg_decompressor.h"
@@ -73,13 +74,16 @@ Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, i
   }
   const int first_row = std::max(0, (y0 / margin_y - 1) * margin_y);  // iMCU-aligned
   decompressor.SkipRows(first_row);
-  Image rows = Image::Zeros(y1 - first_row, decoded_width, 3);
-  decompressor.ReadRows(rows.height, rows.pixels.data(), rows.row_bytes());
+  // The decoded rows live in a per-thread buffer, reused from image to image.
+  thread_local std::vector<uint8_t> rows;
+  const size_t stride = static_cast<size_t>(decoded_width) * 3;
+  if (rows.size() < stride * (y1 - first_row)) rows.resize(stride * (y1 - first_row));
+  decompressor.ReadRows(y1 - first_row, rows.data(), stride);
   // The rows below the crop are never decoded; ~JpegDecompressor abandons the decompression.
 
   const internal::ImageView region{
-      rows.row(y0 - first_row) + static_cast<size_t>(x0 - decoded_left) * 3, y1 - y0, x1 - x0, 3,
-      rows.row_bytes()};
+      rows.data() + stride * (y0 - first_row) + static_cast<size_t>(x0 - decoded_left) * 3,
+      y1 - y0, x1 - x0, 3, stride};
   return internal::ResampleBilinear(region, fx0 - x0, fy0 - y0, fx1 - x0, fy1 - y0, out_height,
                                     out_width);
 }

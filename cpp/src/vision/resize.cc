@@ -1,8 +1,9 @@
 // ResizeBilinearAntialias (spelt/vision.h): Pillow's Image.resize(..., BILINEAR), after
 // Pillow's libImaging/Resample.c (precompute_coeffs, normalize_coeffs_8bpc,
 // ImagingResampleHorizontal_8bpc / Vertical_8bpc, ImagingResampleInner): the same double
-// coefficients, rounded to the same 22-bit fixed point, summed in the same order, so the
-// output is Pillow's to the bit.
+// coefficients, rounded to the same 22-bit fixed point, the horizontal pass first, so the output
+// is Pillow 12's to the bit. Pillow 13 runs the vertical pass first for some shapes (each pass
+// rounds to bytes), so its output can differ by 1 level in places.
 #include "vision/resize.h"
 
 #include <algorithm>
@@ -16,7 +17,6 @@ namespace spelt::vision {
 namespace internal {
 namespace {
 
-constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
 constexpr double kBilinearSupport = 1.0;
 
 double BilinearFilter(double x) {
@@ -24,15 +24,6 @@ double BilinearFilter(double x) {
   if (x < 1.0) return 1.0 - x;
   return 0.0;
 }
-
-// For each output pixel: its first input pixel, the number of input pixels, and that many
-// fixed-point weights at kk[i * ksize].
-struct Coefficients {
-  int ksize = 0;
-  std::vector<int> first;
-  std::vector<int> count;
-  std::vector<int32_t> kk;
-};
 
 // precompute_coeffs + normalize_coeffs_8bpc.
 Coefficients Precompute(int in_size, double in0, double in1, int out_size) {
@@ -71,39 +62,32 @@ Coefficients Precompute(int in_size, double in0, double in1, int out_size) {
   return c;
 }
 
-inline uint8_t Clip8(int32_t in) {
-  if (in >= (1 << kPrecisionBits << 8)) return 255;
-  if (in <= 0) return 0;
-  return static_cast<uint8_t>(in >> kPrecisionBits);
-}
-
-// Rows [row0, row0 + out.height) of `in`, resampled horizontally into `out`.
+// Rows [row0, row0 + out_height) of `in`, resampled horizontally into `out`.
 template <int C>
-void Horizontal(const ImageView& in, int row0, const Coefficients& c, Image& out) {
-  for (int yy = 0; yy < out.height; ++yy) {
+void Horizontal(const ImageView& in, int row0, const Coefficients& c, int out_height,
+                int out_width, uint8_t* out, size_t out_stride) {
+  if (C == 3 && HasAvx2Resample()) {
+    return HorizontalRgbAvx2(in, row0, c, out_height, out_width, out, out_stride);
+  }
+  for (int yy = 0; yy < out_height; ++yy) {
     const uint8_t* src = in.row(yy + row0);
-    uint8_t* dst = out.row(yy);
-    for (int xx = 0; xx < out.width; ++xx) {
-      const int xmin = c.first[xx];
-      const int n = c.count[xx];
-      const int32_t* k = &c.kk[static_cast<size_t>(xx) * c.ksize];
-      int32_t ss[C];
-      for (int ch = 0; ch < C; ++ch) ss[ch] = 1 << (kPrecisionBits - 1);
-      const uint8_t* p = src + static_cast<size_t>(xmin) * C;
-      for (int x = 0; x < n; ++x) {
-        for (int ch = 0; ch < C; ++ch) ss[ch] += p[x * C + ch] * k[x];
-      }
-      for (int ch = 0; ch < C; ++ch) dst[xx * C + ch] = Clip8(ss[ch]);
+    uint8_t* dst = out + static_cast<size_t>(yy) * out_stride;
+    for (int xx = 0; xx < out_width; ++xx) {
+      ResamplePixel<C>(src + static_cast<size_t>(c.first[xx]) * C,
+                       &c.kk[static_cast<size_t>(xx) * c.ksize], c.count[xx], dst + xx * C);
     }
   }
 }
 
-// Rows first[yy] - row_shift ... of `in`, resampled vertically into `out`.
-template <int C>
-void Vertical(const ImageView& in, int row_shift, const Coefficients& c, Image& out) {
-  const size_t row_bytes = out.row_bytes();
+// Rows first[yy] - row_shift ... of `in`, resampled vertically into `out` (out_height rows of
+// row_bytes bytes, out_stride apart).
+void Vertical(const ImageView& in, int row_shift, const Coefficients& c, int out_height,
+              size_t row_bytes, uint8_t* out, size_t out_stride) {
+  if (HasAvx2Resample()) {
+    return VerticalAvx2(in, row_shift, c, out_height, row_bytes, out, out_stride);
+  }
   std::vector<int32_t> acc(row_bytes);
-  for (int yy = 0; yy < out.height; ++yy) {
+  for (int yy = 0; yy < out_height; ++yy) {
     const int ymin = c.first[yy] - row_shift;
     const int n = c.count[yy];
     const int32_t* k = &c.kk[static_cast<size_t>(yy) * c.ksize];
@@ -113,9 +97,17 @@ void Vertical(const ImageView& in, int row_shift, const Coefficients& c, Image& 
       const int32_t w = k[y];
       for (size_t i = 0; i < row_bytes; ++i) acc[i] += src[i] * w;
     }
-    uint8_t* dst = out.row(yy);
+    uint8_t* dst = out + static_cast<size_t>(yy) * out_stride;
     for (size_t i = 0; i < row_bytes; ++i) dst[i] = Clip8(acc[i]);
   }
+}
+
+// The intermediate image between the two passes, in a per-thread buffer reused from image to
+// image.
+uint8_t* Scratch(size_t bytes) {
+  thread_local std::vector<uint8_t> scratch;
+  if (scratch.size() < bytes) scratch.resize(bytes);
+  return scratch.data();
 }
 
 template <int C>
@@ -123,29 +115,30 @@ Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, 
                int out_width) {
   const bool need_horizontal = out_width != in.width || x0 != 0 || x1 != out_width;
   const bool need_vertical = out_height != in.height || y0 != 0 || y1 != out_height;
-  const Coefficients vert = Precompute(in.height, y0, y1, out_height);
-  ImageView src = in;
-  Image temp;
-  int row_shift = 0;
-  if (need_horizontal) {
-    const Coefficients horiz = Precompute(in.width, x0, x1, out_width);
-    // Only the rows the vertical pass reads (ybox_first .. ybox_last).
-    const int first = vert.first[0];
-    const int last = vert.first[out_height - 1] + vert.count[out_height - 1];
-    temp = Image::Zeros(last - first, out_width, C);
-    Horizontal<C>(in, first, horiz, temp);
-    row_shift = first;
-    src = {temp.pixels.data(), temp.height, temp.width, C, temp.row_bytes()};
-  }
-  if (need_vertical) {
-    Image out = Image::Zeros(out_height, src.width, C);
-    Vertical<C>(src, row_shift, vert, out);
+  Image out = Image::Zeros(out_height, out_width, C);
+  const size_t out_stride = out.row_bytes();
+  if (!need_horizontal && !need_vertical) {
+    for (int y = 0; y < in.height; ++y) std::memcpy(out.row(y), in.row(y), out_stride);
     return out;
   }
-  if (need_horizontal) return temp;
-  Image copy = Image::Zeros(in.height, in.width, C);
-  for (int y = 0; y < in.height; ++y) std::memcpy(copy.row(y), in.row(y), copy.row_bytes());
-  return copy;
+  const Coefficients vert = Precompute(in.height, y0, y1, out_height);
+  if (!need_horizontal) {
+    Vertical(in, 0, vert, out_height, out_stride, out.pixels.data(), out_stride);
+    return out;
+  }
+  const Coefficients horiz = Precompute(in.width, x0, x1, out_width);
+  // Only the rows the vertical pass reads (Pillow's ybox_first .. ybox_last).
+  const int first = vert.first[0];
+  const int last = vert.first[out_height - 1] + vert.count[out_height - 1];
+  if (!need_vertical) {
+    Horizontal<C>(in, first, horiz, out_height, out_width, out.pixels.data(), out_stride);
+    return out;
+  }
+  uint8_t* temp = Scratch(static_cast<size_t>(last - first) * out_stride);
+  Horizontal<C>(in, first, horiz, last - first, out_width, temp, out_stride);
+  Vertical({temp, last - first, out_width, C, out_stride}, first, vert, out_height, out_stride,
+           out.pixels.data(), out_stride);
+  return out;
 }
 
 }  // namespace
