@@ -144,7 +144,7 @@ $(VENV)/.bench: requirements-bench.txt $(VENV)/.deps
 	$(PY) -m pip install -q -r requirements-bench.txt
 	touch $@
 
-bench: python $(VENV)/.ray $(VENV)/.bench
+bench: python cpp $(VENV)/.ray $(VENV)/.bench
 	$(PY) bench/bench.py
 
 # Reads a 2-worker pipeline and an ArrayRecord pipeline for SOAK_MINUTES (default 10), printing
