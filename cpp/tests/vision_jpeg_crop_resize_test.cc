@@ -62,6 +62,26 @@ TEST(VisionJpegCropResizeTest, WithoutScalingEqualsTheReference) {
   }
 }
 
+// Crop edges at every offset around the iMCU boundaries (16 and 32 pixels for 4:2:0), where
+// the decoded region's replicated chroma comes closest to the pixels used: the fused decode of
+// the crop equals the reference's pixels.
+TEST(VisionJpegCropResizeTest, EdgesNearIMcuBoundariesEqualTheReference) {
+  for (const char* name : {"rgb_420.jpg", "rgb_444.jpg", "progressive.jpg"}) {
+    const std::vector<uint8_t> jpeg = Fixture(name);
+    const JpegHeader h = ReadJpegHeader(jpeg);
+    for (int top = 12; top <= 36 && top + 10 <= h.height; ++top) {
+      for (int left = 12; left <= 36 && left + 13 <= h.width; ++left) {
+        for (const CropBox crop : {CropBox{top, left, 10, 13}, CropBox{0, 0, top, left}}) {
+          EXPECT_EQ(DecodeJpegCropResize(jpeg, crop, crop.height, crop.width).pixels,
+                    Reference(jpeg, crop, crop.height, crop.width).pixels)
+              << name << " crop " << crop.top << "," << crop.left << "," << crop.height << ","
+              << crop.width;
+        }
+      }
+    }
+  }
+}
+
 TEST(VisionJpegCropResizeTest, OnePixel) {
   const std::vector<uint8_t> jpeg = Fixture("one_pixel.jpg");
   const Image out = DecodeJpegCropResize(jpeg, {0, 0, 1, 1}, 2, 3);

@@ -60,19 +60,24 @@ Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, i
   const int y1 = std::min(decompressor.output_height(), static_cast<int>(std::ceil(fy1)));
 
   // libjpeg-turbo upsamples chroma at the edges of a cropped or skipped-to region from
-  // replicated samples, so the region's outer pixels differ from a full decode. One iMCU more on
-  // each side (where the image goes on) keeps them out of the pixels used, which then equal the
-  // full decode's: the rows above it are read and dropped, the columns decoded and ignored.
-  const int margin_x = decompressor.imcu_width();
-  const int margin_y = decompressor.imcu_height();
-  int decoded_left = std::max(0, x0 - margin_x);
-  int decoded_width = std::min(decompressor.output_width(), x1 + margin_x) - decoded_left;
+  // replicated samples, so the region's outer pixels differ from a full decode: those within a
+  // chroma sample or two of its edge. A guard of a quarter iMCU (4 pixels for 4:2:0: two
+  // chroma samples) between the region's edges and the pixels used, where the image goes on,
+  // keeps them out, and the pixels used equal the full decode's: the rows above are read and
+  // dropped, the columns decoded and ignored. The region's edges are whole iMCUs (libjpeg
+  // widens a crop to them), so the guard costs an iMCU only where the crop's edge lies within
+  // the guard of one.
+  const int guard_x = std::max(1, decompressor.imcu_width() / 4);
+  const int guard_y = std::max(1, decompressor.imcu_height() / 4);
+  int decoded_left = std::max(0, x0 - guard_x);
+  int decoded_width = std::min(decompressor.output_width(), x1 + guard_x) - decoded_left;
   if (decoded_width < decompressor.output_width()) {
     decompressor.CropColumns(&decoded_left, &decoded_width);
   } else {
     decoded_left = 0;
   }
-  const int first_row = std::max(0, (y0 / margin_y - 1) * margin_y);  // iMCU-aligned
+  const int imcu_rows = decompressor.imcu_height();
+  const int first_row = std::max(0, (y0 - guard_y) / imcu_rows * imcu_rows);  // iMCU-aligned
   decompressor.SkipRows(first_row);
   // The decoded rows live in a per-thread buffer, reused from image to image.
   thread_local std::vector<uint8_t> rows;

@@ -1,6 +1,7 @@
 // JpegDecompressor (jpeg_decompressor.h).
 #include "vision/jpeg_decompressor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -117,16 +118,26 @@ void JpegDecompressor::SkipRows(int rows) {
 }
 
 void JpegDecompressor::ReadRows(int rows, uint8_t* dst, size_t stride) {
-  for (int y = 0; y < rows; ++y) {
-    uint8_t* out = dst + static_cast<size_t>(y) * stride;
-    JSAMPROW row = cmyk_ ? cmyk_row_.data() : out;
+  // Up to kBatch rows per call (libjpeg hands out a row group at a time), CMYK one at a time
+  // through the conversion buffer.
+  constexpr int kBatch = 16;
+  for (int y = 0; y < rows;) {
+    JSAMPROW pointers[kBatch];
+    const int n = cmyk_ ? 1 : std::min(kBatch, rows - y);
+    for (int k = 0; k < n; ++k) {
+      pointers[k] = cmyk_ ? cmyk_row_.data() : dst + static_cast<size_t>(y + k) * stride;
+    }
     JDIMENSION got = 0;
-    if (!Guarded([&] { got = jpeg_read_scanlines(&info_, &row, 1); })) Throw();
-    if (got != 1) {
+    if (!Guarded([&] { got = jpeg_read_scanlines(&info_, pointers, n); })) Throw();
+    if (got == 0) {
       // With an in-memory source libjpeg never suspends; this would be a libjpeg bug.
       throw CorruptImageError("JPEG", data_.size(), "libjpeg returned no scanline");
     }
-    if (cmyk_) CmykToRgb(cmyk_row_.data(), out, static_cast<int>(info_.output_width));
+    if (cmyk_) {
+      CmykToRgb(cmyk_row_.data(), dst + static_cast<size_t>(y) * stride,
+                static_cast<int>(info_.output_width));
+    }
+    y += static_cast<int>(got);
   }
 }
 
