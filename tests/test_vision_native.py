@@ -581,3 +581,5 @@ def test_a_data_loader_skips_corrupt_images_and_the_summary_shows_them(native):
     stages = spelt.experimental.get_execution_summary(it).to_dict()["stages"]
     produced = {s["name"]: s["elements"] for s in stages}
     assert any(n == 7 for n in produced.values()) and any(n == 9 for n in produced.values())
+    # The record ops' stage counts the 2 skipped images in its own column.
+    assert [s["filtered"] for s in stages if s["filtered"]] == [2]

@@ -56,6 +56,9 @@ class StageSummary:
         worker_busy_s: for ``"workers"``: the workers' compute seconds (float), else None.
         worker_utilization: for ``"workers"``: busy seconds / (workers x wall seconds),
             in [0, 1], else None.
+        filtered: for a map or filter (one element out per element in, or none): the elements
+            it dropped, its input's elements less its own (a filter's, a map's None, a
+            ``DecodeImage(on_error="skip")``'s corrupt images) (int); None for other stages.
     """
 
     id: int
@@ -70,6 +73,7 @@ class StageSummary:
     parallelism: int
     worker_busy_s: float | None = None
     worker_utilization: float | None = None
+    filtered: int | None = None
 
     @property
     def wait_share(self) -> float:
@@ -166,6 +170,7 @@ class ExecutionSummary:
             "name",
             "inputs",
             "elements",
+            "filtered",
             "total ms",
             "self ms",
             "us/elem",
@@ -177,10 +182,11 @@ class ExecutionSummary:
         rows = [header]
         for s in self.stages:
             if s.in_workers:
-                counted = ("(in workers)", "", "", "", "", "", "")
+                counted = ("(in workers)", "", "", "", "", "", "", "")
             else:
                 counted = (
                     str(s.elements),
+                    "" if s.filtered is None else str(s.filtered),
                     f"{s.total_time_ns / 1e6:.1f}",
                     f"{s.self_time_ns / 1e6:.1f}",
                     f"{s.self_time_ns / max(s.elements, 1) / 1e3:.1f}",
@@ -254,6 +260,7 @@ class _Stage:
     parallelism: int
     inputs: list[_Stage] = dataclasses.field(default_factory=list)
     stats: Any = None  # _core.StageStats
+    elementwise: bool = False  # a map or filter: each input element gives one or none
     workers: _WorkerTime | None = None
 
 
@@ -276,8 +283,15 @@ class Tracker:
     def summary(self) -> ExecutionSummary:
         wall = time.perf_counter() - self.start
         out = []
+        counters_of = {
+            id(st): st.stats.snapshot() if st.stats is not None else {} for st in self.stages
+        }
         for i, st in enumerate(self.stages):
-            counters = st.stats.snapshot() if st.stats is not None else {}
+            counters = counters_of[id(st)]
+            filtered = None
+            if st.elementwise and len(st.inputs) == 1 and not st.in_workers:
+                taken = counters_of[id(st.inputs[0])].get("elements", 0)
+                filtered = max(taken - counters.get("elements", 0), 0)
             busy = util = None
             if st.workers is not None:
                 busy = st.workers.seconds
@@ -296,6 +310,7 @@ class Tracker:
                     parallelism=st.parallelism,
                     worker_busy_s=busy,
                     worker_utilization=util,
+                    filtered=filtered,
                 )
             )
         return ExecutionSummary(wall_time_s=wall, stages=tuple(out))
@@ -360,6 +375,7 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
         return ds, None
     kind = _kind(ds)
     stage = _Stage(_name(ds), kind, in_workers, 1 if in_workers else threads)
+    stage.elementwise = isinstance(ds, _base.TransformStr)
     parent_threads = threads
     if kind == "workers":
         stage.parallelism = ds.options.num_workers
