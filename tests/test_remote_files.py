@@ -6,60 +6,18 @@ import io
 import pickle
 import random
 
-import moto.server as moto_server
-import pyarrow.fs as pafs
 import pytest
-import s3fs
 import spelt as grain
+import pyarrow.fs as pafs
+from s3_server import KEY, SECRET, arrow_fs, bucket, endpoint, fsspec_fs  # noqa: F401  (fixtures)
 from spelt import array_record, cli, tfrecord
 
 RECORDS = [bytes([i % 251]) * (i * 37 % 3000) + str(i).encode() for i in range(300)]
-KEY, SECRET = "testing", "testing"
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"{host}:{port}"
-    server.stop()
-
-
-def arrow_fs(endpoint, key=KEY):
-    return pafs.S3FileSystem(
-        access_key=key,
-        secret_key=SECRET,
-        endpoint_override=endpoint,
-        scheme="http",
-        region="us-east-1",
-        allow_bucket_creation=True,
-    )
-
-
-def fsspec_fs(endpoint):
-    return s3fs.S3FileSystem(
-        key=KEY,
-        secret=SECRET,
-        client_kwargs={"endpoint_url": f"http://{endpoint}", "region_name": "us-east-1"},
-        skip_instance_cache=True,
-    )
 
 
 @pytest.fixture(params=["arrow", "s3fs"])
 def fs(request, endpoint):
     return arrow_fs(endpoint) if request.param == "arrow" else fsspec_fs(endpoint)
-
-
-_buckets = iter(range(1000))
-
-
-@pytest.fixture
-def bucket(endpoint):
-    """A new empty bucket."""
-    name = f"bucket{next(_buckets)}"
-    arrow_fs(endpoint).create_dir(name)
-    return name
 
 
 def write_array_record(path, records, options, filesystem=None):
@@ -219,27 +177,33 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
 
 
 @pytest.mark.parametrize("kind", ["array_record", "tfrecord"])
-def test_a_batch_of_records_is_one_concurrent_request_batch(kind):
+def test_a_batch_of_records_coalesces_into_few_requests(kind):
     from fsspec.implementations.memory import MemoryFileSystem
 
     class Counting(MemoryFileSystem):
-        batches: list[int] = []
+        ranges: list[tuple[int, int]] = []
 
-        def cat_ranges(self, paths, starts, ends, **kwargs):
-            self.batches.append(len(paths))
-            return super().cat_ranges(paths, starts, ends, **kwargs)
+        def cat_file(self, path, start=None, end=None, **kwargs):
+            self.ranges.append((start, end))
+            return super().cat_file(path, start, end, **kwargs)
 
     fs = Counting(skip_instance_cache=True)
     uri = f"memory://batch/{kind}"
+    records = RECORDS + [b"x" * 100_000] * 20 + RECORDS  # 2 MB apart at most
     if kind == "array_record":
-        write_array_record(uri, RECORDS, "group_size:1,uncompressed", fs)
+        write_array_record(uri, records, "group_size:1,uncompressed", fs)
         source = grain.sources.ArrayRecordDataSource(uri, filesystem=fs)
     else:
         with tfrecord.TFRecordWriter(uri, filesystem=fs) as w:
-            for r in RECORDS:
+            for r in records:
                 w.write(r)
         source = tfrecord.TFRecordDataSource(uri, filesystem=fs)
-    Counting.batches.clear()
-    keys = list(range(0, 300, 3))  # no two neighbours: one range each
-    assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
-    assert Counting.batches == [len(keys)]
+    # Records 3 apart (within 64 KiB of each other) share a request of at most 1 MiB.
+    keys = list(range(0, 300, 3))
+    Counting.ranges.clear()
+    assert source.__getitems__(keys) == [records[k] for k in keys]
+    assert len(Counting.ranges) == 1
+    keys = [0, 300, 310, 320, 619]  # records 100 KB or more apart: one request each
+    Counting.ranges.clear()
+    assert source.__getitems__(keys) == [records[k] for k in keys]
+    assert len(Counting.ranges) == len(keys)

@@ -349,7 +349,7 @@ def _expand(item: str, kind: str) -> list[tuple[str, str]]:
     if not _file_system.is_local(item):
         raise ValueError(
             f"{item}: spelt convert reads local inputs only (the output may be in a bucket);"
-            " copy the inputs locally first (docs/object_stores.md)"
+            " copy the inputs locally first (docs/remote.md)"
         )
     if not os.path.exists(item):
         raise FileNotFoundError(f"{item}: no such file or directory")

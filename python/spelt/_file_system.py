@@ -4,34 +4,32 @@ Local paths and ``file://`` URIs are opened by libspelt itself (pread). Any othe
 path given with a ``filesystem=`` object, is opened through a Python library: a
 ``pyarrow.fs.FileSystem`` (S3, GCS, Azure, HDFS as shipped in the pyarrow wheel) or an fsspec
 filesystem (``s3fs``, ``gcsfs``, ``memory://``, ``hf://`` ...). libspelt calls back into
-:class:`Files` with the GIL for the call only; a batch of reads goes out concurrently (pyarrow:
-``NativeFile.read_at`` on a thread pool, it releases the GIL; fsspec: ``cat_ranges``).
+:class:`Files` with the GIL for the call only; a batch of reads goes out as concurrent range
+requests, with retries and checks that the object did not change (spelt._remote_reads).
 
 URIs without ``filesystem=`` resolve with ``pyarrow.fs.FileSystem.from_uri`` for the schemes
 Arrow ships (s3, gs, gcs, hdfs, viewfs, abfs, abfss) and with ``fsspec.core.url_to_fs``
 otherwise (or when pyarrow is missing). Credentials are each library's own configuration
-(environment variables, profile files, metadata servers); see docs/object_stores.md.
+(environment variables, profile files, metadata servers); see docs/remote.md.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import fnmatch
 import os
 import posixpath
 import re
-import threading
 from collections.abc import Sequence
 from typing import Any
 
 from spelt import _paths
+from spelt import _remote_reads
 
 _ARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
-# Concurrent range reads of one pyarrow batch (read_at releases the GIL while it waits).
-_ARROW_READ_THREADS = 32
-_pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
+# fsspec info() keys that tell versions of an object apart, best first (S3, GCS, Azure, ...).
+_VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "version_id")
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated")
 
 
 def scheme(uri: str) -> str:
@@ -45,16 +43,6 @@ def is_local(uri: str, filesystem: Any = None) -> bool:
     return filesystem is None and scheme(uri) in ("", "file")
 
 
-def _read_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool  # pylint: disable=global-statement  # one pool per process, made on first use
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                _ARROW_READ_THREADS, thread_name_prefix="spelt-read"
-            )
-        return _pool
-
-
 def _is_arrow(filesystem: Any) -> bool:
     try:
         import pyarrow.fs  # pylint: disable=import-outside-toplevel
@@ -63,37 +51,39 @@ def _is_arrow(filesystem: Any) -> bool:
     return isinstance(filesystem, pyarrow.fs.FileSystem)
 
 
-class _ArrowInput:
-    def __init__(self, file: Any):
-        self._file = file
-        self.size = file.size()
+def _arrow_input(fs: Any, path: str, uri: str) -> _remote_reads.RangeReader:
+    import pyarrow.fs  # pylint: disable=import-outside-toplevel
 
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        if len(ranges) == 1:
-            offset, length = ranges[0]
-            return [self._file.read_at(length, offset)]
-        return list(_read_pool().map(lambda r: self._file.read_at(r[1], r[0]), ranges))
+    def lookup():
+        info = fs.get_file_info(path)
+        if info.type == pyarrow.fs.FileType.NotFound:
+            raise FileNotFoundError(uri)
+        return (info.size, info.mtime_ns)
+
+    identity = lookup()
+    file = fs.open_input_file(path)
+    return _remote_reads.RangeReader(
+        uri, file.size(), identity, lambda offset, n: file.read_at(n, offset), lookup
+    )
 
 
-class _FsspecInput:
-    def __init__(self, fs: Any, uri: str):
-        self._fs = fs
-        self._uri = uri
-        self.size = fs.size(uri)
+def _fsspec_input(fs: Any, path: str, uri: str) -> _remote_reads.RangeReader:
+    def lookup():
+        fs.invalidate_cache(path)  # a fresh lookup, not a listing's cached entry
+        info = fs.info(path)
+        keys = [k for k in _VERSION_KEYS if info.get(k) is not None] or [
+            k for k in _MTIME_KEYS if info.get(k) is not None
+        ]
+        return (info["size"], *(str(info[k]) for k in keys[:1]))
 
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        if len(ranges) == 1:
-            offset, length = ranges[0]
-            return [self._fs.cat_file(self._uri, start=offset, end=offset + length)]
-        parts = self._fs.cat_ranges(
-            [self._uri] * len(ranges),
-            [offset for offset, _ in ranges],
-            [offset + length for offset, length in ranges],
-        )
-        for part in parts:
-            if isinstance(part, Exception):
-                raise part
-        return parts
+    identity = lookup()
+    return _remote_reads.RangeReader(
+        uri,
+        identity[0],
+        identity,
+        lambda offset, n: fs.cat_file(path, start=offset, end=offset + n),
+        lookup,
+    )
 
 
 class _Output:
@@ -152,11 +142,8 @@ class Files:
     # Called by libspelt (cpp/python/py_file_system.h).
     def open_input(self, uri: str) -> Any:
         path = self._path(uri)
-        if self.arrow:
-            return self.call(
-                "read", uri, lambda: _ArrowInput(self.filesystem.open_input_file(path))
-            )
-        return self.call("read", uri, _FsspecInput, self.filesystem, path)
+        opener = _arrow_input if self.arrow else _fsspec_input
+        return self.call("read", uri, opener, self.filesystem, path, uri)
 
     def open_output(self, uri: str) -> _Output:
         return _Output(self, uri, self.filesystem_open(uri, "wb"))
