@@ -171,9 +171,45 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
     assert cli.main(["convert", "data.npz", "-o", prefix, "--overwrite"]) == 0
     remote = grain.sources.ArrayRecordDataSource(f"{prefix}@1")
     assert [int(np.load(io.BytesIO(r))["x"]) for r in remote] == list(range(10, 15))
-    # Inputs in a bucket are refused, naming them.
-    assert cli.main(["convert", f"{prefix}-00000-of-00001", "-o", "local"]) == 1
-    assert "reads local inputs only" in capsys.readouterr().err
+
+
+def test_convert_reads_inputs_from_the_bucket_as_from_a_folder(
+    tmp_path, bucket, endpoint, monkeypatch, capsys
+):
+    import json
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    folder = tmp_path / "in"
+    folder.mkdir()
+    np.save(folder / "a.npy", np.arange(12).reshape(6, 2))
+    np.savez(folder / "b.npz", x=np.arange(3), y=np.ones((3, 2)))
+    pq.write_table(pa.table({"v": [1.5, 2.5], "s": ["p", "q"]}), folder / "c.parquet")
+    (folder / "d.jsonl").write_text("".join(json.dumps({"k": i}) + "\n" for i in range(4)))
+    (folder / "e.csv").write_text("h1,h2\n1,x\n2,y\n")
+    with tfrecord.TFRecordWriter(str(folder / "f.tfrecord"), "GZIP") as w:
+        for r in RECORDS[:5]:
+            w.write(r)
+    remote = arrow_fs(endpoint)
+    for path in sorted(folder.iterdir()):
+        with remote.open_output_stream(f"{bucket}/in/{path.name}") as f:
+            f.write(path.read_bytes())
+    assert cli.main(["convert", str(folder), "-o", str(tmp_path / "local"), "--allow-mixed"]) == 0
+    for argument in [f"s3://{bucket}/in/", f"s3://{bucket}/in/*"]:
+        out = str(tmp_path / "from_bucket")
+        assert cli.main(["convert", argument, "-o", out, "--allow-mixed", "--overwrite"]) == 0
+        got = list(grain.sources.ArrayRecordDataSource(out + "@1"))
+        assert got == list(grain.sources.ArrayRecordDataSource(str(tmp_path / "local@1")))
+        assert len(got) == 6 + 3 + 2 + 4 + 2 + 5
+    capsys.readouterr()
+    assert cli.main(["convert", f"s3://{bucket}/nothing", "-o", str(tmp_path / "x")]) == 1
+    assert f"s3://{bucket}/nothing: no such object" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["array_record", "tfrecord"])
@@ -207,3 +243,18 @@ def test_a_batch_of_records_coalesces_into_few_requests(kind):
     Counting.ranges.clear()
     assert source.__getitems__(keys) == [records[k] for k in keys]
     assert len(Counting.ranges) == len(keys)
+
+
+def test_parquet_sources_read_from_the_bucket(fs, bucket, endpoint):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"x": list(range(50)), "s": [str(i) for i in range(50)]})
+    pq.write_table(table, f"{bucket}/d.parquet", filesystem=arrow_fs(endpoint), row_group_size=8)
+    expected = [{"x": i, "s": str(i)} for i in range(50)]
+    for path in [f"s3://{bucket}/d.parquet", f"{bucket}/d.parquet"]:
+        source = grain.experimental.ParquetDataSource(path, filesystem=fs)
+        assert [source[i] for i in range(len(source))] == expected
+        source = pickle.loads(pickle.dumps(source))  # reopens in a worker
+        assert source[49] == expected[49]
+        assert list(grain.experimental.ParquetIterDataset(path, filesystem=fs)) == expected

@@ -51,41 +51,6 @@ def _is_arrow(filesystem: Any) -> bool:
     return isinstance(filesystem, pyarrow.fs.FileSystem)
 
 
-def _arrow_input(fs: Any, path: str, uri: str) -> _remote_reads.RangeReader:
-    import pyarrow.fs  # pylint: disable=import-outside-toplevel
-
-    def lookup():
-        info = fs.get_file_info(path)
-        if info.type == pyarrow.fs.FileType.NotFound:
-            raise FileNotFoundError(uri)
-        return (info.size, info.mtime_ns)
-
-    identity = lookup()
-    file = fs.open_input_file(path)
-    return _remote_reads.RangeReader(
-        uri, file.size(), identity, lambda offset, n: file.read_at(n, offset), lookup
-    )
-
-
-def _fsspec_input(fs: Any, path: str, uri: str) -> _remote_reads.RangeReader:
-    def lookup():
-        fs.invalidate_cache(path)  # a fresh lookup, not a listing's cached entry
-        info = fs.info(path)
-        keys = [k for k in _VERSION_KEYS if info.get(k) is not None] or [
-            k for k in _MTIME_KEYS if info.get(k) is not None
-        ]
-        return (info["size"], *(str(info[k]) for k in keys[:1]))
-
-    identity = lookup()
-    return _remote_reads.RangeReader(
-        uri,
-        identity[0],
-        identity,
-        lambda offset, n: fs.cat_file(path, start=offset, end=offset + n),
-        lookup,
-    )
-
-
 class _Output:
     """A file being written: ``write``, ``close`` (complete it) and ``discard`` (remove it)."""
 
@@ -119,8 +84,9 @@ class Files:
     def __repr__(self) -> str:
         return f"Files({self._description})"
 
-    def _path(self, uri: str) -> str:
-        # pyarrow filesystems take "bucket/key"; fsspec ones strip their own protocols.
+    def path_on(self, uri: str) -> str:
+        """``uri`` as the filesystem takes it: pyarrow filesystems take "bucket/key", fsspec
+        ones strip their own protocols."""
         if self.arrow and scheme(uri):
             return uri.split("://", 1)[1]
         return uri
@@ -140,10 +106,42 @@ class Files:
             ) from e
 
     # Called by libspelt (cpp/python/py_file_system.h).
-    def open_input(self, uri: str) -> Any:
-        path = self._path(uri)
-        opener = _arrow_input if self.arrow else _fsspec_input
-        return self.call("read", uri, opener, self.filesystem, path, uri)
+    def open_input(self, uri: str) -> _remote_reads.RangeReader:
+        """The object's range reads (spelt._remote_reads), checked against its version."""
+        version = self.version(uri)
+        path = self.path_on(uri)
+        if self.arrow:
+            file = self.call("read", uri, self.filesystem.open_input_file, path)
+            size = file.size()
+
+            def read(offset, n):
+                return file.read_at(n, offset)
+        else:
+            size = version[0]
+
+            def read(offset, n):
+                return self.filesystem.cat_file(path, start=offset, end=offset + n)
+
+        return _remote_reads.RangeReader(uri, size, version, read, lambda: self.version(uri))
+
+    def version(self, uri: str) -> tuple[Any, ...]:
+        """What tells versions of the object apart, looked up now: (size, mtime in ns) from
+        pyarrow; (size, ETag, generation or else mtime) from fsspec. FileNotFoundError if it
+        does not exist."""
+        path = self.path_on(uri)
+        if self.arrow:
+            import pyarrow.fs  # pylint: disable=import-outside-toplevel
+
+            info = self.call("read", uri, self.filesystem.get_file_info, path)
+            if info.type == pyarrow.fs.FileType.NotFound:
+                raise FileNotFoundError(f"no such file: {uri!r} ({self._description})")
+            return (info.size, info.mtime_ns)
+        self.filesystem.invalidate_cache(path)  # a fresh lookup, not a listing's cached entry
+        info = self.call("read", uri, self.filesystem.info, path)
+        keys = [k for k in _VERSION_KEYS if info.get(k) is not None] or [
+            k for k in _MTIME_KEYS if info.get(k) is not None
+        ]
+        return (info["size"], *(str(info[k]) for k in keys[:1]))
 
     def open_output(self, uri: str) -> _Output:
         return _Output(self, uri, self.filesystem_open(uri, "wb"))
@@ -151,7 +149,7 @@ class Files:
     # For the Python face.
     def filesystem_open(self, uri: str, mode: str) -> Any:
         """A Python file object of ``uri`` (mode ``"rb"`` or ``"wb"``), for small files."""
-        path = self._path(uri)
+        path = self.path_on(uri)
         if not self.arrow:
             return self.call("open", uri, self.filesystem.open, path, mode)
         if mode == "rb":
@@ -159,7 +157,7 @@ class Files:
         return self.call("write", uri, self.filesystem.open_output_stream, path)
 
     def is_file(self, uri: str) -> bool:
-        path = self._path(uri)
+        path = self.path_on(uri)
         if self.arrow:
             import pyarrow.fs  # pylint: disable=import-outside-toplevel
 
@@ -168,14 +166,14 @@ class Files:
         return self.call("read", uri, self.filesystem.isfile, path)
 
     def size(self, uri: str) -> int:
-        path = self._path(uri)
+        path = self.path_on(uri)
         if self.arrow:
             return self.call("read", uri, lambda: self.filesystem.get_file_info(path).size)
         return self.call("read", uri, self.filesystem.size, path)
 
     def remove(self, uri: str) -> None:
         """Deletes ``uri`` if it exists."""
-        path = self._path(uri)
+        path = self.path_on(uri)
         try:
             if self.arrow:
                 self.filesystem.delete_file(path)
@@ -187,11 +185,11 @@ class Files:
     def glob(self, pattern: str) -> list[str]:
         """The files matching ``pattern`` (``*``, ``?``, ``[...]`` in its last component), as
         URIs in the pattern's form, sorted."""
-        prefix = pattern[: len(pattern) - len(self._path(pattern))]  # "s3://" or ""
+        prefix = pattern[: len(pattern) - len(self.path_on(pattern))]  # "s3://" or ""
         if self.arrow:
             import pyarrow.fs  # pylint: disable=import-outside-toplevel
 
-            folder, name = posixpath.split(self._path(pattern))
+            folder, name = posixpath.split(self.path_on(pattern))
             infos = self.call(
                 "list", pattern, self.filesystem.get_file_info, pyarrow.fs.FileSelector(folder)
             )
