@@ -1,6 +1,7 @@
 """An S3-compatible server (moto's) on loopback for the remote-file tests, and clients of it
 through pyarrow.fs.S3FileSystem and fsspec (s3fs). Import the fixtures ``endpoint`` (the
-server, one per test module: "host:port") and ``bucket`` (a new empty bucket)."""
+server, one per test module: "host:port"), ``bucket`` (a new empty bucket) and ``aws_env``
+(the AWS environment variables pointing at the server)."""
 
 import itertools
 
@@ -28,6 +29,15 @@ def bucket(endpoint):
     name = f"bucket{next(_buckets)}"
     arrow_fs(endpoint).create_dir(name)
     return name
+
+
+@pytest.fixture
+def aws_env(endpoint, monkeypatch):
+    """The standard AWS environment variables set to the server (URIs resolve to it)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
 
 
 def arrow_fs(endpoint, key=KEY, retries=None):

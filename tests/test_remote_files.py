@@ -9,7 +9,7 @@ import random
 import pytest
 import spelt as grain
 import pyarrow.fs as pafs
-from s3_server import KEY, SECRET, arrow_fs, bucket, endpoint, fsspec_fs  # noqa: F401  (fixtures)
+from s3_server import arrow_fs, aws_env, bucket, endpoint, fsspec_fs  # noqa: F401  (fixtures)
 from spelt import array_record, cli, tfrecord
 
 RECORDS = [bytes([i % 251]) * (i * 37 % 3000) + str(i).encode() for i in range(300)]
@@ -141,14 +141,10 @@ def arrow_fs_of(fs):
 
 
 def test_convert_writes_into_the_bucket_and_inspect_reads_it(
-    tmp_path, bucket, endpoint, monkeypatch, capsys
+    tmp_path, bucket, endpoint, aws_env, monkeypatch, capsys
 ):
     import numpy as np
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.chdir(tmp_path)
     np.savez(tmp_path / "data.npz", x=np.arange(10))
     prefix = f"s3://{bucket}/conv/x"
@@ -174,7 +170,7 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
 
 
 def test_convert_reads_inputs_from_the_bucket_as_from_a_folder(
-    tmp_path, bucket, endpoint, monkeypatch, capsys
+    tmp_path, bucket, endpoint, aws_env, capsys
 ):
     import json
 
@@ -182,10 +178,6 @@ def test_convert_reads_inputs_from_the_bucket_as_from_a_folder(
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     folder = tmp_path / "in"
     folder.mkdir()
     np.save(folder / "a.npy", np.arange(12).reshape(6, 2))
