@@ -30,6 +30,11 @@ _ERRORS = {
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
 
+class _Server(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 1024  # many clients connect at once (the default 5 drops SYNs)
+
+
 class FaultProxy:
     """The proxy, started on construction; ``close()`` stops it. Thread-safe."""
 
@@ -54,8 +59,7 @@ class FaultProxy:
 
             do_HEAD = do_PUT = do_POST = do_DELETE = do_GET  # noqa: N815
 
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import pickle
 import posixpath
 import re
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -27,6 +29,10 @@ from spelt import _remote_reads
 
 _ARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
+# pyarrow's S3 client (the AWS SDK's) keeps at most 25 connections, so more reads at once
+# queue inside it: a file's reads are spread over copies of the filesystem, each with its own
+# client, at most this many of the read pool's threads to each.
+_ARROW_CONNECTIONS = 25
 # fsspec info() keys that tell versions of an object apart, best first (S3, GCS, Azure, ...).
 _VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "version_id")
 _MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated")
@@ -80,6 +86,28 @@ class Files:
         self.filesystem = filesystem
         self.arrow = _is_arrow(filesystem)
         self._description = description
+        self._init_clients()
+
+    def _init_clients(self) -> None:
+        self._clients = [self.filesystem]  # copies of a pyarrow filesystem, see _arrow_client
+        self._clients_lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_clients"], state["_clients_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_clients()
+
+    def _arrow_client(self, i: int) -> Any:
+        """Copy ``i`` of the pyarrow filesystem (0: itself), each with its own client and so
+        its own connections."""
+        with self._clients_lock:
+            while len(self._clients) <= i:
+                self._clients.append(pickle.loads(pickle.dumps(self.filesystem)))
+            return self._clients[i]
 
     def __repr__(self) -> str:
         return f"Files({self._description})"
@@ -111,10 +139,19 @@ class Files:
         version = self.version(uri)
         path = self.path_on(uri)
         if self.arrow:
-            file = self.call("read", uri, self.filesystem.open_input_file, path)
-            size = file.size()
+            handles = {0: self.call("read", uri, self.filesystem.open_input_file, path)}
+            size = handles[0].size()
+            lock = threading.Lock()
 
             def read(offset, n):
+                # At most _ARROW_CONNECTIONS pool threads share one client (and its handle).
+                client = _remote_reads.thread_slot() // _ARROW_CONNECTIONS
+                file = handles.get(client)
+                if file is None:  # opened once per client; reads on other clients go on
+                    with lock:
+                        if client not in handles:
+                            handles[client] = self._arrow_client(client).open_input_file(path)
+                        file = handles[client]
                 return file.read_at(n, offset)
         else:
             size = version[0]

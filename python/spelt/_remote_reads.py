@@ -25,6 +25,7 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import errno
+import itertools
 import random
 import re
 import threading
@@ -100,6 +101,7 @@ _lock = threading.Lock()
 _counters = dict.fromkeys((f.name for f in dataclasses.fields(Stats)), 0)  # guarded by _lock
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_size = 0
+_thread = threading.local()  # .slot: the pool thread's number
 
 
 def stats() -> Stats:
@@ -125,9 +127,20 @@ def _read_pool() -> concurrent.futures.ThreadPoolExecutor:
         if _pool is None or _pool_size != size:
             if _pool is not None:
                 _pool.shutdown(wait=False)  # its queued requests still run
-            _pool = concurrent.futures.ThreadPoolExecutor(size, thread_name_prefix="spelt-read")
+            slots = itertools.count()
+            _pool = concurrent.futures.ThreadPoolExecutor(
+                size,
+                thread_name_prefix="spelt-read",
+                initializer=lambda: setattr(_thread, "slot", next(slots)),
+            )
             _pool_size = size
         return _pool
+
+
+def thread_slot() -> int:
+    """The number of the pool thread this runs on: 0 to the in-flight limit - 1 (a request's
+    reads run on the pool)."""
+    return getattr(_thread, "slot", 0)
 
 
 def _corrupt(uri: str, offset: int, detail: str) -> Exception:
