@@ -161,3 +161,20 @@ def test_the_execution_summary_counts_remote_reads(endpoint, proxy, bucket):
     assert remote.retries >= 1 and remote.peak_in_flight >= 2
     table = str(grain.experimental.get_execution_summary(it))
     assert f"Remote reads: {remote.requests} requests" in table
+
+
+def test_a_forked_child_reads_with_its_own_pool(endpoint, bucket):
+    import multiprocessing  # pylint: disable=import-outside-toplevel
+
+    uri = f"s3://{bucket}/shard"
+    write_shard(endpoint, uri)
+    source = grain.sources.ArrayRecordDataSource(uri, filesystem=arrow_fs(endpoint))
+    assert source.__getitems__([1, 2]) == RECORDS[1:3]  # the parent's pool has threads
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        got = pool.apply_async(_read_in_child, (endpoint, uri)).get(timeout=60)
+    assert got == RECORDS[3:6]
+
+
+def _read_in_child(endpoint, uri):
+    source = grain.sources.ArrayRecordDataSource(uri, filesystem=arrow_fs(endpoint))
+    return source.__getitems__([3, 4, 5])

@@ -26,6 +26,7 @@ import concurrent.futures
 import dataclasses
 import errno
 import itertools
+import os
 import random
 import re
 import threading
@@ -102,6 +103,17 @@ _counters = dict.fromkeys((f.name for f in dataclasses.fields(Stats)), 0)  # gua
 _pool: concurrent.futures.ThreadPoolExecutor | None = None
 _pool_size = 0
 _thread = threading.local()  # .slot: the pool thread's number
+
+
+def _after_fork_in_child() -> None:
+    """A forked child has none of the parent's pool threads: it starts its own pool."""
+    global _lock, _pool, _pool_size  # pylint: disable=global-statement  # process-wide state
+    _lock = threading.Lock()
+    _pool, _pool_size = None, 0
+    _counters["in_flight"] = 0
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def stats() -> Stats:
