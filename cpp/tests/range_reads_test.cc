@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstring>
 #include <random>
 #include <string>
@@ -87,32 +88,37 @@ class CountingFile final : public RandomAccessFile {
     if (offset + n > bytes_.size()) throw CorruptFileError(path_, bytes_.size(), "ends");
     std::memcpy(dst, bytes_.data() + offset, n);
   }
-  mutable int reads = 0;
+  mutable std::atomic<int> reads = 0;  // windows are read ahead on other threads
 
  private:
   std::string path_ = "mem://f", bytes_;
   bool high_latency_;
 };
 
-TEST(SequentialReadsTest, ReadsARemoteFileInWindows) {
+TEST(SequentialReadsTest, ReadsARemoteFileInWindowsAhead) {
   const std::string bytes = Bytes(1000 * kKiB);
   CountingFile file(bytes, /*high_latency=*/true);
-  internal::SequentialReads reads(file, /*window=*/256 * kKiB);
   std::string got(bytes.size(), '\0');
-  for (uint64_t at = 0; at < bytes.size(); at += 3 * kKiB) {
-    const uint64_t n = std::min<uint64_t>(3 * kKiB, bytes.size() - at);
-    reads.Read(at, got.data() + at, n);
+  {
+    internal::SequentialReads reads(file, /*window=*/256 * kKiB);
+    for (uint64_t at = 0; at < bytes.size(); at += 3 * kKiB) {
+      const uint64_t n = std::min<uint64_t>(3 * kKiB, bytes.size() - at);
+      reads.Read(at, got.data() + at, n);
+    }
+    EXPECT_EQ(got, bytes);
+    EXPECT_EQ(file.reads, 4);  // 1000 KiB in windows of 256 KiB, each read once
+    std::string big(300 * kKiB, '\0');  // larger than the window: read directly
+    reads.Read(100, big.data(), big.size());
+    EXPECT_EQ(big, bytes.substr(100, big.size()));
+    EXPECT_EQ(file.reads, 5);
+    reads.Read(5, got.data(), 10);  // behind the window: a new window there, one ahead of it
+    EXPECT_EQ(got.substr(0, 10), bytes.substr(5, 10));
+    // Not where the window read ahead starts: that window is dropped.
+    EXPECT_THROW(reads.Read(bytes.size() - 5, got.data(), 10), CorruptFileError);
+    EXPECT_EQ(file.reads, 9);  // 6, 7 (ahead, dropped), 8 (the last 5 bytes), 9 (past the end)
   }
-  EXPECT_EQ(got, bytes);
-  EXPECT_EQ(file.reads, 4);  // 1000 KiB in windows of 256 KiB
-  std::string big(300 * kKiB, '\0');  // larger than the window: read directly
-  reads.Read(100, big.data(), big.size());
-  EXPECT_EQ(big, bytes.substr(100, big.size()));
-  EXPECT_EQ(file.reads, 5);
-  reads.Read(5, got.data(), 10);  // behind the window: a new window there
-  EXPECT_EQ(got.substr(0, 10), bytes.substr(5, 10));
-  EXPECT_EQ(file.reads, 6);
-  EXPECT_THROW(reads.Read(bytes.size() - 5, got.data(), 10), CorruptFileError);
+  internal::SequentialReads reads(file, /*window=*/256 * kKiB);
+  reads.Read(0, got.data(), 10);  // the window ahead is being read when `reads` ends
 }
 
 TEST(SequentialReadsTest, ReadsALocalFileDirectly) {
