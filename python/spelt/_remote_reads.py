@@ -173,8 +173,8 @@ def is_transient(error: BaseException) -> bool:
 
 
 class RangeReader:
-    """Reads ranges of one object with retries; ``read(offset, length)`` and ``identity()``
-    come from the library (pyarrow.fs or fsspec).
+    """Reads ranges of one object with retries; ``read`` and ``lookup`` come from the library
+    (pyarrow.fs or fsspec, see spelt._file_system.Files.open_input). Thread-safe.
 
     Args:
         uri: what errors name.
