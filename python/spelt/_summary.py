@@ -26,6 +26,7 @@ from typing import Any, Iterator
 from spelt import _base
 from spelt import _config
 from spelt import _core
+from spelt import _remote_reads
 from spelt import dataset_options
 from spelt.transformations import prefetch
 from spelt.transformations import thread_prefetch
@@ -113,10 +114,14 @@ class ExecutionSummary:
     Attributes:
         wall_time_s: seconds since the iterator was made (float).
         stages: the stages, output first (``StageSummary``).
+        remote_reads: reads of remote files (object stores) made by this process while the
+            iterator lived (``spelt._remote_reads.Stats``: requests, bytes, retries, requests
+            in flight), or None if there were none. Reads in worker processes are not counted.
     """
 
     wall_time_s: float
     stages: tuple[StageSummary, ...]
+    remote_reads: _remote_reads.Stats | None = None
 
     @property
     def output(self) -> StageSummary:
@@ -161,6 +166,9 @@ class ExecutionSummary:
             "consumer_wait_share": self.consumer_wait_share,
             "bottleneck": None if self.bottleneck is None else self.bottleneck.id,
             "stages": [{**dataclasses.asdict(s), "wait_share": s.wait_share} for s in self.stages],
+            "remote_reads": None
+            if self.remote_reads is None
+            else dataclasses.asdict(self.remote_reads),
         }
 
     def table(self) -> str:
@@ -202,6 +210,8 @@ class ExecutionSummary:
         for r in rows:
             lines.append(" | ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
         lines.insert(2, "-+-".join("-" * w for w in widths))
+        if self.remote_reads is not None:
+            lines.append(self.remote_reads.line())
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -279,6 +289,7 @@ class Tracker:
             self.stages.append(stage)
             todo.extend(reversed(stage.inputs))
         self.start = time.perf_counter()
+        self.remote_start = _remote_reads.stats()
 
     def summary(self) -> ExecutionSummary:
         wall = time.perf_counter() - self.start
@@ -313,7 +324,10 @@ class Tracker:
                     filtered=filtered,
                 )
             )
-        return ExecutionSummary(wall_time_s=wall, stages=tuple(out))
+        remote = _remote_reads.stats().since(self.remote_start)
+        return ExecutionSummary(
+            wall_time_s=wall, stages=tuple(out), remote_reads=remote if remote.requests else None
+        )
 
 
 # The attribute that marks the profiled twin of a dataset (its stages are already counted).
