@@ -3,8 +3,9 @@ tests/test_remote_faults.py).
 
 Every request is forwarded to the upstream server as it came (the Host header included, so
 signatures hold). Ranged GETs (reads of object bytes) are counted, with the most in flight at
-once, and can be delayed by ``delay_s`` seconds each (a slow store). Faults queued with :meth:`FaultProxy.inject` apply, one each, to the next
-ranged GETs (reads of object bytes):
+once, and can be held (:meth:`FaultProxy.hold_until`) until a given number are in flight at
+once, so that a client's concurrency shows whatever the machine's load. Faults queued with
+:meth:`FaultProxy.inject` apply, one each, to the next ranged GETs (reads of object bytes):
 
 * ``"503"``: answered 503 SlowDown without reaching the server (throttling);
 * ``"500"``: answered 500 InternalError;
@@ -42,7 +43,9 @@ class FaultProxy:
         self.upstream = upstream  # "host:port"
         self._faults: collections.deque[str] = collections.deque()
         self._lock = threading.Lock()
-        self.delay_s = 0.0
+        self._changed = threading.Condition(self._lock)
+        self._hold_for = 0  # ranged GETs wait until this many are in flight (0: no wait)
+        self._hold_deadline = 0.0
         self.ranged_gets = 0  # ranged GETs seen, faulty ones included
         self.peak_concurrent = 0  # the most ranged GETs in flight at once
         self._concurrent = 0
@@ -74,11 +77,18 @@ class FaultProxy:
         with self._lock:
             self._faults.extend(faults)
 
+    def hold_until(self, count: int, timeout_s: float = 30.0) -> None:
+        """Holds each next ranged GET until ``count`` are in flight at once (then all go, and
+        later ones are not held), or until ``timeout_s`` has passed."""
+        with self._lock:
+            self._hold_for = count
+            self._hold_deadline = time.monotonic() + timeout_s
+
     def clear(self) -> None:
-        """Drops queued faults, the delay and the counts."""
+        """Drops queued faults, the hold and the counts."""
         with self._lock:
             self._faults.clear()
-            self.delay_s = 0.0
+            self._hold_for = 0
             self.ranged_gets = self.peak_concurrent = 0
 
     def pending(self) -> int:
@@ -100,11 +110,15 @@ class FaultProxy:
     def forward(self, handler) -> None:
         ranged = handler.command == "GET" and "Range" in handler.headers
         if ranged:
-            with self._lock:
+            with self._changed:
                 self._concurrent += 1
                 self.peak_concurrent = max(self.peak_concurrent, self._concurrent)
+                if self._hold_for and self._concurrent >= self._hold_for:
+                    self._hold_for = 0  # reached: release them all
+                    self._changed.notify_all()
+                while self._hold_for and time.monotonic() < self._hold_deadline:
+                    self._changed.wait(self._hold_deadline - time.monotonic())
         try:
-            time.sleep(self.delay_s if ranged else 0)
             self._forward(handler)
         finally:
             if ranged:

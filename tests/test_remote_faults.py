@@ -118,7 +118,9 @@ def test_the_in_flight_limit_holds_for_the_process(endpoint, proxy, bucket, clie
         grain.config.update("remote_max_in_flight", limit)
         source.__getitems__(keys)  # the threads start, each client opens the file
         proxy.clear()
-        proxy.delay_s = 0.1  # long enough for every thread to send on a loaded machine
+        # Requests wait at the proxy until `limit` are in flight: fewer would time out there
+        # (the limit not reached), more would show in the peak (the limit not held).
+        proxy.hold_until(limit)
         assert source.__getitems__(keys) == [bytes([k]) * 100_000 for k in keys]
         assert proxy.ranged_gets == len(keys)
         assert proxy.peak_concurrent == limit
