@@ -17,7 +17,7 @@ namespace spelt::python {
 namespace {
 
 struct Cache {
-  nb::object asarray, ascontiguousarray, array, stack;
+  nb::object ascontiguousarray, array, stack;
   nb::object defaultdict, partial;
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
@@ -27,6 +27,16 @@ struct PyDecref {
     TryGil gil;
     if (gil.held()) Py_DECREF(p);  // else the interpreter is exiting and frees everything
   }
+};
+
+// The owner of an Array that views a numpy scalar's buffer (FromNumpy()): it keeps the scalar
+// alive, and lets ArrayToPython() give back the scalar itself while the Array is still exactly
+// that buffer, as Grain passes numpy scalars through (e.g. the packers' meta features).
+struct NumpyScalarOwner {
+  PyObject* scalar;
+  const std::byte* data;
+  DType dtype;
+  void operator()(const void* /*scalar*/) const { PyDecref{}(scalar); }
 };
 
 // An object that ToValue() cannot convert, as an Opaque leaf (Unpack() returns it unchanged).
@@ -62,6 +72,7 @@ std::optional<DType> DTypeFromFormat(const char* format, Py_ssize_t itemsize) {
 // A numpy array (or 0-d from a numpy scalar) as an Array sharing its memory; an Opaque leaf if
 // the dtype has no Spelt equivalent (object, strings, complex, big-endian, ...).
 Value FromNumpy(nb::handle obj) {
+  const bool scalar = PyArray_IsScalar(obj.ptr(), Generic);
   nb::object arr = nb::borrow(obj);
   Py_buffer view;
   if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
@@ -78,7 +89,12 @@ Value FromNumpy(nb::handle obj) {
     a.dtype = *dtype;
     a.shape.assign(view.shape, view.shape + view.ndim);
     a.data = static_cast<const std::byte*>(view.buf);
-    a.owner = MakePyRef(arr);
+    if (scalar && arr.is(obj)) {
+      Py_INCREF(obj.ptr());
+      a.owner = std::shared_ptr<const void>(obj.ptr(), NumpyScalarOwner{obj.ptr(), a.data, *dtype});
+    } else {
+      a.owner = MakePyRef(arr);
+    }
   }
   PyBuffer_Release(&view);
   if (!dtype) return WrapLeaf(obj);
@@ -106,8 +122,13 @@ int NumpyTypeNum(DType d) {
   throw std::invalid_argument("unknown dtype");
 }
 
-// A writable C-contiguous numpy view of the array; its base is a capsule holding a.owner.
+// A writable C-contiguous numpy view of the array; its base is a capsule holding a.owner. An
+// Array that is still a numpy scalar's buffer (NumpyScalarOwner) gives that scalar back.
 nb::object ArrayToPython(const Array& a) {
+  const auto* scalar = std::get_deleter<NumpyScalarOwner>(a.owner);
+  if (scalar != nullptr && a.shape.empty() && a.data == scalar->data && a.dtype == scalar->dtype) {
+    return nb::borrow(scalar->scalar);
+  }
   std::vector<npy_intp> dims(a.shape.begin(), a.shape.end());
   const int nd = static_cast<int>(dims.size());
   if (a.data == nullptr) {  // no buffer (an empty array): numpy allocates its own
@@ -178,7 +199,6 @@ void InitPyValue() {
   if (_import_array() < 0) throw nb::python_error();
   cache = new Cache();
   nb::module_ np = nb::module_::import_("numpy");
-  cache->asarray = np.attr("asarray");
   cache->ascontiguousarray = np.attr("ascontiguousarray");
   cache->array = np.attr("array");
   cache->defaultdict = nb::module_::import_("collections").attr("defaultdict");
@@ -273,7 +293,7 @@ Value ToValue(nb::handle obj) {
   if (p == Py_None) return Value();
   if (PyBool_Check(p)) return Value(p == Py_True);
   if (PyArray_Check(p)) return FromNumpy(obj);
-  if (PyArray_IsScalar(p, Generic)) return FromNumpy(cache->asarray(obj));
+  if (PyArray_IsScalar(p, Generic)) return FromNumpy(obj);
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);

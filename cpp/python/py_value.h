@@ -71,7 +71,8 @@ Value Wrap(nb::handle obj);
 // numpy arrays and numpy scalars as Arrays (0-d for scalars), Python bool/int/float/str/bytes
 // and None as native leaves, anything else as an Opaque leaf.
 Value ToValue(nb::handle obj);
-// The Python object for a value (new reference).
+// The Python object for a value (new reference). A 0-d Array that ToValue() made from a numpy
+// scalar comes back as that scalar.
 nb::object ToPython(const Value& value);
 
 // Called once at module import: caches numpy types and functions.
