@@ -19,6 +19,7 @@ namespace {
 struct Cache {
   nb::object ascontiguousarray, array, stack;
   nb::object defaultdict, partial;
+  nb::object pytree_node;  // spelt._tree.pytree_node, looked up on first use (JAX only)
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
 
@@ -192,6 +193,13 @@ Value StackWithObjects(const std::vector<Value>& elements) {
   }
 }
 
+// The TreeSemantics resolver (spelt/stack.h): JAX's when `jax` imports (spelt._tree.uses_jax).
+TreeSemantics ResolveTreeSemantics() {
+  GilAcquire gil;
+  nb::object uses_jax = nb::module_::import_("spelt._tree").attr("uses_jax");
+  return nb::cast<bool>(uses_jax()) ? TreeSemantics::kJax : TreeSemantics::kPlain;
+}
+
 }  // namespace
 
 void InitPyValue() {
@@ -205,6 +213,7 @@ void InitPyValue() {
   cache->partial = nb::module_::import_("functools").attr("partial");
   cache->stack = np.attr("stack");
   SetObjectStackFallback(&StackWithObjects);
+  SetTreeSemanticsResolver(&ResolveTreeSemantics);
 }
 
 PyRef MakePyRef(nb::handle obj) {
@@ -286,6 +295,29 @@ nb::object MappingRebuilder(nb::handle dict) {
   return nb::borrow(type);
 }
 
+// Under TreeSemantics::kJax, an object that JAX may traverse but that has no engine container
+// (a registered pytree node, a dict subclass, a dict with non-str keys, a list or non-named
+// tuple subclass): flattened once by jax.tree_util (spelt._tree.pytree_node) into a tuple of
+// its leaves tagged with the callable that rebuilds it (the same callable for equal
+// structures, so Stack() compares structures by tag). A JAX leaf, or any such object without
+// JAX, is an Opaque leaf.
+Value FromPytreeNode(nb::handle obj) {
+  if (CurrentTreeSemantics() != TreeSemantics::kJax) return WrapLeaf(obj);
+  if (!cache->pytree_node.is_valid()) {
+    cache->pytree_node = nb::module_::import_("spelt._tree").attr("pytree_node");
+  }
+  nb::object node = cache->pytree_node(obj);
+  if (node.is_none()) return WrapLeaf(obj);
+  nb::handle leaves = node[0];
+  auto s = std::make_shared<Sequence>();
+  s->kind = Sequence::Kind::kTuple;
+  const Py_ssize_t n = PyList_GET_SIZE(leaves.ptr());
+  s->items.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) s->items.push_back(ToValue(PyList_GET_ITEM(leaves.ptr(), i)));
+  s->tag = MakePyRef(node[1]);
+  return Value(std::shared_ptr<const Sequence>(std::move(s)));
+}
+
 }  // namespace
 
 Value ToValue(nb::handle obj) {
@@ -310,13 +342,14 @@ Value ToValue(nb::handle obj) {
   if (PyBytes_Check(p)) {
     return Value::Bytes(std::string(PyBytes_AS_STRING(p), static_cast<size_t>(PyBytes_GET_SIZE(p))));
   }
-  if (PyDict_Check(p)) {
+  const bool jax = CurrentTreeSemantics() == TreeSemantics::kJax;
+  if (PyDict_Check(p) && (!jax || PyDict_CheckExact(p))) {
     auto m = std::make_shared<Mapping>();
     m->items.reserve(static_cast<size_t>(PyDict_Size(p)));
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(p, &pos, &key, &value)) {
-      if (!PyUnicode_Check(key)) return WrapLeaf(obj);
+      if (!PyUnicode_Check(key)) return FromPytreeNode(obj);
       Py_ssize_t size = 0;
       const char* k = PyUnicode_AsUTF8AndSize(key, &size);
       if (k == nullptr) throw nb::python_error();
@@ -325,7 +358,9 @@ Value ToValue(nb::handle obj) {
     if (!PyDict_CheckExact(p)) m->tag = MakePyRef(MappingRebuilder(obj));
     return Value(std::shared_ptr<const Mapping>(std::move(m)));
   }
-  if (PyList_Check(p) || PyTuple_Check(p)) {
+  if ((PyList_Check(p) || PyTuple_Check(p)) &&
+      (!jax || PyList_CheckExact(p) || PyTuple_CheckExact(p) ||
+       nb::hasattr(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))), "_fields"))) {
     const bool is_list = PyList_Check(p);
     auto s = std::make_shared<Sequence>();
     s->kind = is_list ? Sequence::Kind::kList : Sequence::Kind::kTuple;
@@ -338,7 +373,7 @@ Value ToValue(nb::handle obj) {
     if (!exact) s->tag = MakePyRef(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))));
     return Value(std::shared_ptr<const Sequence>(std::move(s)));
   }
-  return WrapLeaf(obj);
+  return FromPytreeNode(obj);
 }
 
 nb::object ToPython(const Value& value) {
