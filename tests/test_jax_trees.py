@@ -90,3 +90,8 @@ def test_mix_orders_dict_parents_as_grain_flattens(with_jax):
 
 def test_registered_nodes_flatten_once_per_element(with_jax):
     assert with_jax["flattens"] == 8
+
+
+def test_workers_decide_as_their_consumer(with_jax):
+    assert tree_cases.worker_batch_mismatches() == []  # jax blocked here, not in the worker
+    assert with_jax["worker_mismatches"] == []

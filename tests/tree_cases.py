@@ -5,8 +5,8 @@ described as plain JSON data, so the two can be compared.
 The test process blocks ``jax`` (tests/conftest.py), so there both libraries run as without
 JAX. ``python tree_cases.py`` runs the cases with JAX importable; the last line printed is the
 JSON of ``{"uses_jax": Spelt's decision, "flattens": registered-node flattens in Spelt's batch
-of 8 elements (one node each), "cases": [[case, grain's description, spelt's description],
-...]}``.
+of 8 elements (one node each), "worker_mismatches": worker_batch_mismatches(), "cases":
+[[case, grain's description, spelt's description], ...]}``.
 """
 
 import collections
@@ -113,15 +113,28 @@ def _run(fn: Callable[[], Any]) -> Any:
         return ["error", type(e).__name__]
 
 
-def _loader_batch(lib: Any, elements: list[Any]) -> Any:
+def _loader_batch(lib: Any, elements: list[Any], worker_count: int = 0) -> Any:
     loader = lib.DataLoader(
         data_source=elements,
         sampler=lib.python.IndexSampler(
             len(elements), lib.python.NoSharding(), shuffle=False, num_epochs=1
         ),
         operations=[lib.python.Batch(len(elements))],
+        worker_count=worker_count,
     )
     return next(iter(loader))
+
+
+def worker_batch_mismatches() -> list[str]:
+    """The cases whose Spelt DataLoader batch differs with a worker process from without (the
+    consumer batches what the workers computed, with its own tree semantics)."""
+    names = ["none_leaf", "key_order", "nested", "dataclass", "custom_node"]
+    return [
+        name
+        for name in names
+        if _run(lambda: _loader_batch(spelt, BATCHES[name], worker_count=1))
+        != _run(lambda: _loader_batch(spelt, BATCHES[name]))
+    ]
 
 
 def _pack(lib: Any) -> Any:
@@ -221,5 +234,10 @@ def flattens_per_batch() -> int:
 if __name__ == "__main__":
     from spelt import _tree  # pylint: disable=ungrouped-imports
 
-    report = {"uses_jax": _tree.uses_jax(), "flattens": flattens_per_batch(), "cases": compare()}
+    report = {
+        "uses_jax": _tree.uses_jax(),
+        "flattens": flattens_per_batch(),
+        "worker_mismatches": worker_batch_mismatches(),
+        "cases": compare(),
+    }
     print(json.dumps(report))
