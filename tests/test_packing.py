@@ -143,6 +143,7 @@ def test_meta_feature_values_keep_their_types_as_grains(packer):
     """Numpy scalars stay numpy scalars (not 0-d arrays), 0-d arrays stay arrays, Python
     scalars stay Python scalars, as Grain collects them."""
     metas = [np.int64(7), np.float32(0.5), np.bool_(True), np.array(3, np.int32), 4, 2.5]
+    metas += [np.bytes_(b"ab"), np.str_("c"), np.complex64(1 + 2j), np.uint16(9)]
 
     def build(g):
         docs = [{"inputs": np.arange(i % 3 + 1), "m": m} for i, m in enumerate(metas)]

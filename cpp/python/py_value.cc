@@ -325,7 +325,12 @@ Value ToValue(nb::handle obj) {
   if (p == Py_None) return Value();
   if (PyBool_Check(p)) return Value(p == Py_True);
   if (PyArray_Check(p)) return FromNumpy(obj);
-  if (PyArray_IsScalar(p, Generic)) return FromNumpy(obj);
+  if (PyArray_IsScalar(p, Generic)) {
+    // A number or bool exposes a 0-d buffer of its value (kept, see NumpyScalarOwner). The
+    // others (str_, bytes_, void, datetime64) have no Spelt dtype: leaves, as they are.
+    if (PyArray_IsScalar(p, Number) || PyArray_IsScalar(p, Bool)) return FromNumpy(obj);
+    return WrapLeaf(obj);
+  }
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
