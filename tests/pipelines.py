@@ -752,9 +752,9 @@ def restore_in_new_process(requests: list[dict[str, Any]], tmp_dir: str) -> dict
         json.dump(
             [dict(r, states=[(k, _encode_state(s)) for k, s in r["states"]]) for r in requests], f
         )
-    code = (
-        f"import sys; sys.path.insert(0, {TESTS_DIR!r}); import pipelines; "
-        f"pipelines.child_main({in_path!r}, {out_path!r})"
+    code = (  # jax blocked as in this process (tests/conftest.py): the same tree semantics
+        f"import sys; sys.modules.setdefault('jax', None); sys.path.insert(0, {TESTS_DIR!r}); "
+        f"import pipelines; pipelines.child_main({in_path!r}, {out_path!r})"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False

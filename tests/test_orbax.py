@@ -7,6 +7,7 @@ after the save. Checkpoints written with Grain 0.2.18 restore in Spelt and the r
 """
 
 import asyncio
+import inspect
 import json
 import pathlib
 import subprocess
@@ -87,21 +88,41 @@ def _loader_iterator(g, shard=None):
     )
 
 
-@pytest.mark.parametrize("make", [_dataset_iterator, _loader_iterator], ids=["dataset", "loader"])
-def test_save_takes_state_when_called(make, tmp_path):
-    it = make(spelt)
-    for _ in range(4):
-        next(it)
-    want = it.get_state()
-    pending = it.save(tmp_path)  # not awaited yet
-    rest = [next(it) for _ in range(3)]
-    _run_save(pending)
-    text = (tmp_path / "process_0-of-1.json").read_text()
-    assert text == (want.decode() if isinstance(want, bytes) else json.dumps(want, indent=4))
+class _Creating:
+    """Orbax's PathAwaitingCreation: the directory exists once awaited."""
 
-    fresh = make(spelt)
-    asyncio.run(_load(fresh, tmp_path))
-    assert [next(fresh) for _ in range(3)] == rest
+    def __init__(self, path):
+        self._path = path
+
+    async def await_creation(self):
+        self._path.mkdir()
+        return self._path
+
+
+@pytest.mark.parametrize("make", [_dataset_iterator, _loader_iterator], ids=["dataset", "loader"])
+def test_save_and_load_are_coroutines_as_grains(make, tmp_path):
+    """Orbax v1's StatefulCheckpointable: ``save``/``load`` are coroutine functions (as Grain's),
+    the state is taken when ``save()`` is first awaited, and the files and the restored
+    positions match Grain's."""
+    texts, restored = {}, {}
+    for lib in (grain, spelt):
+        it = make(lib)
+        assert inspect.iscoroutinefunction(type(it).save)
+        assert inspect.iscoroutinefunction(type(it).load)
+        for _ in range(4):
+            next(it)
+        pending = it.save(_Creating(tmp_path / lib.__name__))  # not awaited yet
+        assert inspect.iscoroutine(pending)
+        for _ in range(2):  # before the first await: part of the saved state
+            next(it)
+        _run_save(pending)
+        texts[lib] = (tmp_path / lib.__name__ / "process_0-of-1.json").read_text()
+        fresh = make(lib)
+        asyncio.run(_load(fresh, tmp_path / lib.__name__))
+        restored[lib] = [next(fresh) for _ in range(3)]
+        assert restored[lib] == [next(it) for _ in range(3)]
+    assert texts[spelt] == texts[grain]
+    assert restored[spelt] == restored[grain]
 
 
 async def _load(it, directory):

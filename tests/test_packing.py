@@ -138,6 +138,34 @@ def test_non_sequence_meta_features_match_grain():
     assert isinstance(out[0][0]["id"], list)
 
 
+@pytest.mark.parametrize("packer", ["FirstFitPackIterDataset", "BestFitPackIterDataset"])
+def test_meta_feature_values_keep_their_types_as_grains(packer):
+    """Numpy scalars stay numpy scalars (not 0-d arrays), 0-d arrays stay arrays, Python
+    scalars stay Python scalars, as Grain collects them."""
+    metas = [np.int64(7), np.float32(0.5), np.bool_(True), np.array(3, np.int32), 4, 2.5]
+    metas += [np.bytes_(b"ab"), np.str_("c"), np.complex64(1 + 2j), np.uint16(9)]
+
+    def build(g):
+        docs = [{"inputs": np.arange(i % 3 + 1), "m": m} for i, m in enumerate(metas)]
+        return getattr(g.experimental, packer)(
+            g.MapDataset.source(docs).to_iter_dataset(),
+            length_struct={"inputs": 4},
+            num_packing_bins=2,
+            meta_features=["m"],
+        )
+
+    def described(ds):
+        return [
+            [(type(m), np.shape(m), m.tolist() if hasattr(m, "tolist") else m) for m in packed["m"]]
+            for packed in ds
+        ]
+
+    out = described(build(spelt))
+    assert out == described(build(grain))
+    types = sorted(t.__name__ for bin_ in out for t, _, _ in bin_)
+    assert types == sorted(type(m).__name__ for m in metas)
+
+
 @pytest.mark.parametrize("name", sorted(PIPELINES))
 def test_restore_from_every_position_and_across_libraries(name):
     build = PIPELINES[name]

@@ -17,8 +17,9 @@ namespace spelt::python {
 namespace {
 
 struct Cache {
-  nb::object asarray, ascontiguousarray, array, stack;
+  nb::object ascontiguousarray, array, stack;
   nb::object defaultdict, partial;
+  nb::object pytree_node;  // spelt._tree.pytree_node, looked up on first use (JAX only)
 };
 Cache* cache = nullptr;  // set once by InitPyValue(); intentionally never freed
 
@@ -27,6 +28,16 @@ struct PyDecref {
     TryGil gil;
     if (gil.held()) Py_DECREF(p);  // else the interpreter is exiting and frees everything
   }
+};
+
+// The owner of an Array that views a numpy scalar's buffer (FromNumpy()): it keeps the scalar
+// alive, and lets ArrayToPython() give back the scalar itself while the Array is still exactly
+// that buffer, as Grain passes numpy scalars through (e.g. the packers' meta features).
+struct NumpyScalarOwner {
+  PyObject* scalar;
+  const std::byte* data;
+  DType dtype;
+  void operator()(const void* /*scalar*/) const { PyDecref{}(scalar); }
 };
 
 // An object that ToValue() cannot convert, as an Opaque leaf (Unpack() returns it unchanged).
@@ -62,6 +73,7 @@ std::optional<DType> DTypeFromFormat(const char* format, Py_ssize_t itemsize) {
 // A numpy array (or 0-d from a numpy scalar) as an Array sharing its memory; an Opaque leaf if
 // the dtype has no Spelt equivalent (object, strings, complex, big-endian, ...).
 Value FromNumpy(nb::handle obj) {
+  const bool scalar = PyArray_IsScalar(obj.ptr(), Generic);
   nb::object arr = nb::borrow(obj);
   Py_buffer view;
   if (PyObject_GetBuffer(arr.ptr(), &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) != 0) {
@@ -78,7 +90,12 @@ Value FromNumpy(nb::handle obj) {
     a.dtype = *dtype;
     a.shape.assign(view.shape, view.shape + view.ndim);
     a.data = static_cast<const std::byte*>(view.buf);
-    a.owner = MakePyRef(arr);
+    if (scalar && arr.is(obj)) {
+      Py_INCREF(obj.ptr());
+      a.owner = std::shared_ptr<const void>(obj.ptr(), NumpyScalarOwner{obj.ptr(), a.data, *dtype});
+    } else {
+      a.owner = MakePyRef(arr);
+    }
   }
   PyBuffer_Release(&view);
   if (!dtype) return WrapLeaf(obj);
@@ -106,8 +123,13 @@ int NumpyTypeNum(DType d) {
   throw std::invalid_argument("unknown dtype");
 }
 
-// A writable C-contiguous numpy view of the array; its base is a capsule holding a.owner.
+// A writable C-contiguous numpy view of the array; its base is a capsule holding a.owner. An
+// Array that is still a numpy scalar's buffer (NumpyScalarOwner) gives that scalar back.
 nb::object ArrayToPython(const Array& a) {
+  const auto* scalar = std::get_deleter<NumpyScalarOwner>(a.owner);
+  if (scalar != nullptr && a.shape.empty() && a.data == scalar->data && a.dtype == scalar->dtype) {
+    return nb::borrow(scalar->scalar);
+  }
   std::vector<npy_intp> dims(a.shape.begin(), a.shape.end());
   const int nd = static_cast<int>(dims.size());
   if (a.data == nullptr) {  // no buffer (an empty array): numpy allocates its own
@@ -171,6 +193,13 @@ Value StackWithObjects(const std::vector<Value>& elements) {
   }
 }
 
+// The TreeSemantics resolver (spelt/stack.h): JAX's when `jax` imports (spelt._tree.uses_jax).
+TreeSemantics ResolveTreeSemantics() {
+  GilAcquire gil;
+  nb::object uses_jax = nb::module_::import_("spelt._tree").attr("uses_jax");
+  return nb::cast<bool>(uses_jax()) ? TreeSemantics::kJax : TreeSemantics::kPlain;
+}
+
 }  // namespace
 
 void InitPyValue() {
@@ -178,13 +207,13 @@ void InitPyValue() {
   if (_import_array() < 0) throw nb::python_error();
   cache = new Cache();
   nb::module_ np = nb::module_::import_("numpy");
-  cache->asarray = np.attr("asarray");
   cache->ascontiguousarray = np.attr("ascontiguousarray");
   cache->array = np.attr("array");
   cache->defaultdict = nb::module_::import_("collections").attr("defaultdict");
   cache->partial = nb::module_::import_("functools").attr("partial");
   cache->stack = np.attr("stack");
   SetObjectStackFallback(&StackWithObjects);
+  SetTreeSemanticsResolver(&ResolveTreeSemantics);
 }
 
 PyRef MakePyRef(nb::handle obj) {
@@ -266,6 +295,29 @@ nb::object MappingRebuilder(nb::handle dict) {
   return nb::borrow(type);
 }
 
+// Under TreeSemantics::kJax, an object that JAX may traverse but that has no engine container
+// (a registered pytree node, a dict subclass, a dict with non-str keys, a list or non-named
+// tuple subclass): flattened once by jax.tree_util (spelt._tree.pytree_node) into a tuple of
+// its leaves tagged with the callable that rebuilds it (the same callable for equal
+// structures, so Stack() compares structures by tag). A JAX leaf, or any such object without
+// JAX, is an Opaque leaf.
+Value FromPytreeNode(nb::handle obj) {
+  if (CurrentTreeSemantics() != TreeSemantics::kJax) return WrapLeaf(obj);
+  if (!cache->pytree_node.is_valid()) {
+    cache->pytree_node = nb::module_::import_("spelt._tree").attr("pytree_node");
+  }
+  nb::object node = cache->pytree_node(obj);
+  if (node.is_none()) return WrapLeaf(obj);
+  nb::handle leaves = node[0];
+  auto s = std::make_shared<Sequence>();
+  s->kind = Sequence::Kind::kTuple;
+  const Py_ssize_t n = PyList_GET_SIZE(leaves.ptr());
+  s->items.reserve(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; ++i) s->items.push_back(ToValue(PyList_GET_ITEM(leaves.ptr(), i)));
+  s->tag = MakePyRef(node[1]);
+  return Value(std::shared_ptr<const Sequence>(std::move(s)));
+}
+
 }  // namespace
 
 Value ToValue(nb::handle obj) {
@@ -273,7 +325,12 @@ Value ToValue(nb::handle obj) {
   if (p == Py_None) return Value();
   if (PyBool_Check(p)) return Value(p == Py_True);
   if (PyArray_Check(p)) return FromNumpy(obj);
-  if (PyArray_IsScalar(p, Generic)) return FromNumpy(cache->asarray(obj));
+  if (PyArray_IsScalar(p, Generic)) {
+    // A number or bool exposes a 0-d buffer of its value (kept, see NumpyScalarOwner). The
+    // others (str_, bytes_, void, datetime64) have no Spelt dtype: leaves, as they are.
+    if (PyArray_IsScalar(p, Number) || PyArray_IsScalar(p, Bool)) return FromNumpy(obj);
+    return WrapLeaf(obj);
+  }
   if (PyLong_Check(p)) {
     int overflow = 0;
     long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
@@ -290,13 +347,14 @@ Value ToValue(nb::handle obj) {
   if (PyBytes_Check(p)) {
     return Value::Bytes(std::string(PyBytes_AS_STRING(p), static_cast<size_t>(PyBytes_GET_SIZE(p))));
   }
-  if (PyDict_Check(p)) {
+  const bool jax = CurrentTreeSemantics() == TreeSemantics::kJax;
+  if (PyDict_Check(p) && (!jax || PyDict_CheckExact(p))) {
     auto m = std::make_shared<Mapping>();
     m->items.reserve(static_cast<size_t>(PyDict_Size(p)));
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(p, &pos, &key, &value)) {
-      if (!PyUnicode_Check(key)) return WrapLeaf(obj);
+      if (!PyUnicode_Check(key)) return FromPytreeNode(obj);
       Py_ssize_t size = 0;
       const char* k = PyUnicode_AsUTF8AndSize(key, &size);
       if (k == nullptr) throw nb::python_error();
@@ -305,7 +363,9 @@ Value ToValue(nb::handle obj) {
     if (!PyDict_CheckExact(p)) m->tag = MakePyRef(MappingRebuilder(obj));
     return Value(std::shared_ptr<const Mapping>(std::move(m)));
   }
-  if (PyList_Check(p) || PyTuple_Check(p)) {
+  if ((PyList_Check(p) || PyTuple_Check(p)) &&
+      (!jax || PyList_CheckExact(p) || PyTuple_CheckExact(p) ||
+       nb::hasattr(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))), "_fields"))) {
     const bool is_list = PyList_Check(p);
     auto s = std::make_shared<Sequence>();
     s->kind = is_list ? Sequence::Kind::kList : Sequence::Kind::kTuple;
@@ -318,7 +378,7 @@ Value ToValue(nb::handle obj) {
     if (!exact) s->tag = MakePyRef(nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(p))));
     return Value(std::shared_ptr<const Sequence>(std::move(s)));
   }
-  return WrapLeaf(obj);
+  return FromPytreeNode(obj);
 }
 
 nb::object ToPython(const Value& value) {

@@ -69,9 +69,13 @@ class PyOpaque final : public Opaque, public std::enable_shared_from_this<PyOpaq
 Value Wrap(nb::handle obj);
 // The object converted to a tree: dict (str keys) / list / tuple / namedtuple containers,
 // numpy arrays and numpy scalars as Arrays (0-d for scalars), Python bool/int/float/str/bytes
-// and None as native leaves, anything else as an Opaque leaf.
+// and None as native leaves, anything else as an Opaque leaf. Under TreeSemantics::kJax
+// (spelt/stack.h) other objects that JAX traverses (registered pytree nodes, dict / list /
+// tuple subclasses other than namedtuples, dicts with non-str keys) are flattened once by
+// jax.tree_util into a tuple of their leaves whose tag rebuilds them (spelt._tree.pytree_node).
 Value ToValue(nb::handle obj);
-// The Python object for a value (new reference).
+// The Python object for a value (new reference). A 0-d Array that ToValue() made from a numpy
+// scalar comes back as that scalar.
 nb::object ToPython(const Value& value);
 
 // Called once at module import: caches numpy types and functions.

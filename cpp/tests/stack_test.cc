@@ -3,6 +3,8 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
@@ -325,6 +327,66 @@ TEST(StackTest, NoneLeavesUseTheRegisteredFallback) {
   EXPECT_EQ(Stack({Value::Dict({{"a", Value()}}), Value::Dict({{"a", Value(1)}})}).AsInt(), 2);
   EXPECT_EQ(Stack({Value(1), Value(2)}).AsArray().num_elements(), 2);  // no None: native
   SetObjectStackFallback(nullptr);
+}
+
+// ---------------------------------------------------------------------------------------------
+// TreeSemantics::kJax. CurrentTreeSemantics() is decided once per process, so these checks run
+// in a forked child (gtest's death-test machinery), which writes the first failure to stderr.
+
+// What Stack() throws for `elements`, or "" if it does not throw.
+std::string ErrorOf(const std::vector<Value>& elements) {
+  try {
+    Stack(elements);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// "" if Stack() follows the kJax rules, else the first that does not hold.
+std::string JaxSemanticsFailure() {
+  if (CurrentTreeSemantics() != TreeSemantics::kPlain) return "kPlain without a resolver";
+  SetTreeSemanticsResolver([] { return TreeSemantics::kJax; });
+  if (CurrentTreeSemantics() != TreeSemantics::kJax) return "the resolver's answer is not used";
+  Value out = Stack({Value::Dict({{"b", Value(1)}, {"a", Value()}}),
+                     Value::Dict({{"a", Value()}, {"b", Value(2)}})});
+  const Mapping& m = out.AsMapping();
+  if (m.items.size() != 2 || m.items[0].first != "a") return "keys are not sorted";
+  if (!m.items[0].second.is_none()) return "None did not stack to None";
+  if (ArrayValues<int64_t>(m.items[1].second.AsArray()) != std::vector<int64_t>{1, 2}) {
+    return "values moved with their keys";
+  }
+  const std::string none_vs_int =
+      ErrorOf({Value::Dict({{"a", Value()}}), Value::Dict({{"a", Value(1)}})});
+  if (none_vs_int !=
+      "Batch: element 1 differs from element 0 at ['a']: None (an empty subtree) vs int") {
+    return "None vs int: " + none_vs_int;
+  }
+  // A None where element 0 has a leaf is np.stack's (an object array): the fallback's.
+  if (ErrorOf({Value(1), Value()}).find("include None") == std::string::npos) {
+    return "int vs None does not need object arrays";
+  }
+  static const int kA = 0, kB = 0;
+  const ContainerTag a(&kA, [](const void*) {}), b(&kB, [](const void*) {});
+  const std::string tags = ErrorOf({TaggedTuple({Value(1)}, a), TaggedTuple({Value(2)}, b)});
+  if (tags != "Batch: element 1 differs from element 0 at the root: tuples of different types or "
+              "pytree structures") {
+    return "different tags: " + tags;
+  }
+  if (Stack({TaggedTuple({Value(1)}, a), TaggedTuple({Value(2)}, a)}).AsSequence().tag != a) {
+    return "equal tags do not stack";
+  }
+  return "";
+}
+
+TEST(StackTest, JaxTreeSemantics) {
+  EXPECT_EXIT(
+      {
+        const std::string failure = JaxSemanticsFailure();
+        std::fputs(failure.c_str(), stderr);
+        std::_Exit(failure.empty() ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -484,27 +484,29 @@ class DatasetIterator(Iterator[T], abc.ABC):
     def _set_next_index(self, index: int) -> None:
         raise NotImplementedError(f"{type(self).__name__} cannot move to an index")
 
-    def save(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``save`` (Grain's): the state is taken now, as ``get_state()``,
-        so later ``next()`` calls do not change what is saved.
+    async def save(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``save`` (a coroutine, as Grain's): awaited, it takes the
+        state (``get_state()``; Orbax awaits it at once, so later ``next()`` calls do not change
+        what is saved) and returns the not yet awaited coroutine writing it.
 
         Args:
             directory: the checkpoint item's directory; Orbax's ``PathAwaitingCreation``
                 (awaited before writing), a path object or a str.
 
         Returns:
-            A coroutine that, awaited, returns the not yet awaited coroutine writing the
-            state to ``directory/process_<i>-of-<n>.json`` (JSON, indent 4; Grain's layout),
-            which Orbax runs in the background.
+            The coroutine writing the state to ``directory/process_<i>-of-<n>.json`` (JSON,
+            indent 4; Grain's layout), which Orbax runs in the background.
         """
-        return _checkpoint_io.start_save(json.dumps(self.get_state(), indent=4), directory)
+        return _checkpoint_io.background_save(directory, json.dumps(self.get_state(), indent=4))
 
-    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``load`` (a coroutine, as Grain's): awaited, it returns the
         coroutine that reads ``directory/process_<i>-of-<n>.json`` and calls ``set_state`` with
         it; ValueError if the file is missing. Do not use the iterator until that coroutine is
         done."""
-        return _checkpoint_io.start_load(directory, lambda text: self.set_state(json.loads(text)))
+        return _checkpoint_io.background_load(
+            directory, lambda text: self.set_state(json.loads(text))
+        )
 
     def start_prefetch(self) -> None:
         """Starts read-ahead before the first ``next``; idempotent."""

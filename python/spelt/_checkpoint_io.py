@@ -153,8 +153,11 @@ def _names(paths: Any) -> str:
     return ", ".join(names) if len(names) <= 4 else f"{names[0]}, ..., {names[-1]}"
 
 
-async def _background_save(directory: Any, state: str) -> None:
-    # Orbax's PathAwaitingCreation: the directory may not exist before await_creation().
+async def background_save(directory: Any, state: str) -> None:
+    """What an iterator's Orbax v1 ``save`` returns once awaited (Grain's background_save):
+    the coroutine writing ``state`` to ``directory/process_<i>-of-<n>.json``, which Orbax runs
+    in the background. ``directory`` may be Orbax's ``PathAwaitingCreation`` (awaited first), a
+    path object or a str."""
     await_creation = getattr(directory, "await_creation", None)
     if await_creation is not None:
         directory = await await_creation()
@@ -163,25 +166,12 @@ async def _background_save(directory: Any, state: str) -> None:
     await asyncio.to_thread(write_state, directory, state)
 
 
-async def _background_load(
-    directory: Any, set_state_text: Callable[[str], None], item: Any
+async def background_load(
+    directory: Any, set_state_text: Callable[[str], None], item: Any = None
 ) -> None:
+    """What an iterator's Orbax v1 ``load`` returns once awaited (Grain's background_load):
+    the coroutine reading the state file (``read_state(directory, item)``) and calling
+    ``set_state_text`` with its text."""
     import asyncio  # pylint: disable=import-outside-toplevel  # ~50 ms: only Orbax v1 needs it
 
     set_state_text(await asyncio.to_thread(read_state, directory, item))
-
-
-async def start_save(state: str, directory: Any) -> Awaitable[None]:
-    """What an iterator's ``save(directory)`` returns (called, not awaited): a coroutine that,
-    awaited, gives the coroutine writing ``state`` (Orbax runs that one in the background).
-    The caller takes the state text before calling this, so ``next()`` calls after ``save()``
-    do not change what is written."""
-    return _background_save(directory, state)
-
-
-async def start_load(
-    directory: Any, set_state_text: Callable[[str], None], item: Any = None
-) -> Awaitable[None]:
-    """What an iterator's ``load(directory)`` returns once awaited: the coroutine reading the
-    state file (``read_state(directory, item)``) and calling ``set_state_text`` with its text."""
-    return _background_load(directory, set_state_text, item)

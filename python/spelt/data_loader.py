@@ -537,18 +537,17 @@ class DataLoaderIterator:
         """Starts read-ahead early; idempotent."""
         self._iterator.start_prefetch()
 
-    def save(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``save`` (Grain's): the state is taken now, as
-        ``get_state()``, so later ``next()`` calls do not change what is saved. Returns a
-        coroutine that, awaited, returns the coroutine writing it to
+    async def save(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``save`` (a coroutine, as Grain's): awaited, it takes the
+        state (``get_state()``) and returns the coroutine writing it to
         ``directory/process_<i>-of-<n>.json`` (see ``DatasetIterator.save``)."""
-        return _checkpoint_io.start_save(self.get_state().decode(), directory)
+        return _checkpoint_io.background_save(directory, self.get_state().decode())
 
-    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``load`` (Grain's): a coroutine that, awaited, returns the
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``load`` (a coroutine, as Grain's): awaited, it returns the
         coroutine that reads this process's state file and calls ``set_state`` with it;
         ValueError if the file is missing."""
-        return _checkpoint_io.start_load(directory, lambda text: self.set_state(text.encode()))
+        return _checkpoint_io.background_load(directory, lambda text: self.set_state(text.encode()))
 
     def close(self) -> None:
         self._iterator.close()

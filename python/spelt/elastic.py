@@ -121,10 +121,10 @@ class _ElasticDatasetIterator(dataset.DatasetIterator):
         """
         return _checkpoint_io.merge_positions(states)
 
-    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``load``, as ``DatasetIterator.load``, from a checkpoint
-        written by any number of processes (see ``merge_process_states``)."""
-        return _checkpoint_io.start_load(
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``load`` (a coroutine), as ``DatasetIterator.load``, from a
+        checkpoint written by any number of processes (see ``merge_process_states``)."""
+        return _checkpoint_io.background_load(
             directory, lambda text: self.set_state(json.loads(text)), self
         )
 
@@ -217,14 +217,14 @@ class ElasticIterator(dataset.IterDataset):
         """Starts the read-ahead of the iterator ``iter()`` returns (Orbax's restore calls it)."""
         self._default_iterator.start_prefetch()
 
-    def save(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``save`` of the iterator ``iter()`` returns."""
-        return self._default_iterator.save(directory)
+    async def save(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``save`` (a coroutine) of the iterator ``iter()`` returns."""
+        return await self._default_iterator.save(directory)
 
-    def load(self, directory: Any) -> Awaitable[Awaitable[None]]:
-        """Orbax's checkpointable ``load`` into the iterator ``iter()`` returns, from a
-        checkpoint written by any number of processes."""
-        return self._default_iterator.load(directory)
+    async def load(self, directory: Any) -> Awaitable[None]:
+        """Orbax v1's checkpointable ``load`` (a coroutine) into the iterator ``iter()``
+        returns, from a checkpoint written by any number of processes."""
+        return await self._default_iterator.load(directory)
 
     def close(self) -> None:
         if "_default_iterator" in self.__dict__:

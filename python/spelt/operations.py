@@ -100,7 +100,7 @@ def _check_same_structure(records: Sequence[Any]) -> None:
     positions = []
     for position, other in enumerate(records[1:], start=1):
         try:
-            _tree.map_structure(lambda *_: None, first, other)
+            _tree.assert_same_structure(first, other)
         except ValueError:
             positions.append(position)
     if positions:

@@ -23,12 +23,16 @@ namespace spelt {
 //  - str / bytes leaves -> a list of them tagged as stacked strings (Sequence with
 //    kind kList and tag == StackedStringsTag()), which the Python face turns into a numpy
 //    string array;
-//  - containers keep their kind and tag (dict key order is the first element's);
+//  - containers keep their kind and tag (dict key order is the first element's; sorted under
+//    TreeSemantics::kJax, which also requires sequences at one position to have the same tag);
 //  - a leaf that is None in some element stacks to a numpy object array (np.stack of
 //    [None, 1] is array([None, 1], dtype=object)), which only a face with object arrays can
 //    build: the whole batch is then ObjectStackFallback()(elements). So is a leaf that is an
 //    Opaque in some elements and native in others (np.stack of the Python ints 2**63 and 1 is
 //    float64). Without a fallback registered, std::invalid_argument names the leaf path.
+//    Under TreeSemantics::kJax a None in element 0 is an empty subtree instead: it stacks to
+//    None, and an element with anything else there differs (std::invalid_argument); a None
+//    where element 0 has a leaf still goes to the fallback (JAX passes it to np.stack).
 // Opaque values are Unpack()ed first (once each). One that unpacks to an Opaque is a leaf that
 // Spelt cannot represent (e.g. a numpy string array or an arbitrary Python object): every
 // element must have an Opaque leaf there too, and the output leaf is
@@ -52,6 +56,20 @@ Value BatchAndPad(const std::vector<Value>& values, int64_t batch_size, const Va
 using ObjectStackFn = Value (*)(const std::vector<Value>& elements);
 void SetObjectStackFallback(ObjectStackFn fn);
 ObjectStackFn ObjectStackFallback();
+
+// How Stack() reads trees, as Grain 0.2.18's tree_lib does in each environment: kPlain is Grain
+// without JAX (None is a leaf, dict keys keep element 0's order, sequence tags are not
+// compared), kJax is Grain with JAX (jax.tree_util: see Stack()). A face decides once which
+// applies (the Python face: whether `jax` imports).
+enum class TreeSemantics : uint8_t { kPlain, kJax };
+using TreeSemanticsFn = TreeSemantics (*)();
+// Set once by a face at startup (the Python module sets it at import); the function is called
+// on the first CurrentTreeSemantics() after that (possibly by several threads at once, so it
+// must give the same answer each time; it may block, e.g. to take the GIL).
+void SetTreeSemanticsResolver(TreeSemanticsFn fn);
+// The resolver's answer, asked once and then kept; kPlain while no resolver is set.
+// Thread-safe.
+TreeSemantics CurrentTreeSemantics();
 
 // The tag Stack() puts on a list of stacked string leaves.
 const ContainerTag& StackedStringsTag();

@@ -257,6 +257,9 @@ struct NeedsObjectArray : std::invalid_argument {
 };
 
 std::atomic<ObjectStackFn> object_stack_fallback{nullptr};
+std::atomic<TreeSemanticsFn> tree_semantics_resolver{nullptr};
+// CurrentTreeSemantics(): -1 until resolved, then the TreeSemantics value.
+std::atomic<int> tree_semantics{-1};
 
 enum class NodeKind : uint8_t { kNone, kString, kArray, kOpaque, kSequence, kMapping };
 
@@ -340,7 +343,7 @@ std::string QuoteKey(std::string_view key) {
 
 class Stacker {
  public:
-  explicit Stacker(size_t n) : n_(n) { path_.reserve(16); }
+  Stacker(size_t n, bool jax) : n_(n), jax_(jax) { path_.reserve(16); }
 
   // Builds the plan from element 0 and writes its leaves into slot 0.
   void Build(Node& node, const Value& in) {
@@ -408,8 +411,9 @@ class Stacker {
     if (v.is_none() && node.kind != NodeKind::kNone) NeedsObjects();
     switch (node.kind) {
       case NodeKind::kNone:
-        if (!v.is_none()) NeedsObjects();
-        return;
+        if (v.is_none()) return;
+        if (jax_) Fail(i, "None (an empty subtree) vs " + std::string(v.KindName()));
+        NeedsObjects();
       case NodeKind::kArray: {
         NumericLeaf leaf;
         if (!AsNumeric(var, leaf)) KindMismatch(node, v, i);
@@ -436,6 +440,9 @@ class Stacker {
       case NodeKind::kSequence: {
         const auto* sp = std::get_if<std::shared_ptr<const Sequence>>(&var);
         if (sp == nullptr || (*sp)->kind != node.seq->kind) KindMismatch(node, v, i);
+        if (jax_ && (*sp)->tag.get() != node.seq->tag.get()) {
+          Fail(i, std::string(node.kind_name) + "s of different types or pytree structures");
+        }
         const auto& items = (*sp)->items;
         if (items.size() != node.children.size()) {
           Fail(i, std::string(node.kind_name) + " of length " +
@@ -473,6 +480,7 @@ class Stacker {
   Value Finish(Node& node) {
     switch (node.kind) {
       case NodeKind::kNone:
+        if (jax_) return Value();
         NeedsObjects();
       case NodeKind::kArray:
         return Value(std::move(node.out));
@@ -501,6 +509,9 @@ class Stacker {
           items.emplace_back(key, Finish(node.children[k]));
           path_.pop_back();
         }
+        // JAX's dicts flatten and rebuild in sorted key order (byte order of UTF-8 is code
+        // point order, as Python sorts str).
+        if (jax_) std::ranges::sort(items, {}, &std::pair<std::string, Value>::first);
         return Value(std::make_shared<const Mapping>(Mapping{std::move(items), node.map->tag}));
       }
     }
@@ -639,6 +650,7 @@ class Stacker {
   }
 
   size_t n_;
+  bool jax_;  // TreeSemantics::kJax
   std::vector<PathElem> path_;
 };
 
@@ -647,7 +659,7 @@ class Stacker {
 Value Stack(const std::vector<Value>& elements) {
   if (elements.empty()) throw std::invalid_argument("Batch: cannot batch zero elements");
   try {
-    Stacker stacker(elements.size());
+    Stacker stacker(elements.size(), CurrentTreeSemantics() == TreeSemantics::kJax);
     Node root;
     stacker.Build(root, elements[0]);
     for (size_t i = 1; i < elements.size(); ++i) stacker.Fill(root, elements[i], i);
@@ -662,5 +674,17 @@ Value Stack(const std::vector<Value>& elements) {
 void SetObjectStackFallback(ObjectStackFn fn) { object_stack_fallback.store(fn); }
 
 ObjectStackFn ObjectStackFallback() { return object_stack_fallback.load(); }
+
+void SetTreeSemanticsResolver(TreeSemanticsFn fn) { tree_semantics_resolver.store(fn); }
+
+TreeSemantics CurrentTreeSemantics() {
+  const int known = tree_semantics.load(std::memory_order_acquire);
+  if (known >= 0) return static_cast<TreeSemantics>(known);
+  const TreeSemanticsFn resolve = tree_semantics_resolver.load();
+  if (resolve == nullptr) return TreeSemantics::kPlain;
+  const TreeSemantics resolved = resolve();
+  tree_semantics.store(static_cast<int>(resolved), std::memory_order_release);
+  return resolved;
+}
 
 }  // namespace spelt

@@ -19,6 +19,9 @@ namespace spelt {
 namespace internal {
 namespace {
 
+// Whether outputs follow JAX's trees (sorted dict keys), as Grain's packers' do with JAX.
+bool JaxTrees() { return CurrentTreeSemantics() == TreeSemantics::kJax; }
+
 // Where the packed feature named by shuffle_bins_group_by_feature lives.
 struct GroupBy {
   enum Kind { kValues, kSegmentIds, kPositions } kind = kValues;
@@ -120,7 +123,7 @@ class PackIterator final : public DatasetIterator {
     const Value& ls = spec_->options.length_struct;
     if (spec_->options.whole_batches) {
       auto tree = [&](const std::vector<Array>& arrays) {
-        return RebuildTree(ls, std::vector<Value>(arrays.begin(), arrays.end()));
+        return RebuildTree(ls, std::vector<Value>(arrays.begin(), arrays.end()), JaxTrees());
       };
       out_ = {Value::Tuple(
           {tree(bins.values()), tree(bins.segment_ids()), tree(bins.positions())})};
@@ -138,8 +141,10 @@ class PackIterator final : public DatasetIterator {
   }
 
   // Bin b as Grain emits it: the features of length_struct (views of the bins' buffers), the
-  // non-sequence meta features (lists), then <key>_segment_ids and <key>_positions.
+  // non-sequence meta features (lists), then <key>_segment_ids and <key>_positions; with JAX,
+  // all in sorted key order, dicts inside length_struct too (not inside meta values).
   Value Bin(const PackedBins& bins, int64_t b) const {
+    const bool jax = JaxTrees();
     const Mapping& ls = spec_->options.length_struct.AsMapping();
     const auto& meta_features = spec_->options.meta_features;
     auto is_meta = [&](const std::string& k) {
@@ -155,7 +160,7 @@ class PackIterator final : public DatasetIterator {
            ++f) {
         leaves.push_back(RowView(bins.values()[f], b));
       }
-      items.emplace_back(key, RebuildTree(sub, leaves));
+      items.emplace_back(key, RebuildTree(sub, leaves, jax));
       if (!is_meta(key)) {
         aux.emplace_back(key + "_segment_ids", RowView(bins.segment_ids()[first], b));
         aux.emplace_back(key + "_positions", RowView(bins.positions()[first], b));
@@ -166,6 +171,7 @@ class PackIterator final : public DatasetIterator {
                          Value::List(bins.meta()[k][static_cast<size_t>(b)]));
     }
     for (auto& item : aux) items.push_back(std::move(item));
+    if (jax) std::ranges::sort(items, {}, &std::pair<std::string, Value>::first);
     return Value::Dict(std::move(items));
   }
 

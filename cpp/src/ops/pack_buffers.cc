@@ -1,6 +1,7 @@
 // The leaf-level pieces of sequence packing (see pack_buffers.h).
 #include "ops/pack_buffers.h"
 
+#include <algorithm>
 #include <cstring>
 #include <stdexcept>
 
@@ -189,13 +190,14 @@ void Flatten(const Value& tree, LeafPath& path, std::vector<std::pair<LeafPath, 
   }
 }
 
-Value Rebuild(const Value& tree, const std::vector<Value>& leaves, size_t& next) {
+Value Rebuild(const Value& tree, const std::vector<Value>& leaves, bool sort_keys, size_t& next) {
   if (tree.is<std::shared_ptr<const Mapping>>()) {
     auto m = std::make_shared<Mapping>();
     m->tag = tree.AsMapping().tag;
     for (const auto& [key, child] : tree.AsMapping().items) {
-      m->items.emplace_back(key, Rebuild(child, leaves, next));
+      m->items.emplace_back(key, Rebuild(child, leaves, sort_keys, next));
     }
+    if (sort_keys) std::ranges::sort(m->items, {}, &std::pair<std::string, Value>::first);
     return Value(std::shared_ptr<const Mapping>(std::move(m)));
   }
   if (tree.is<std::shared_ptr<const Sequence>>()) {
@@ -203,7 +205,9 @@ Value Rebuild(const Value& tree, const std::vector<Value>& leaves, size_t& next)
     auto s = std::make_shared<Sequence>();
     s->kind = seq.kind;
     s->tag = seq.tag;
-    for (const Value& child : seq.items) s->items.push_back(Rebuild(child, leaves, next));
+    for (const Value& child : seq.items) {
+      s->items.push_back(Rebuild(child, leaves, sort_keys, next));
+    }
     return Value(std::shared_ptr<const Sequence>(std::move(s)));
   }
   return leaves.at(next++);
@@ -235,9 +239,9 @@ const Value* FindPath(const Value& element, const LeafPath& path) {
   return v;
 }
 
-Value RebuildTree(const Value& tree, const std::vector<Value>& leaves) {
+Value RebuildTree(const Value& tree, const std::vector<Value>& leaves, bool sort_keys) {
   size_t next = 0;
-  return Rebuild(tree, leaves, next);
+  return Rebuild(tree, leaves, sort_keys, next);
 }
 
 }  // namespace spelt::internal

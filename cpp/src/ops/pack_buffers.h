@@ -63,8 +63,9 @@ std::vector<std::pair<LeafPath, Value>> FlattenTree(const Value& tree);
 const Value* FindPath(const Value& element, const LeafPath& path);
 
 // `tree` with its leaves (in FlattenTree() order) replaced by `leaves`; containers keep their
-// kind, tag and key order.
-Value RebuildTree(const Value& tree, const std::vector<Value>& leaves);
+// kind, tag and key order, or with `sort_keys` every dict's keys come out sorted (as Grain's
+// packers build their outputs with JAX's trees, TreeSemantics::kJax in spelt/stack.h).
+Value RebuildTree(const Value& tree, const std::vector<Value>& leaves, bool sort_keys = false);
 
 }  // namespace spelt::internal
 

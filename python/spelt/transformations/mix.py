@@ -10,6 +10,7 @@ from typing import Any, Mapping, Sequence
 from spelt import _args
 from spelt import _base
 from spelt import _core
+from spelt import _tree
 
 
 def _check_map_datasets(datasets: Any, what: str) -> tuple[_base.MapDataset, ...]:
@@ -120,7 +121,8 @@ class MixedIterDataset(_base.ParentSpec, _base.IterDataset):
         proportions: Sequence[float] | Mapping[str, float] | None = None,
     ):
         if isinstance(parents, Mapping):
-            self._keys = list(parents)  # insertion order, as Grain's tree_lib flattens
+            # The order in which Grain's tree_lib flattens: sorted with JAX, else insertion.
+            self._keys = sorted(parents) if _tree.uses_jax() else list(parents)
             flat = [parents[k] for k in self._keys]
             if isinstance(proportions, Mapping):
                 proportions = [proportions[k] for k in self._keys]
