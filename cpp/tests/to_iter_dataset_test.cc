@@ -1,5 +1,5 @@
 // Tests for MapDataset::ToIter (Grain's to_iter_dataset / PrefetchIterDataset, ops/to_iter_dataset.cc
-// over the ordered core in core/ordered_iterator.cc): order, nones,
+// over the ordered core in exec/ordered_iterator.cc): order, nones,
 // thread-count independence, {"next_index": n} states and checkpoint/restore at every
 // position, malformed states, errors raised in order, and teardown with work in flight.
 // Values marked "Grain 0.2.18" were computed with Grain 0.2.18.

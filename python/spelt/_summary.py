@@ -5,7 +5,7 @@ Tracking is off by default and costs nothing then. It is on for an iterator made
 ask for ``ExecutionTrackingMode.STAGE_TIMING``, or of a ``DataLoader(enable_profiling=True)``,
 as in Grain 0.2.18 (grain/_src/python/dataset/stats.py). ``iter()`` then runs a *profiled
 twin* of the pipeline: the same datasets (shallow copies) whose engine nodes are wrapped by
-``_core.profiled_map`` / ``_core.profiled_iter`` (cpp/src/core/stage_stats.cc), which count
+``_core.profiled_map`` / ``_core.profiled_iter`` (cpp/src/exec/stage_stats.cc), which count
 elements, time and bytes per stage without changing elements or states. Stages that run in
 worker processes (below ``mp_prefetch``) are listed but not counted; the worker stage reports
 the workers' busy time instead (from the chunk replies). In debug mode the summary is logged

@@ -2,7 +2,7 @@
 ``IterDataset.mp_prefetch`` (Grain's MultiprocessPrefetchIterDataset), from
 grain/_src/python/dataset/transformations/prefetch.py at 0.2.18.
 
-Both are the engine's ordered core (cpp/src/core/ordered_iterator.cc): chunks of consecutive
+Both are the engine's ordered core (cpp/src/exec/ordered_iterator.cc): chunks of consecutive
 global indices computed by an executor (the process-wide thread pool, or worker processes when
 the MapDataset calls Python) and merged in index order. The state is ``{"next_index": n}``
 whichever executor computes the elements.

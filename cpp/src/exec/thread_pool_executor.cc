@@ -15,8 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/chunk_sizer.h"
-#include "core/thread_pool.h"
+#include "exec/chunk_sizer.h"
+#include "base/thread_pool.h"
 #include "spelt/blocking_wait.h"
 #include "spelt/executor.h"
 #include "spelt/read_threads.h"
@@ -259,7 +259,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
         std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
     // Python code may be slow per element: its chunks grow 1, 2, 4, ... so the first elements
     // come without waiting for a whole chunk. Large elements make chunks smaller
-    // (core/chunk_sizer.h).
+    // (exec/chunk_sizer.h).
     sizer_ = internal::ChunkSizer(node->Serial() ? 1 : chunk_size, chunk_size);
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
