@@ -1,6 +1,7 @@
-"""The layout of the Python face (issue 19): no import circle in python/spelt or bench/, the
-bases import no operation, each transformation imports only the bases, and few protected
-accesses across modules.
+"""The layout (issue 19): no import circle in python/spelt or bench/, the bases import no
+operation, each transformation imports only the bases, few protected accesses across modules,
+libspelt's folders include only the layers below them, and docs and comments name paths that
+exist.
 
 The import graph is read from the source (every ``import`` statement, also those inside
 functions), so a circle that only shows at run time is found too; graphlib's topological
@@ -122,11 +123,109 @@ def test_only_the_tree_helper_gives_datasets_new_parents():
     assert assigners == ["python/spelt/_base.py:" + assigners[0].split(":")[1]], assigners
 
 
+# The layers of libspelt (docs/architecture.md draws them): each layer's folders under cpp/src,
+# its public headers (cpp/include/spelt/), and the layers it may include besides itself.
+_CPP_LAYERS = {
+    "base": (
+        {"base"},
+        {"blocking_wait.h", "errors.h", "parallel_work.h", "read_threads.h"},
+        set(),
+    ),
+    "io": ({"io"}, {"file_system.h"}, {"base"}),
+    "riegeli": ({"riegeli"}, set(), {"base", "io"}),
+    "array_record": ({"array_record"}, {"array_record.h"}, {"base", "io", "riegeli"}),
+    "tfrecord": ({"tfrecord"}, {"tfrecord.h"}, {"base", "io"}),
+    "core": (
+        {"core"},
+        {"value.h", "random.h", "stack.h", "source.h", "dataset.h", "shard_options.h"},
+        {"base"},
+    ),
+    "vision": ({"vision"}, {"vision.h", "image_ops.h", "bfloat16_array.h"}, {"base", "core"}),
+    "sources": (
+        {"sources"},
+        {"array_record_source.h", "tfrecord_source.h", "tfrecord_dataset.h"},
+        {"base", "io", "riegeli", "array_record", "tfrecord", "core"},
+    ),
+    "exec": (
+        {"exec"},
+        {"executor.h", "stage_stats.h", "dataset_options.h"},
+        {"base", "core"},
+    ),
+    "ops": ({"ops"}, {"packing.h", "thread_prefetch.h"}, {"base", "core", "exec"}),
+    "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "exec", "ops"}),
+    "api": ({"api"}, set(), {"base", "core", "exec", "ops", "sampling"}),
+}
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def _cpp_layer(path: str) -> str | None:
+    """The layer of a file named as an include names it ("ops/map.h", "spelt/value.h")."""
+    folder, _, name = path.partition("/")
+    for layer, (folders, headers, _) in _CPP_LAYERS.items():
+        if folder in folders or (folder == "spelt" and name in headers):
+            return layer
+    return None
+
+
+def _layer_violations(files: dict[str, str]) -> list[str]:
+    """Includes that break _CPP_LAYERS in ``files`` (path as an include names it -> text), and
+    files or included headers that no layer holds."""
+    problems = []
+    for path, text in sorted(files.items()):
+        layer = _cpp_layer(path)
+        if layer is None:
+            problems.append(f"{path}: in no layer of _CPP_LAYERS")
+            continue
+        allowed = _CPP_LAYERS[layer][2] | {layer}
+        for included in _INCLUDE.findall(text):
+            to = _cpp_layer(included)
+            if to is None:
+                problems.append(f"{path} includes {included}, in no layer of _CPP_LAYERS")
+            elif to not in allowed:
+                problems.append(f"{path} ({layer}) includes {included} ({to})")
+    return problems
+
+
+def _libspelt_files() -> dict[str, str]:
+    src, include = ROOT / "cpp" / "src", ROOT / "cpp" / "include"
+    files = {}
+    for root in (src, include):
+        for p in root.rglob("*"):
+            if p.suffix in (".h", ".cc"):
+                files[str(p.relative_to(root))] = p.read_text()
+    return files
+
+
+def test_libspelt_includes_only_lower_layers():
+    files = _libspelt_files()
+    assert len(files) > 100  # the walk found the sources
+    assert _layer_violations(files) == []
+
+
+def test_a_layer_violation_is_found():
+    files = {
+        "base/thread_pool.h": '#include "spelt/errors.h"\n',
+        "io/file_system.cc": '#include "base/thread_pool.h"\n#include "core/nodes.h"\n',
+        "tfrecord/reader.cc": '#include "array_record/layout.h"\n',
+        "ops/shard.cc": '  #include "spelt/sampler.h"\n',
+        "ops/map.cc": '#include "newfolder/x.h"\n',
+        "newfolder/y.cc": "",
+    }
+    assert _layer_violations(files) == [
+        "io/file_system.cc (io) includes core/nodes.h (core)",
+        "newfolder/y.cc: in no layer of _CPP_LAYERS",
+        "ops/map.cc includes newfolder/x.h, in no layer of _CPP_LAYERS",
+        "ops/shard.cc (ops) includes spelt/sampler.h (sampling)",
+        "tfrecord/reader.cc (tfrecord) includes array_record/layout.h (array_record)",
+    ]
+
+
 # A path in a doc or comment: one of the repository's top folders (or a folder of cpp/src, or
 # spelt/ for the public headers), then path parts, ending in a file or folder name.
 _PATH = re.compile(
     r"(?<![\w/.<-])((?:python/spelt|cpp/(?:src|include|python|tests|fuzz)|tests|bench|docs"
-    r"|examples|spelt|core|io|ops|sampling|array_record|riegeli|tfrecord)/[\w./-]*[A-Za-z0-9])"
+    r"|examples|spelt|base|io|core|exec|ops|sampling|api|sources|vision|array_record|riegeli"
+    r"|tfrecord)/[\w./-]*[A-Za-z0-9])"
 )
 _TEXT_FILES = (".md", ".py", ".cc", ".h", ".txt", ".toml", ".cmake")
 
