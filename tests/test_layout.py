@@ -137,23 +137,34 @@ _CPP_LAYERS = {
     "tfrecord": ({"tfrecord"}, {"tfrecord.h"}, {"base", "io"}),
     "core": (
         {"core"},
-        {"value.h", "random.h", "stack.h", "source.h", "dataset.h", "shard_options.h"},
+        {
+            "value.h",
+            "random.h",
+            "stack.h",
+            "source.h",
+            "node.h",
+            "read_options.h",
+            "shard_options.h",
+        },
         {"base"},
     ),
+    # The handle types users build pipelines with; api/ implements them, and the operations
+    # that return datasets of their own (thread_prefetch, cache, interleave, packing) use them.
+    "handles": (set(), {"dataset.h"}, {"base", "core"}),
     "vision": ({"vision"}, {"vision.h", "image_ops.h", "bfloat16_array.h"}, {"base", "core"}),
     "sources": (
         {"sources"},
         {"array_record_source.h", "tfrecord_source.h", "tfrecord_dataset.h"},
-        {"base", "io", "riegeli", "array_record", "tfrecord", "core"},
+        {"base", "io", "riegeli", "array_record", "tfrecord", "core", "handles"},
     ),
     "exec": (
         {"exec"},
         {"executor.h", "stage_stats.h", "dataset_options.h"},
-        {"base", "core"},
+        {"base", "core", "handles"},
     ),
-    "ops": ({"ops"}, {"packing.h", "thread_prefetch.h"}, {"base", "core", "exec"}),
-    "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "exec", "ops"}),
-    "api": ({"api"}, set(), {"base", "core", "exec", "ops", "sampling"}),
+    "ops": ({"ops"}, {"packing.h", "thread_prefetch.h"}, {"base", "core", "handles", "exec"}),
+    "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "handles", "exec", "ops"}),
+    "api": ({"api"}, set(), {"base", "core", "handles", "exec", "ops", "sampling"}),
 }
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 

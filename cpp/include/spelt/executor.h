@@ -24,7 +24,8 @@
 #include <optional>
 #include <vector>
 
-#include "spelt/dataset.h"
+#include "spelt/node.h"
+#include "spelt/read_options.h"
 
 namespace spelt {
 

@@ -1,8 +1,7 @@
 // The public dataset handles (spelt/dataset.h): argument checks, default seeds, and dispatch
-// to the node factories in nodes.h.
+// to the node factories of cpp/src/ops/.
 #include "spelt/dataset.h"
 
-#include <deque>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -83,59 +82,6 @@ void CheckPositive(int64_t value, const char* what) {
 }
 
 }  // namespace
-
-void ReadOptions::Validate() const {
-  if (num_threads < 0) {
-    throw std::invalid_argument("ReadOptions: num_threads must be >= 0, got " +
-                                std::to_string(num_threads));
-  }
-  if (prefetch_buffer_size < 0) {
-    throw std::invalid_argument("ReadOptions: prefetch_buffer_size must be >= 0, got " +
-                                std::to_string(prefetch_buffer_size));
-  }
-}
-
-DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
-                         bool serial_self, bool filters_self)
-    : parents_(std::move(parents)), serial_(serial_self), filters_(filters_self) {
-  for (const auto& p : parents_) {
-    serial_ = serial_ || p->Serial();
-    filters_ = filters_ || p->Filters();
-  }
-}
-
-std::optional<uint32_t> DatasetNode::DefaultSeed() const {
-  std::vector<uint64_t> entropy;
-  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit;
-  // Queues `node` at `depth`; a node that is no level (IsLevel()) is replaced by its parents,
-  // in its place in the order, as if they were the parents of the node below it.
-  auto enqueue = [&](auto& self, const DatasetNode* node, uint64_t depth) -> void {
-    if (node->IsLevel() || node->seed_words()) {
-      to_visit.emplace_back(node, depth);
-      return;
-    }
-    for (const auto& p : node->parents()) self(self, p.get(), depth);
-  };
-  enqueue(enqueue, this, 1);  // depth of the new node's parent
-  while (!to_visit.empty()) {
-    auto [node, depth] = to_visit.front();
-    to_visit.pop_front();
-    if (const auto& words = node->seed_words()) {
-      entropy.insert(entropy.end(), words->begin(), words->end());
-      entropy.push_back(depth);
-    } else {
-      for (const auto& p : node->parents()) enqueue(enqueue, p.get(), depth + 1);
-    }
-  }
-  if (entropy.empty()) return std::nullopt;
-  return SeedSequenceGenerateState(entropy, 1)[0];
-}
-
-void MapNode::GetMany(std::span<const int64_t> indices,
-                      std::vector<std::optional<Value>>* out) const {
-  out->reserve(out->size() + indices.size());
-  for (const int64_t index : indices) out->push_back(Get(index));
-}
 
 MapDataset::MapDataset(std::shared_ptr<const MapNode> node) : node_(std::move(node)) {
   if (!node_) throw std::invalid_argument("MapDataset: null node");

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/nodes.h"
+#include "spelt/read_options.h"
 
 namespace spelt::internal {
 

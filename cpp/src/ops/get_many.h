@@ -1,5 +1,5 @@
 // Internal: the shared parts of the MapNode::GetMany overrides in cpp/src/ops/. Each keeps the
-// contract of spelt/dataset.h: on an exception, *out holds exactly the elements before the
+// contract of spelt/node.h: on an exception, *out holds exactly the elements before the
 // failing index and the exception is the one Get() would raise for it.
 #ifndef SPELT_SRC_OPS_GET_MANY_H_
 #define SPELT_SRC_OPS_GET_MANY_H_

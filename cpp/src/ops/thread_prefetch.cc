@@ -10,6 +10,7 @@
 #include <set>
 
 #include "spelt/blocking_wait.h"
+#include "spelt/dataset.h"
 #include "spelt/thread_prefetch.h"
 
 namespace spelt::internal {
