@@ -1,7 +1,7 @@
 // FlatMapIterDataset: each parent element becomes zero or more elements (Grain's flatmap.py).
 // State: {"parent": parent state before the element being split, "next_index_in_buffer": k};
 // restoring re-reads that one element and skips its first k outputs.
-#include "ops/flat_map.h"
+#include "ops/iter_flat_map.h"
 
 namespace spelt::internal {
 namespace {

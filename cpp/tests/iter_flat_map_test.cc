@@ -1,4 +1,4 @@
-// Tests for IterDataset::FlatMap (ops/flat_map.cc). Expected values marked "Grain 0.2.18" were computed with
+// Tests for IterDataset::FlatMap (ops/iter_flat_map.cc). Expected values marked "Grain 0.2.18" were computed with
 // Grain 0.2.18.
 #include <cstdint>
 #include <cstring>

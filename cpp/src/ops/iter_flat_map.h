@@ -1,7 +1,7 @@
-// Internal: FlatMapIterDataset (ops/flat_map.cc). The public
+// Internal: FlatMapIterDataset (ops/iter_flat_map.cc). The public
 // handles of spelt/dataset.h call this factory.
-#ifndef SPELT_SRC_OPS_FLAT_MAP_H_
-#define SPELT_SRC_OPS_FLAT_MAP_H_
+#ifndef SPELT_SRC_OPS_ITER_FLAT_MAP_H_
+#define SPELT_SRC_OPS_ITER_FLAT_MAP_H_
 
 #include "core/nodes.h"
 
@@ -11,4 +11,4 @@ IterNodePtr MakeFlatMapNode(IterNodePtr parent, FlatMapFn fn);
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_OPS_FLAT_MAP_H_
+#endif  // SPELT_SRC_OPS_ITER_FLAT_MAP_H_
