@@ -11,7 +11,7 @@
 #include "ops/concatenate.h"
 #include "ops/filter.h"
 #include "ops/iter_flat_map.h"
-#include "ops/flat_map_map.h"
+#include "ops/flat_map.h"
 #include "ops/iter_filter.h"
 #include "ops/iter_map.h"
 #include "ops/iter_mix.h"

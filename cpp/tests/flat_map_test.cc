@@ -1,4 +1,4 @@
-// Tests for MapDataset::FlatMap (ops/flat_map_map.cc), Grain 0.2.18's FlatMapMapDataset.
+// Tests for MapDataset::FlatMap (ops/flat_map.cc), Grain 0.2.18's FlatMapMapDataset.
 #include <gtest/gtest.h>
 
 #include <atomic>

@@ -1,7 +1,7 @@
-// Internal: FlatMapMapDataset (ops/flat_map_map.cc). The public handles of spelt/dataset.h
+// Internal: FlatMapMapDataset (ops/flat_map.cc). The public handles of spelt/dataset.h
 // call this factory.
-#ifndef SPELT_SRC_OPS_FLAT_MAP_MAP_H_
-#define SPELT_SRC_OPS_FLAT_MAP_MAP_H_
+#ifndef SPELT_SRC_OPS_FLAT_MAP_H_
+#define SPELT_SRC_OPS_FLAT_MAP_H_
 
 #include "core/nodes.h"
 
@@ -13,4 +13,4 @@ MapNodePtr MakeFlatMapMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_o
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_OPS_FLAT_MAP_MAP_H_
+#endif  // SPELT_SRC_OPS_FLAT_MAP_H_

@@ -4,7 +4,7 @@
 // filtered. Length: parent length * max_fan_out, kInfiniteLength when that would reach it.
 // A split with more than max_fan_out outputs raises std::invalid_argument (Grain's message).
 // GetMany() calls fn once per parent element of the chunk (Get() once per index, as Grain).
-#include "ops/flat_map_map.h"
+#include "ops/flat_map.h"
 
 #include "ops/get_many.h"
 
