@@ -22,7 +22,7 @@
 #include "ops/rebatch.h"
 #include "ops/reindex.h"
 #include "ops/repeat.h"
-#include "ops/seed.h"
+#include "ops/with_options.h"
 #include "ops/shuffle.h"
 #include "ops/slice.h"
 #include "ops/source_dataset.h"

@@ -2,7 +2,7 @@
 // (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed). An IterDataset's
 // WithOptions() is the same node without a seed: one more level between a seed and the
 // random transformations that derive from it, as Grain's WithOptionsIterDataset is.
-#include "ops/seed.h"
+#include "ops/with_options.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

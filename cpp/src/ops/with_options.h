@@ -1,8 +1,8 @@
-// Internal: seed(): marks a node as the source of default seeds (ops/seed.cc); without a
+// Internal: seed(): marks a node as the source of default seeds (ops/with_options.cc); without a
 // seed, Grain's WithOptionsIterDataset level. The public handles of spelt/dataset.h call these
 // factories.
-#ifndef SPELT_SRC_OPS_SEED_H_
-#define SPELT_SRC_OPS_SEED_H_
+#ifndef SPELT_SRC_OPS_WITH_OPTIONS_H_
+#define SPELT_SRC_OPS_WITH_OPTIONS_H_
 
 #include "core/nodes.h"
 
@@ -13,4 +13,4 @@ IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::optional<std::vector<uint3
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_OPS_SEED_H_
+#endif  // SPELT_SRC_OPS_WITH_OPTIONS_H_
