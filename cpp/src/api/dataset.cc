@@ -123,7 +123,7 @@ std::optional<Value> MapDataset::Get(int64_t index) const {
 }
 
 MapDataset MapDataset::Seed(AnySeed seed) const {
-  return MapDataset(internal::MakeSeedMapNode(node_, seed.words()));
+  return MapDataset(internal::MakeWithOptionsMapNode(node_, seed.words()));
 }
 
 MapDataset MapDataset::Shuffle(std::optional<int64_t> seed) const {
@@ -218,7 +218,7 @@ MapDataset MapDataset::WindowShuffle(int64_t window_size, int64_t seed) const {
 MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial) const {
   if (!fn) throw std::invalid_argument("flat_map: empty function");
   CheckPositive(max_fan_out, "max_fan_out");
-  return MapDataset(internal::MakeFlatMapMapNode(node_, std::move(fn), max_fan_out, serial));
+  return MapDataset(internal::MakeFlatMapNode(node_, std::move(fn), max_fan_out, serial));
 }
 
 IterDataset MapDataset::ToIter(ReadOptions options, bool allow_nones) const {
@@ -236,11 +236,11 @@ IterDataset::IterDataset(std::shared_ptr<const IterNode> node) : node_(std::move
 }
 
 IterDataset IterDataset::Seed(AnySeed seed) const {
-  return IterDataset(internal::MakeSeedIterNode(node_, seed.words()));
+  return IterDataset(internal::MakeWithOptionsIterNode(node_, seed.words()));
 }
 
 IterDataset IterDataset::WithOptions() const {
-  return IterDataset(internal::MakeSeedIterNode(node_, std::nullopt));
+  return IterDataset(internal::MakeWithOptionsIterNode(node_, std::nullopt));
 }
 
 IterDataset IterDataset::Map(MapFn fn) const {
@@ -306,7 +306,7 @@ IterDataset IterDataset::Repeat(std::optional<int64_t> num_epochs) const {
 
 IterDataset IterDataset::FlatMap(FlatMapFn fn) const {
   if (!fn) throw std::invalid_argument("flat_map: empty function");
-  return IterDataset(internal::MakeFlatMapNode(node_, std::move(fn)));
+  return IterDataset(internal::MakeIterFlatMapNode(node_, std::move(fn)));
 }
 
 IterDataset IterDataset::WindowShuffle(int64_t window_size, int64_t seed) const {

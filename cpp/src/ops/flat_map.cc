@@ -11,9 +11,9 @@
 namespace spelt::internal {
 namespace {
 
-class FlatMapMapNode final : public MapNode {
+class FlatMapNode final : public MapNode {
  public:
-  FlatMapMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out, bool serial)
+  FlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out, bool serial)
       : MapNode({parent}, serial, /*filters_self=*/true), parent_(std::move(parent)), fn_(std::move(fn)),
         fan_out_(max_fan_out) {
     const int64_t n = parent_->Length();
@@ -80,9 +80,9 @@ class FlatMapMapNode final : public MapNode {
 
 }  // namespace
 
-MapNodePtr MakeFlatMapMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
+MapNodePtr MakeFlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
                               bool serial) {
-  return std::make_shared<FlatMapMapNode>(std::move(parent), std::move(fn), max_fan_out, serial);
+  return std::make_shared<FlatMapNode>(std::move(parent), std::move(fn), max_fan_out, serial);
 }
 
 }  // namespace spelt::internal

@@ -8,7 +8,7 @@
 namespace spelt::internal {
 
 // REQUIRES: max_fan_out > 0 (checked by MapDataset::FlatMap).
-MapNodePtr MakeFlatMapMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
+MapNodePtr MakeFlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
                               bool serial);
 
 }  // namespace spelt::internal

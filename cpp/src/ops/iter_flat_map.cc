@@ -8,9 +8,9 @@ namespace {
 
 constexpr const char* kName = "FlatMapIterDataset";
 
-class FlatMapIterator final : public DatasetIterator {
+class IterFlatMapIterator final : public DatasetIterator {
  public:
-  FlatMapIterator(std::unique_ptr<DatasetIterator> parent, FlatMapFn fn)
+  IterFlatMapIterator(std::unique_ptr<DatasetIterator> parent, FlatMapFn fn)
       : parent_(std::move(parent)), fn_(std::move(fn)), last_parent_state_(parent_->GetState()) {}
 
   std::optional<Value> Next() override {
@@ -54,13 +54,13 @@ class FlatMapIterator final : public DatasetIterator {
   size_t next_in_buffer_ = 0;
 };
 
-class FlatMapNode final : public IterNode {
+class IterFlatMapNode final : public IterNode {
  public:
-  FlatMapNode(IterNodePtr parent, FlatMapFn fn)
+  IterFlatMapNode(IterNodePtr parent, FlatMapFn fn)
       : IterNode({parent}), parent_(std::move(parent)), fn_(std::move(fn)) {}
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
-    return std::make_unique<FlatMapIterator>(parent_->MakeIterator(), fn_);
+    return std::make_unique<IterFlatMapIterator>(parent_->MakeIterator(), fn_);
   }
 
  private:
@@ -70,8 +70,8 @@ class FlatMapNode final : public IterNode {
 
 }  // namespace
 
-IterNodePtr MakeFlatMapNode(IterNodePtr parent, FlatMapFn fn) {
-  return std::make_shared<FlatMapNode>(std::move(parent), std::move(fn));
+IterNodePtr MakeIterFlatMapNode(IterNodePtr parent, FlatMapFn fn) {
+  return std::make_shared<IterFlatMapNode>(std::move(parent), std::move(fn));
 }
 
 }  // namespace spelt::internal

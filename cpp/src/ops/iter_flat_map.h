@@ -7,7 +7,7 @@
 
 namespace spelt::internal {
 
-IterNodePtr MakeFlatMapNode(IterNodePtr parent, FlatMapFn fn);
+IterNodePtr MakeIterFlatMapNode(IterNodePtr parent, FlatMapFn fn);
 
 }  // namespace spelt::internal
 

@@ -1,5 +1,6 @@
-// Internal: seed(): marks a node as the source of default seeds (ops/with_options.cc); without a
-// seed, Grain's WithOptionsIterDataset level. The public handles of spelt/dataset.h call these
+// Internal: Grain's WithOptionsMapDataset / WithOptionsIterDataset (ops/with_options.cc),
+// pass-through nodes: with a seed, what seed() makes (the source of default seeds); without one,
+// IterDataset::WithOptions()'s level. The public handles of spelt/dataset.h call these
 // factories.
 #ifndef SPELT_SRC_OPS_WITH_OPTIONS_H_
 #define SPELT_SRC_OPS_WITH_OPTIONS_H_
@@ -8,8 +9,9 @@
 
 namespace spelt::internal {
 
-MapNodePtr MakeSeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed);
-IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed);
+MapNodePtr MakeWithOptionsMapNode(MapNodePtr parent, std::vector<uint32_t> seed);
+IterNodePtr MakeWithOptionsIterNode(IterNodePtr parent,
+                                    std::optional<std::vector<uint32_t>> seed);
 
 }  // namespace spelt::internal
 
