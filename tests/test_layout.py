@@ -231,6 +231,44 @@ def test_a_layer_violation_is_found():
     ]
 
 
+_GRAIN_NAME = re.compile(r'"(\w+?)(Map|Iter)Dataset"')
+
+
+def _variant_misnamed(files: dict[str, str]) -> list[str]:
+    """The rule naming an op's variants, over ``files`` (ops/ file name -> text): where an op's
+    MapDataset and IterDataset nodes (Grain's names, e.g. "FlatMapMapDataset") are in
+    different files, the Iter one is iter_<the Map one's file>."""
+    where: dict[tuple[str, str], set[str]] = {}
+    for name, text in files.items():
+        for op, kind in _GRAIN_NAME.findall(text):
+            where.setdefault((op, kind), set()).add(name)
+    problems = []
+    for (op, kind), map_files in sorted(where.items()):
+        if kind != "Map":
+            continue
+        for iter_file in sorted(where.get((op, "Iter"), set()) - map_files):
+            for map_file in sorted(map_files):
+                if iter_file != "iter_" + map_file:
+                    problems.append(f"{op}: Map variant in {map_file}, Iter variant in {iter_file}")
+    return problems
+
+
+def test_the_iter_variant_of_an_op_is_iter_op():
+    ops = ROOT / "cpp" / "src" / "ops"
+    files = {p.name: p.read_text() for p in ops.glob("*.cc")}
+    assert len(files) > 20
+    assert _variant_misnamed(files) == []
+    # The layout before this rule: flat_map.cc held the Iter variant, flat_map_map.cc the Map one.
+    old = {
+        "flat_map.cc": 'return "FlatMapIterDataset";',
+        "flat_map_map.cc": 'return "FlatMapMapDataset";',
+        "batch.cc": '"BatchMapDataset" "BatchIterDataset"',
+    }
+    assert _variant_misnamed(old) == [
+        "FlatMap: Map variant in flat_map_map.cc, Iter variant in flat_map.cc"
+    ]
+
+
 # A path in a doc or comment: one of the repository's top folders (or a folder of cpp/src, or
 # spelt/ for the public headers), then path parts, ending in a file or folder name.
 _PATH = re.compile(
