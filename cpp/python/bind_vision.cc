@@ -141,7 +141,7 @@ void BindImageMaps(nb::handle cls) {
         return std::string(kMap ? "an element of the MapDataset" : "an element of the IterDataset");
       });
     };
-    if constexpr (kMap) return d.Map(std::move(fn), /*serial=*/false);
+    if constexpr (kMap) return d.Map(std::move(fn), /*calls_python=*/false);
     else return d.Map(std::move(fn));
   }, nb::scope(cls), nb::name("image_map"), nb::is_method(), "ops"_a,
      "Map by native image ops (spelt/image_ops.h), called concurrently without the GIL."));
@@ -230,7 +230,7 @@ void RegisterVision(nb::module_& m) {
       Philox rng({*key, 0}, {0, 0, 0, 0});
       return chain(v, &rng, where);
     };
-    return d.MapWithIndex(std::move(fn), /*serial=*/false);
+    return d.MapWithIndex(std::move(fn), /*calls_python=*/false);
   }, nb::scope(map_dataset), nb::name("image_record_map"), nb::is_method(), "ops"_a,
      "sampler"_a, "shard_options"_a,
      "A DataLoader's per-record image ops (see bind_vision.cc), run without the GIL."));

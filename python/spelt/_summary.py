@@ -339,7 +339,7 @@ def _kind(ds: Any) -> str:
     if isinstance(ds, prefetch.ProcessPrefetchIterDataset):
         return "workers"
     if isinstance(ds, prefetch.PrefetchIterDataset):
-        return "prefetch" if not ds.parents[0].engine_node.serial() else "engine"
+        return "prefetch" if not ds.parents[0].engine_node.calls_python() else "engine"
     if isinstance(ds, thread_prefetch.ThreadPrefetchIterDataset):
         return "prefetch"
     module = type(ds).__module__ or ""
@@ -367,7 +367,7 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
     elif kind == "prefetch" and isinstance(ds, prefetch.PrefetchIterDataset):
         parent_threads = max(ds.read_options.num_threads, 1)
     elif isinstance(ds, prefetch.PrefetchIterDataset):
-        parent_threads = 1  # serial: the consumer's thread computes the elements
+        parent_threads = 1  # calls Python: the consumer's thread computes the elements
     parents = []
     for p in ds.parents:
         parent_twin, parent_stage = _twin(p, in_workers or kind == "workers", parent_threads)

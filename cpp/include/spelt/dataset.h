@@ -79,15 +79,16 @@ class MapDataset {
   // num_epochs epochs (nullopt = infinite). reseed_each_epoch=false replays epoch 0 exactly.
   MapDataset Repeat(std::optional<int64_t> num_epochs = std::nullopt,
                     bool reseed_each_epoch = true) const;
-  // `serial`: the function must be called from one thread at a time (see DatasetNode::Serial).
-  MapDataset Map(MapFn fn, bool serial = false) const;
+  // `calls_python`: fn calls Python (see DatasetNode::CallsPython; it may still be called from
+  // several threads at once).
+  MapDataset Map(MapFn fn, bool calls_python = false) const;
   // fn gets an rng keyed by the seed with counter [0, 0, 0, global index] (Grain's scheme:
   // numpy's Philox(seed), any non-negative seed). Without `seed`, the default seed derived
   // from Seed() (std::invalid_argument if there is none).
   MapDataset RandomMap(RandomMapFn fn, std::optional<AnySeed> seed = std::nullopt,
-                       bool serial = false) const;
-  MapDataset MapWithIndex(MapWithIndexFn fn, bool serial = false) const;
-  MapDataset Filter(FilterFn fn, bool serial = false) const;
+                       bool calls_python = false) const;
+  MapDataset MapWithIndex(MapWithIndexFn fn, bool calls_python = false) const;
+  MapDataset Filter(FilterFn fn, bool calls_python = false) const;
   // Batches never span epochs. Throws std::invalid_argument if batch_size <= 0 or if an
   // ancestor is a filter (as Grain: batch an IterDataset instead).
   MapDataset Batch(int64_t batch_size, bool drop_remainder = false, BatchFn batch_fn = {}) const;
@@ -100,7 +101,7 @@ class MapDataset {
   // i / max_fan_out), filtered (nullopt) past fn's outputs; Length() is max_fan_out times the
   // parent's. Get() throws std::invalid_argument if fn returns more than max_fan_out values.
   // Throws std::invalid_argument if max_fan_out <= 0.
-  MapDataset FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial = false) const;
+  MapDataset FlatMap(FlatMapFn fn, int64_t max_fan_out, bool calls_python = false) const;
   // Ordered read-ahead (Grain's to_iter_dataset). Nones (filtered) are skipped unless
   // allow_nones, in which case they come out as Value() (None).
   IterDataset ToIter(ReadOptions options = {}, bool allow_nones = false) const;

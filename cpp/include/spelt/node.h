@@ -10,8 +10,9 @@
 // As in Grain, a MapDataset element that is None is an element filtered out: transformations
 // do not see it and to_iter_dataset skips it.
 //
-// Thread-safety: nodes are immutable and may be shared across threads; MapNode::Get may be
-// called concurrently (unless Serial()). A DatasetIterator must be used by one thread at a time.
+// Thread-safety: nodes are immutable and may be shared across threads; MapNode::Get and
+// GetMany may be called from many threads at once (also where CallsPython(): each Python call
+// takes the GIL). A DatasetIterator must be used by one thread at a time.
 //
 // Each transformation is one node class in its own file under cpp/src/ops/.
 #ifndef SPELT_NODE_H_
@@ -58,9 +59,13 @@ class DatasetNode {
   // The seed set by Seed() on this node as its 32-bit words, least significant first (numpy's
   // SeedSequence entropy of an int); nullopt if this node sets none.
   const std::optional<std::vector<uint32_t>>& seed_words() const { return seed_words_; }
-  // True if this node or an ancestor must run its per-element work serially (e.g. it calls a
-  // function that needs an interpreter lock). Read-ahead then happens in the calling thread.
-  bool Serial() const { return serial_; }
+  // True if computing this node's elements (Get, GetMany, or its iterators' Next) calls Python
+  // in the calling thread: this node or an ancestor has a Python callable, source or sampler,
+  // each call taking the GIL. Calls may still run on several threads at once (Python code
+  // that releases the GIL interleaves). What the engine makes of it: the thread-pool executor
+  // has the consumer compute the chunks until they are seen to wait (spelt/executor.h), and a
+  // caller that holds the GIL keeps it while it calls such a node (cpp/python/).
+  bool CallsPython() const { return calls_python_; }
   // True if this node or an ancestor is a filter: elements at some indices may be removed
   // (Grain forbids MapDataset.batch on top of one).
   bool Filters() const { return filters_; }
@@ -74,17 +79,18 @@ class DatasetNode {
 
  protected:
   explicit DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
-                       bool serial_self = false, bool filters_self = false);
+                       bool calls_python_self = false, bool filters_self = false);
   void set_seed_words(std::vector<uint32_t> words) { seed_words_ = std::move(words); }
   // For nodes whose iterators call their parents from threads of their own, the parents
-  // taking any lock they need themselves (thread prefetch): Serial() is then false.
-  void set_not_serial() { serial_ = false; }
+  // taking the GIL themselves where they need it (thread prefetch): CallsPython() is then
+  // false.
+  void clear_calls_python() { calls_python_ = false; }
   void set_not_a_level() { level_ = false; }
 
  private:
   std::vector<std::shared_ptr<const DatasetNode>> parents_;
   std::optional<std::vector<uint32_t>> seed_words_;
-  bool serial_ = false;
+  bool calls_python_ = false;
   bool filters_ = false;
   bool level_ = true;
 };

@@ -6,8 +6,8 @@
 // A Sampler maps a global sampler index g (0 <= g < Length()) to a record key and, when it
 // has a seed, to the key of the record's random generator. In a DataLoader, host shard s of
 // S reads g = l * S + s for its local indices l = 0, 1, ... (SamplerDataset).
-// Samplers are immutable; their methods may be called from many threads at once unless
-// Serial() is true.
+// Samplers are immutable; their methods may be called from many threads at once (also where
+// CallsPython(): each Python call takes the GIL).
 #ifndef SPELT_SAMPLER_H_
 #define SPELT_SAMPLER_H_
 
@@ -52,8 +52,9 @@ class Sampler {
   virtual std::optional<uint64_t> RngKey(int64_t /*index*/) const { return std::nullopt; }
   // The sampler's shard options (the DataLoader's default).
   virtual const ShardOptions& shard_options() const = 0;
-  // True if calls must come from one thread at a time (e.g. a sampler written in Python).
-  virtual bool Serial() const { return false; }
+  // True if its methods call Python (a sampler written in Python): the nodes that read it
+  // then CallsPython() (spelt/node.h).
+  virtual bool CallsPython() const { return false; }
 };
 
 // Grain's IndexSampler: the records [0, num_records), this shard's contiguous block of them

@@ -178,25 +178,26 @@ MapDataset MapDataset::Repeat(std::optional<int64_t> num_epochs, bool reseed_eac
   return MapDataset(internal::MakeRepeatNode(node_, num_epochs, reseed_each_epoch));
 }
 
-MapDataset MapDataset::Map(MapFn fn, bool serial) const {
+MapDataset MapDataset::Map(MapFn fn, bool calls_python) const {
   if (!fn) throw std::invalid_argument("map: empty function");
-  return MapDataset(internal::MakeMapNode(node_, std::move(fn), serial));
+  return MapDataset(internal::MakeMapNode(node_, std::move(fn), calls_python));
 }
 
-MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed, bool serial) const {
+MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed,
+                                 bool calls_python) const {
   if (!fn) throw std::invalid_argument("random_map: empty function");
   return MapDataset(internal::MakeRandomMapNode(
-      node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_), serial));
+      node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_), calls_python));
 }
 
-MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool serial) const {
+MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool calls_python) const {
   if (!fn) throw std::invalid_argument("map_with_index: empty function");
-  return MapDataset(internal::MakeMapWithIndexNode(node_, std::move(fn), serial));
+  return MapDataset(internal::MakeMapWithIndexNode(node_, std::move(fn), calls_python));
 }
 
-MapDataset MapDataset::Filter(FilterFn fn, bool serial) const {
+MapDataset MapDataset::Filter(FilterFn fn, bool calls_python) const {
   if (!fn) throw std::invalid_argument("filter: empty function");
-  return MapDataset(internal::MakeFilterNode(node_, std::move(fn), serial));
+  return MapDataset(internal::MakeFilterNode(node_, std::move(fn), calls_python));
 }
 
 MapDataset MapDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn batch_fn) const {
@@ -215,10 +216,10 @@ MapDataset MapDataset::WindowShuffle(int64_t window_size, int64_t seed) const {
                                                        CheckSeed(seed, "window shuffle")));
 }
 
-MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial) const {
+MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool calls_python) const {
   if (!fn) throw std::invalid_argument("flat_map: empty function");
   CheckPositive(max_fan_out, "max_fan_out");
-  return MapDataset(internal::MakeFlatMapNode(node_, std::move(fn), max_fan_out, serial));
+  return MapDataset(internal::MakeFlatMapNode(node_, std::move(fn), max_fan_out, calls_python));
 }
 
 IterDataset MapDataset::ToIter(ReadOptions options, bool allow_nones) const {

@@ -9,10 +9,10 @@
 namespace spelt {
 
 DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
-                         bool serial_self, bool filters_self)
-    : parents_(std::move(parents)), serial_(serial_self), filters_(filters_self) {
+                         bool calls_python_self, bool filters_self)
+    : parents_(std::move(parents)), calls_python_(calls_python_self), filters_(filters_self) {
   for (const auto& p : parents_) {
-    serial_ = serial_ || p->Serial();
+    calls_python_ = calls_python_ || p->CallsPython();
     filters_ = filters_ || p->Filters();
   }
 }

@@ -13,9 +13,9 @@ namespace {
 
 class FlatMapNode final : public MapNode {
  public:
-  FlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out, bool serial)
-      : MapNode({parent}, serial, /*filters_self=*/true), parent_(std::move(parent)), fn_(std::move(fn)),
-        fan_out_(max_fan_out) {
+  FlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out, bool calls_python)
+      : MapNode({parent}, calls_python, /*filters_self=*/true), parent_(std::move(parent)),
+        fn_(std::move(fn)), fan_out_(max_fan_out) {
     const int64_t n = parent_->Length();
     length_ = n >= kInfiniteLength / fan_out_ ? kInfiniteLength : n * fan_out_;
   }
@@ -81,8 +81,8 @@ class FlatMapNode final : public MapNode {
 }  // namespace
 
 MapNodePtr MakeFlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
-                              bool serial) {
-  return std::make_shared<FlatMapNode>(std::move(parent), std::move(fn), max_fan_out, serial);
+                              bool calls_python) {
+  return std::make_shared<FlatMapNode>(std::move(parent), std::move(fn), max_fan_out, calls_python);
 }
 
 }  // namespace spelt::internal

@@ -9,7 +9,7 @@ namespace spelt::internal {
 
 // REQUIRES: max_fan_out > 0 (checked by MapDataset::FlatMap).
 MapNodePtr MakeFlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
-                              bool serial);
+                              bool calls_python);
 
 }  // namespace spelt::internal
 

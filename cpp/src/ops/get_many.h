@@ -84,7 +84,7 @@ class ElementwiseNode : public MapNode {
 
  protected:
   // `filters`: Apply() may remove elements (see DatasetNode::Filters).
-  ElementwiseNode(MapNodePtr parent, bool serial, bool filters = false);
+  ElementwiseNode(MapNodePtr parent, bool calls_python, bool filters = false);
   // The element at `index` from the parent's element there (nullopt: filtered out).
   virtual std::optional<Value> Apply(int64_t index, std::optional<Value> element) const = 0;
 

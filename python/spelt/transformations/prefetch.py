@@ -166,10 +166,10 @@ def _parallel_stage(
     autotune: autotune_lib.Limits | None,
 ) -> _base.IterDataset:
     """A to_iter_dataset stage read in parallel: by worker processes if its MapDataset calls
-    Python (its engine node is serial), else, since native work runs without the GIL, by at
+    Python (its engine node calls_python()), else, since native work runs without the GIL, by at
     least num_workers threads (same output and state, fewer copies)."""
     parent = stage.parents[0]
-    if parent.engine_node.serial():
+    if parent.engine_node.calls_python():
         return ProcessPrefetchIterDataset(
             parent, stage.read_options, stage.allow_nones, options, worker_init_fn, autotune
         )
