@@ -131,7 +131,7 @@ _CPP_LAYERS = {
         {"blocking_wait.h", "errors.h", "parallel_work.h", "read_threads.h"},
         set(),
     ),
-    "io": ({"io"}, {"file_system.h"}, {"base"}),
+    "io": ({"io"}, {"file_system.h", "range_reads.h"}, {"base"}),
     "riegeli": ({"riegeli"}, set(), {"base", "io"}),
     "array_record": ({"array_record"}, {"array_record.h"}, {"base", "io", "riegeli"}),
     "tfrecord": ({"tfrecord"}, {"tfrecord.h"}, {"base", "io"}),
