@@ -52,6 +52,9 @@ def test_update_takes_effect_in_a_plain_script():
         ("tf_lookup_batch_size", 2.5),
         ("py_dataset_visualization_output_dir", 3),
         ("py_traceback_filtering", "sometimes"),
+        ("remote_max_in_flight", 0),
+        ("remote_max_in_flight", 8.0),
+        ("remote_retry_seconds", -1),
     ],
 )
 def test_update_rejects_wrong_types(name, value):
@@ -59,6 +62,16 @@ def test_update_rejects_wrong_types(name, value):
     with pytest.raises(ValueError, match=name):
         spelt.config.update(name, value)
     assert spelt.config.get_or_default(name) == before
+
+
+def test_spelt_flags_for_remote_reads():
+    assert spelt.config.remote_max_in_flight == 64
+    assert spelt.config.remote_retry_seconds == 60
+    spelt.config.update("remote_max_in_flight", 1)
+    try:
+        assert spelt.config.get_or_default("remote_max_in_flight") == 1
+    finally:
+        spelt.config.update("remote_max_in_flight", 64)
 
 
 def test_unknown_names_and_assignment_raise():

@@ -6,60 +6,18 @@ import io
 import pickle
 import random
 
-import moto.server as moto_server
-import pyarrow.fs as pafs
 import pytest
-import s3fs
 import spelt as grain
+import pyarrow.fs as pafs
+from s3_server import arrow_fs, aws_env, bucket, endpoint, fsspec_fs  # noqa: F401  (fixtures)
 from spelt import array_record, cli, tfrecord
 
 RECORDS = [bytes([i % 251]) * (i * 37 % 3000) + str(i).encode() for i in range(300)]
-KEY, SECRET = "testing", "testing"
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"{host}:{port}"
-    server.stop()
-
-
-def arrow_fs(endpoint, key=KEY):
-    return pafs.S3FileSystem(
-        access_key=key,
-        secret_key=SECRET,
-        endpoint_override=endpoint,
-        scheme="http",
-        region="us-east-1",
-        allow_bucket_creation=True,
-    )
-
-
-def fsspec_fs(endpoint):
-    return s3fs.S3FileSystem(
-        key=KEY,
-        secret=SECRET,
-        client_kwargs={"endpoint_url": f"http://{endpoint}", "region_name": "us-east-1"},
-        skip_instance_cache=True,
-    )
 
 
 @pytest.fixture(params=["arrow", "s3fs"])
 def fs(request, endpoint):
     return arrow_fs(endpoint) if request.param == "arrow" else fsspec_fs(endpoint)
-
-
-_buckets = iter(range(1000))
-
-
-@pytest.fixture
-def bucket(endpoint):
-    """A new empty bucket."""
-    name = f"bucket{next(_buckets)}"
-    arrow_fs(endpoint).create_dir(name)
-    return name
 
 
 def write_array_record(path, records, options, filesystem=None):
@@ -183,14 +141,10 @@ def arrow_fs_of(fs):
 
 
 def test_convert_writes_into_the_bucket_and_inspect_reads_it(
-    tmp_path, bucket, endpoint, monkeypatch, capsys
+    tmp_path, bucket, endpoint, aws_env, monkeypatch, capsys
 ):
     import numpy as np
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
-    monkeypatch.setenv("AWS_ENDPOINT_URL", f"http://{endpoint}")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.chdir(tmp_path)
     np.savez(tmp_path / "data.npz", x=np.arange(10))
     prefix = f"s3://{bucket}/conv/x"
@@ -213,33 +167,86 @@ def test_convert_writes_into_the_bucket_and_inspect_reads_it(
     assert cli.main(["convert", "data.npz", "-o", prefix, "--overwrite"]) == 0
     remote = grain.sources.ArrayRecordDataSource(f"{prefix}@1")
     assert [int(np.load(io.BytesIO(r))["x"]) for r in remote] == list(range(10, 15))
-    # Inputs in a bucket are refused, naming them.
-    assert cli.main(["convert", f"{prefix}-00000-of-00001", "-o", "local"]) == 1
-    assert "reads local inputs only" in capsys.readouterr().err
+
+
+def test_convert_reads_inputs_from_the_bucket_as_from_a_folder(
+    tmp_path, bucket, endpoint, aws_env, capsys
+):
+    import json
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "in"
+    folder.mkdir()
+    np.save(folder / "a.npy", np.arange(12).reshape(6, 2))
+    np.savez(folder / "b.npz", x=np.arange(3), y=np.ones((3, 2)))
+    pq.write_table(pa.table({"v": [1.5, 2.5], "s": ["p", "q"]}), folder / "c.parquet")
+    (folder / "d.jsonl").write_text("".join(json.dumps({"k": i}) + "\n" for i in range(4)))
+    (folder / "e.csv").write_text("h1,h2\n1,x\n2,y\n")
+    with tfrecord.TFRecordWriter(str(folder / "f.tfrecord"), "GZIP") as w:
+        for r in RECORDS[:5]:
+            w.write(r)
+    remote = arrow_fs(endpoint)
+    for path in sorted(folder.iterdir()):
+        with remote.open_output_stream(f"{bucket}/in/{path.name}") as f:
+            f.write(path.read_bytes())
+    assert cli.main(["convert", str(folder), "-o", str(tmp_path / "local"), "--allow-mixed"]) == 0
+    for argument in [f"s3://{bucket}/in/", f"s3://{bucket}/in/*"]:
+        out = str(tmp_path / "from_bucket")
+        assert cli.main(["convert", argument, "-o", out, "--allow-mixed", "--overwrite"]) == 0
+        got = list(grain.sources.ArrayRecordDataSource(out + "@1"))
+        assert got == list(grain.sources.ArrayRecordDataSource(str(tmp_path / "local@1")))
+        assert len(got) == 6 + 3 + 2 + 4 + 2 + 5
+    capsys.readouterr()
+    assert cli.main(["convert", f"s3://{bucket}/nothing", "-o", str(tmp_path / "x")]) == 1
+    assert f"s3://{bucket}/nothing: no such object" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("kind", ["array_record", "tfrecord"])
-def test_a_batch_of_records_is_one_concurrent_request_batch(kind):
+def test_a_batch_of_records_coalesces_into_few_requests(kind):
     from fsspec.implementations.memory import MemoryFileSystem
 
     class Counting(MemoryFileSystem):
-        batches: list[int] = []
+        ranges: list[tuple[int, int]] = []
 
-        def cat_ranges(self, paths, starts, ends, **kwargs):
-            self.batches.append(len(paths))
-            return super().cat_ranges(paths, starts, ends, **kwargs)
+        def cat_file(self, path, start=None, end=None, **kwargs):
+            self.ranges.append((start, end))
+            return super().cat_file(path, start, end, **kwargs)
 
     fs = Counting(skip_instance_cache=True)
     uri = f"memory://batch/{kind}"
+    records = RECORDS + [b"x" * 100_000] * 20 + RECORDS  # 2 MB apart at most
     if kind == "array_record":
-        write_array_record(uri, RECORDS, "group_size:1,uncompressed", fs)
+        write_array_record(uri, records, "group_size:1,uncompressed", fs)
         source = grain.sources.ArrayRecordDataSource(uri, filesystem=fs)
     else:
         with tfrecord.TFRecordWriter(uri, filesystem=fs) as w:
-            for r in RECORDS:
+            for r in records:
                 w.write(r)
         source = tfrecord.TFRecordDataSource(uri, filesystem=fs)
-    Counting.batches.clear()
-    keys = list(range(0, 300, 3))  # no two neighbours: one range each
-    assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
-    assert Counting.batches == [len(keys)]
+    # Records 3 apart (within 64 KiB of each other) share a request of at most 1 MiB.
+    keys = list(range(0, 300, 3))
+    Counting.ranges.clear()
+    assert source.__getitems__(keys) == [records[k] for k in keys]
+    assert len(Counting.ranges) == 1
+    keys = [0, 300, 310, 320, 619]  # records 100 KB or more apart: one request each
+    Counting.ranges.clear()
+    assert source.__getitems__(keys) == [records[k] for k in keys]
+    assert len(Counting.ranges) == len(keys)
+
+
+def test_parquet_sources_read_from_the_bucket(fs, bucket, endpoint):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({"x": list(range(50)), "s": [str(i) for i in range(50)]})
+    pq.write_table(table, f"{bucket}/d.parquet", filesystem=arrow_fs(endpoint), row_group_size=8)
+    expected = [{"x": i, "s": str(i)} for i in range(50)]
+    for path in [f"s3://{bucket}/d.parquet", f"{bucket}/d.parquet"]:
+        source = grain.experimental.ParquetDataSource(path, filesystem=fs)
+        assert [source[i] for i in range(len(source))] == expected
+        source = pickle.loads(pickle.dumps(source))  # reopens in a worker
+        assert source[49] == expected[49]
+        assert list(grain.experimental.ParquetIterDataset(path, filesystem=fs)) == expected

@@ -133,6 +133,34 @@ def test_counters_and_bottleneck():
     assert summary.nodes[0].is_output and summary.nodes[0].wait_time_ratio == batch.wait_share
 
 
+@pytest.mark.parametrize("threads", [0, 2])
+def test_filtered_counts_what_each_map_and_filter_dropped(threads):
+    ds = (
+        spelt.MapDataset.range(24)
+        .filter(lambda x: x % 3 != 0)  # drops 8
+        .map(lambda x: None if x % 4 == 0 else x)  # drops 4 more (4, 8, 16, 20)
+        .to_iter_dataset(spelt.ReadOptions(num_threads=threads))
+        .map(lambda x: x)
+        .filter(lambda x: x != 5)  # drops 1
+        .batch(4)
+    )
+    it = iter(WithOptionsIterDataset(ds, TRACKED))
+    assert sum(len(b) for b in it) == 11
+    summary = spelt.experimental.get_execution_summary(it)
+    filtered = [(s.name.split("(")[0], s.filtered) for s in summary.stages]
+    assert filtered == [
+        ("BatchIterDataset", None),
+        ("FilterIterDataset", 1),
+        ("MapIterDataset", 0),
+        ("PrefetchIterDataset", None),
+        ("MapMapDataset", 4),
+        ("FilterMapDataset", 8),
+        ("RangeMapDataset", None),
+    ]
+    header = summary.table().splitlines()[1]
+    assert [c.strip() for c in header.split(" | ")][3:5] == ["elements", "filtered"]
+
+
 def test_threaded_read_ahead_counts_rows_of_stacked_batches():
     ds = spelt.MapDataset.range(1000).to_iter_dataset(spelt.ReadOptions(num_threads=2)).batch(100)
     it = iter(WithOptionsIterDataset(ds, TRACKED))

@@ -518,10 +518,12 @@ def test_a_corrupt_image_in_a_dataset_names_its_element(iter_dataset):
     kind = "IterDataset" if iter_dataset else "MapDataset"
     with pytest.raises(ValueError, match="are not a JPEG, PNG or WebP image") as info:
         list(decoded)
-    # A plain map names no index (its engine node is Grain's MapMapDataset, given none).
-    assert f"spelt: raised by the image ops DecodeImage on an element of the {kind}" in notes_of(
-        info
+    # A MapDataset's plain map names the index; an IterDataset's names none (an index there
+    # would be a counter in its state, which Grain's MapIterDataset does not have).
+    where = (
+        "an element of the IterDataset" if iter_dataset else "element 3 of the MapDataset it maps"
     )
+    assert f"spelt: raised by the image ops DecodeImage on {where}" in notes_of(info)
     assert str(decoded).startswith("MapMapDataset(" if not iter_dataset else "MapIterDataset(")
     # A JPEG is decoded by the crop after the decode (fused), whose chain raises.
     data[3] = CHINA[:200]
@@ -579,3 +581,5 @@ def test_a_data_loader_skips_corrupt_images_and_the_summary_shows_them(native):
     stages = spelt.experimental.get_execution_summary(it).to_dict()["stages"]
     produced = {s["name"]: s["elements"] for s in stages}
     assert any(n == 7 for n in produced.values()) and any(n == 9 for n in produced.values())
+    # The record ops' stage counts the 2 skipped images in its own column.
+    assert [s["filtered"] for s in stages if s["filtered"]] == [2]

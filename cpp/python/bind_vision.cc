@@ -128,21 +128,27 @@ ImageOpFallbacks FallbacksOf(nb::object reference, nb::object decode, nb::object
 
 // An error's note names the element where the index is known: a random map's index is its
 // Philox counter's last word at the start (Grain's per-element stream, counter [0, 0, 0,
-// index]: spelt/dataset.h); a plain map is given none (its node stays a MapMapDataset, whose
-// name str() and the execution summary show, as Grain's).
+// index]: spelt/dataset.h); a MapDataset's plain map is an engine MapWithIndex node for the
+// index (str() and the execution summary still show the Python op, a MapMapDataset as
+// Grain's); an IterDataset's plain map is given none (a MapWithIndex there would add a counter
+// to its state).
 template <typename D>
 void BindImageMaps(nb::handle cls) {
   constexpr bool kMap = std::is_same_v<D, MapDataset>;
   nb::setattr(cls, "image_map", nb::cpp_function([](const D& d, std::vector<const PyImageOp*> ops) {
     Chain chain = ChainOf(ops);
     if (chain.random) throw std::invalid_argument("image_map: a random op needs image_random_map");
-    MapFn fn = [chain = std::move(chain)](Value v) {
-      return chain(v, nullptr, [] {
-        return std::string(kMap ? "an element of the MapDataset" : "an element of the IterDataset");
-      });
-    };
-    if constexpr (kMap) return d.Map(std::move(fn), /*calls_python=*/false);
-    else return d.Map(std::move(fn));
+    if constexpr (kMap) {
+      MapWithIndexFn fn = [chain = std::move(chain)](int64_t index, Value v) {
+        return chain(v, nullptr, ElementAt(index, /*map_dataset=*/true));
+      };
+      return d.MapWithIndex(std::move(fn), /*calls_python=*/false);
+    } else {
+      MapFn fn = [chain = std::move(chain)](Value v) {
+        return chain(v, nullptr, [] { return std::string("an element of the IterDataset"); });
+      };
+      return d.Map(std::move(fn));
+    }
   }, nb::scope(cls), nb::name("image_map"), nb::is_method(), "ops"_a,
      "Map by native image ops (spelt/image_ops.h), called concurrently without the GIL."));
   nb::setattr(cls, "image_random_map", nb::cpp_function(

@@ -10,9 +10,36 @@
 #include "gil.h"
 #include "py_value.h"
 #include "spelt/errors.h"
+#include "spelt/range_reads.h"
 
 namespace spelt::python {
 namespace {
+
+// Simple (contiguous, read-only) buffer views of Python objects, released together.
+class BufferViews {
+ public:
+  BufferViews() = default;
+  BufferViews(const BufferViews&) = delete;
+  BufferViews& operator=(const BufferViews&) = delete;
+  ~BufferViews() {
+    for (Py_buffer& view : views_) PyBuffer_Release(&view);
+  }
+  // A view of `object`'s bytes (the GIL held). Throws nb::python_error if it has none.
+  const Py_buffer& Add(nb::handle object) {
+    Py_buffer view;
+    if (PyObject_GetBuffer(object.ptr(), &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
+    views_.push_back(view);
+    data_.push_back(static_cast<const char*>(view.buf));
+    return views_.back();
+  }
+  size_t size() const { return views_.size(); }
+  // The start of each view, in the order added.
+  const std::vector<const char*>& data() const { return data_; }
+
+ private:
+  std::vector<Py_buffer> views_;
+  std::vector<const char*> data_;
+};
 
 class PyRandomAccessFile final : public RandomAccessFile {
  public:
@@ -30,34 +57,33 @@ class PyRandomAccessFile final : public RandomAccessFile {
     ReadMany({&request, 1});
   }
 
+  // The batch goes to Python as the ranges PlanRanges makes (spelt/range_reads.h): neighbours
+  // coalesced, long reads split, so that Python sends few requests, all at once.
   void ReadMany(std::span<const ReadRequest> requests) const override {
-    std::vector<const ReadRequest*> wanted;  // empty requests are not sent (a 416 from S3)
-    for (const ReadRequest& r : requests) {
-      if (r.length > 0) wanted.push_back(&r);
-    }
-    if (wanted.empty()) return;
+    const std::vector<ByteRange> ranges = PlanRanges(requests);
+    if (ranges.empty()) return;
     GilAcquire gil;
-    nb::list ranges;
-    for (const ReadRequest* r : wanted) ranges.append(nb::make_tuple(r->offset, r->length));
-    const nb::object got = nb::handle(handle_.get()).attr("read_ranges")(ranges);
-    size_t i = 0;
+    nb::list wanted;
+    for (const ByteRange& r : ranges) wanted.append(nb::make_tuple(r.offset, r.length));
+    const nb::object got = nb::handle(handle_.get()).attr("read_ranges")(wanted);
+    BufferViews views;
     for (nb::handle part : got) {
-      if (i == wanted.size()) break;
-      const ReadRequest& r = *wanted[i++];
-      Py_buffer view;
-      if (PyObject_GetBuffer(part.ptr(), &view, PyBUF_SIMPLE) != 0) throw nb::python_error();
+      if (views.size() == ranges.size()) break;
+      const ByteRange& r = ranges[views.size()];
+      const Py_buffer& view = views.Add(part);
       const auto length = static_cast<uint64_t>(view.len);
-      if (length == r.length) std::memcpy(r.dst, view.buf, length);
-      PyBuffer_Release(&view);
       if (length != r.length) {
         throw CorruptFileError(path_, r.offset + std::min(length, r.length),
                                "read " + std::to_string(length) + " of " +
-                                   std::to_string(r.length) + " bytes (the object ends early)");
+                                   std::to_string(r.length) + " bytes (the object ends early)",
+                               "remote");
       }
     }
-    if (i != wanted.size()) {
+    if (views.size() != ranges.size()) {
       throw std::runtime_error(path_ + ": read_ranges returned fewer parts than ranges");
     }
+    GilRelease copy_without_gil;
+    CopyFromRanges(requests, ranges, views.data());
   }
 
  private:

@@ -82,6 +82,21 @@ TEST(VisionJpegCropResizeTest, EdgesNearIMcuBoundariesEqualTheReference) {
   }
 }
 
+TEST(VisionJpegCropResizeTest, MirrorEqualsFlippingTheOutput) {
+  for (const char* name : {"rgb_420.jpg", "gray.jpg", "photo_like.jpg"}) {
+    const std::vector<uint8_t> jpeg = Fixture(name);
+    const JpegHeader h = ReadJpegHeader(jpeg);
+    for (const CropBox crop : {CropBox{0, 0, h.height, h.width}, CropBox{2, 5, h.height / 2, 17}}) {
+      // Sizes that need a horizontal pass, and one (the crop's own) that would not.
+      for (auto [oh, ow] : {std::pair{9, 11}, std::pair{crop.height, crop.width}}) {
+        EXPECT_EQ(DecodeJpegCropResize(jpeg, crop, oh, ow, /*mirror=*/true).pixels,
+                  FlipHorizontal(DecodeJpegCropResize(jpeg, crop, oh, ow)).pixels)
+            << name << " to " << oh << "x" << ow;
+      }
+    }
+  }
+}
+
 TEST(VisionJpegCropResizeTest, OnePixel) {
   const std::vector<uint8_t> jpeg = Fixture("one_pixel.jpg");
   const Image out = DecodeJpegCropResize(jpeg, {0, 0, 1, 1}, 2, 3);

@@ -594,11 +594,13 @@ class ParentSpec:
 
 
 class TransformStr:
-    """A map, random_map, map_with_index or filter: str() is Grain's, naming the transform."""
+    """A map, random_map, map_with_index or filter: str() is Grain's, naming the op's class
+    (Grain's; the engine node may be another, e.g. a native image map's MapWithIndex) and the
+    transform."""
 
     def __str__(self) -> str:
         transform = _callables.transform_of(self.args[0])
-        return f"{self.engine_node.name()}(transform={transforms.get_pretty_transform_name(transform)})"
+        return f"{type(self).__name__}(transform={transforms.get_pretty_transform_name(transform)})"
 
 
 class TransformSpec(TransformStr):

@@ -10,7 +10,13 @@ the absl flag ``--grain_<name>``). Differences (docs/compatibility.md):
 * ``update()`` checks the value's type (bool, int, str or None, or one of the choices) and
   raises ValueError naming the flag; absl stores whatever it is given.
 
-No flag changes what Spelt does today: the ``tf_*`` flags are for Grain's TensorFlow loaders,
+Spelt adds two flags of its own (docs/remote.md), for reads of remote files (object stores):
+``remote_max_in_flight`` (int >= 1, default 64), the most range requests of one process that
+wait on a store at once, and ``remote_retry_seconds`` (int >= 0, default 60), how long one
+request is retried after throttling, server errors or dropped connections. Both are per process:
+set them in each worker (``worker_init_fn``) where workers are spawned.
+
+No Grain flag changes what Spelt does today: the ``tf_*`` flags are for Grain's TensorFlow loaders,
 which Spelt does not have; ``py_debug_mode``, ``py_dataset_visualization_output_dir``,
 ``py_relay_sigterm_to_main`` and ``py_traceback_filtering`` are accepted and kept so that
 Grain code runs, and read back as set.
@@ -31,6 +37,7 @@ class _Flag:
     kind: type  # bool, int or str
     default: Any
     choices: tuple[str, ...] = ()
+    minimum: int | None = None
 
     def check(self, name: str, value: Any) -> None:
         if self.choices:
@@ -42,6 +49,8 @@ class _Flag:
         elif self.kind is int:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"config {name!r} must be an int, got {value!r}")
+            if self.minimum is not None and value < self.minimum:
+                raise ValueError(f"config {name!r} must be at least {self.minimum}, got {value}")
         elif not isinstance(value, bool):
             raise ValueError(f"config {name!r} must be a bool, got {value!r}")
 
@@ -62,6 +71,9 @@ _FLAGS = {
     "py_traceback_filtering": _Flag(
         str, "auto", ("auto", "off", "tracebackhide", "quiet_remove_frames", "remove_frames")
     ),
+    # Spelt's own (spelt._remote_reads).
+    "remote_max_in_flight": _Flag(int, 64, minimum=1),
+    "remote_retry_seconds": _Flag(int, 60, minimum=0),
 }
 
 

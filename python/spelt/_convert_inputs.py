@@ -16,12 +16,18 @@ message starts with the file's path.
 | files   | any (with --kind files) | .npz {"data": uint8 bytes of the file, "label": its path relative to the directory given} |
 
 Decode .npy/.npz records with ``numpy.load(io.BytesIO(record))``, JSON with ``json.loads``.
+
+Inputs may be URIs of object stores (``s3://bucket/data/``, a glob, or one object; see
+docs/remote.md), except for kind files. Parquet and TFRecord inputs are read in ranges as the
+sources read them; .npy and .npz objects are read whole into memory; JSON lines and CSV are
+streamed.
 """
 
 from __future__ import annotations
 
 import abc
 import csv
+import io
 import itertools
 import json
 import os
@@ -64,6 +70,7 @@ class Input(abc.ABC):
 
     def __init__(self, path: str):
         self.path = path
+        self._files = _file_system.files_for(path)  # None for a local file
 
     @abc.abstractmethod
     def __len__(self) -> int: ...
@@ -77,9 +84,25 @@ class Input(abc.ABC):
         """A JSON-compatible description of the records' fields (for the manifest)."""
 
     def fingerprint(self) -> dict[str, Any]:
-        """What identifies this input's content for a resumed conversion: path, size, mtime."""
+        """What identifies this input's content for a resumed conversion: path, size, mtime
+        (a URI: its size and version, e.g. the ETag)."""
+        if self._files is not None:
+            return {"path": self.path, "version": list(self._files.version(self.path))}
         st = os.stat(self.path)
         return {"path": os.path.abspath(self.path), "size": st.st_size, "mtime_ns": st.st_mtime_ns}
+
+    def _open(self) -> io.BufferedIOBase:
+        """The file's bytes as a buffered binary stream (from the store for a URI)."""
+        if self._files is None:
+            return open(self.path, "rb")
+        return io.BufferedReader(self._files.filesystem_open(self.path, "rb"))
+
+    def _source(self) -> Any:
+        """What numpy.load reads: the path, or the object's bytes (read whole) for a URI."""
+        if self._files is None:
+            return self.path
+        with self._open() as f:
+            return io.BytesIO(f.read())
 
     def _error(self, message: str) -> ValueError:
         return ValueError(f"{self.path}: {message}")
@@ -95,7 +118,8 @@ class NpyInput(Input):
     def __init__(self, path: str):
         super().__init__(path)
         try:
-            self._array = np.load(path, mmap_mode="r", allow_pickle=False)
+            mmap = "r" if self._files is None else None
+            self._array = np.load(self._source(), mmap_mode=mmap, allow_pickle=False)
         except ValueError as e:  # numpy's messages (not .npy, object arrays) omit the path
             raise self._error(f"cannot read: {e}") from e
         if self._array.ndim == 0:
@@ -118,7 +142,7 @@ class NpzInput(Input):
     def __init__(self, path: str):
         super().__init__(path)
         try:
-            with np.load(path, allow_pickle=False) as arrays:
+            with np.load(self._source(), allow_pickle=False) as arrays:
                 self._columns = {key: arrays[key] for key in arrays.files}
         except (ValueError, OSError) as e:
             raise self._error(f"cannot read: {e}") from e
@@ -201,7 +225,7 @@ class JsonLinesInput(Input):
         self._keys: list[str] | None = None
 
     def _lines(self) -> Iterator[tuple[int, bytes]]:
-        with open(self.path, "rb") as f:
+        with self._open() as f:
             for number, line in enumerate(f, 1):
                 line = line.rstrip(b"\r\n")
                 if line.strip():
@@ -241,7 +265,7 @@ class CsvInput(Input):
         self._len = sum(1 for _ in rows)
 
     def _rows(self) -> Iterator[list[str]]:
-        with open(self.path, newline="", encoding="utf-8") as f:
+        with io.TextIOWrapper(self._open(), encoding="utf-8", newline="") as f:
             reader = csv.reader(f)
             for row in reader:
                 if row:
@@ -344,39 +368,44 @@ def _unsupported(path: str) -> ValueError:
 
 
 def _expand(item: str, kind: str) -> list[tuple[str, str]]:
-    """(path, kind) of the files an argument names."""
+    """(path, kind) of the files an argument names: a file, a directory (its data files) or,
+    for a URI, a glob or a prefix ending in "/" (the data files below it)."""
     item = _file_system.normalize(item, None, "spelt convert")
-    if not _file_system.is_local(item):
-        raise ValueError(
-            f"{item}: spelt convert reads local inputs only (the output may be in a bucket);"
-            " copy the inputs locally first (docs/object_stores.md)"
-        )
-    if not os.path.exists(item):
+    files = _file_system.files_for(item)
+    if files is not None:
+        if kind == "files":
+            raise ValueError(f"{item}: --kind files reads local directories only")
+        if any(c in item for c in "*?[") or item.endswith("/"):
+            pattern = item if not item.endswith("/") else item + "*"
+            return _data_files(item, files.glob(pattern), kind)
+        if not files.is_file(item):
+            raise FileNotFoundError(f"{item}: no such object (a prefix ends in /)")
+    elif not os.path.exists(item):
         raise FileNotFoundError(f"{item}: no such file or directory")
-    if kind == "files":
+    elif kind == "files":
         if not os.path.isdir(item):
             raise ValueError(f"{item}: --kind files takes directories")
         return [(item, "files")]
-    if os.path.isdir(item):
-        names = sorted(os.listdir(item))
-        found = [
-            (os.path.join(item, n), _kind_of(n))
-            for n in names
-            if _kind_of(n) and (kind == "auto" or _kind_of(n) == kind)
-        ]
-        if not found:
-            wanted = "data" if kind == "auto" else kind
-            raise ValueError(
-                f"{item}: no {wanted} files in this directory"
-                + (" (for a folder of files such as images, use --kind files)" if names else "")
-            )
-        return found
+    elif os.path.isdir(item):
+        return _data_files(item, [os.path.join(item, n) for n in sorted(os.listdir(item))], kind)
     detected = _kind_of(item)
     if kind == "auto":
         if detected is None:
             raise _unsupported(item)
         return [(item, detected)]
     return [(item, kind)]
+
+
+def _data_files(folder: str, paths: Sequence[str], kind: str) -> list[tuple[str, str]]:
+    """(path, kind) of the data files of ``kind`` ("auto": any) among a folder's ``paths``."""
+    found = [(p, _kind_of(p)) for p in paths if _kind_of(p) and kind in ("auto", _kind_of(p))]
+    if not found:
+        wanted = "data" if kind == "auto" else kind
+        raise ValueError(
+            f"{folder}: no {wanted} files in this directory"
+            + (" (for a folder of files such as images, use --kind files)" if paths else "")
+        )
+    return found
 
 
 def open_inputs(items: Sequence[str], kind: str, allow_mixed: bool) -> list[Input]:

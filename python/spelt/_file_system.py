@@ -4,20 +4,20 @@ Local paths and ``file://`` URIs are opened by libspelt itself (pread). Any othe
 path given with a ``filesystem=`` object, is opened through a Python library: a
 ``pyarrow.fs.FileSystem`` (S3, GCS, Azure, HDFS as shipped in the pyarrow wheel) or an fsspec
 filesystem (``s3fs``, ``gcsfs``, ``memory://``, ``hf://`` ...). libspelt calls back into
-:class:`Files` with the GIL for the call only; a batch of reads goes out concurrently (pyarrow:
-``NativeFile.read_at`` on a thread pool, it releases the GIL; fsspec: ``cat_ranges``).
+:class:`Files` with the GIL for the call only; a batch of reads goes out as concurrent range
+requests, with retries and checks that the object did not change (spelt._remote_reads).
 
 URIs without ``filesystem=`` resolve with ``pyarrow.fs.FileSystem.from_uri`` for the schemes
 Arrow ships (s3, gs, gcs, hdfs, viewfs, abfs, abfss) and with ``fsspec.core.url_to_fs``
 otherwise (or when pyarrow is missing). Credentials are each library's own configuration
-(environment variables, profile files, metadata servers); see docs/object_stores.md.
+(environment variables, profile files, metadata servers); see docs/remote.md.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import fnmatch
 import os
+import pickle
 import posixpath
 import re
 import threading
@@ -25,13 +25,17 @@ from collections.abc import Sequence
 from typing import Any
 
 from spelt import _paths
+from spelt import _remote_reads
 
 _ARROW_SCHEMES = frozenset({"s3", "gs", "gcs", "hdfs", "viewfs", "abfs", "abfss"})
 _URI = re.compile(r"^(?P<scheme>[A-Za-z][A-Za-z0-9+.-]*)://")
-# Concurrent range reads of one pyarrow batch (read_at releases the GIL while it waits).
-_ARROW_READ_THREADS = 32
-_pool_lock = threading.Lock()
-_pool: concurrent.futures.ThreadPoolExecutor | None = None
+# pyarrow's S3 client (the AWS SDK's) keeps at most 25 connections, so more reads at once
+# queue inside it: a file's reads are spread over copies of the filesystem, each with its own
+# client, at most this many of the read pool's threads to each.
+_ARROW_CONNECTIONS = 25
+# fsspec info() keys that tell versions of an object apart, best first (S3, GCS, Azure, ...).
+_VERSION_KEYS = ("ETag", "etag", "generation", "md5Hash", "version_id")
+_MTIME_KEYS = ("mtime", "LastModified", "last_modified", "updated")
 
 
 def scheme(uri: str) -> str:
@@ -45,55 +49,12 @@ def is_local(uri: str, filesystem: Any = None) -> bool:
     return filesystem is None and scheme(uri) in ("", "file")
 
 
-def _read_pool() -> concurrent.futures.ThreadPoolExecutor:
-    global _pool  # pylint: disable=global-statement  # one pool per process, made on first use
-    with _pool_lock:
-        if _pool is None:
-            _pool = concurrent.futures.ThreadPoolExecutor(
-                _ARROW_READ_THREADS, thread_name_prefix="spelt-read"
-            )
-        return _pool
-
-
 def _is_arrow(filesystem: Any) -> bool:
     try:
         import pyarrow.fs  # pylint: disable=import-outside-toplevel
     except ImportError:
         return False
     return isinstance(filesystem, pyarrow.fs.FileSystem)
-
-
-class _ArrowInput:
-    def __init__(self, file: Any):
-        self._file = file
-        self.size = file.size()
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        if len(ranges) == 1:
-            offset, length = ranges[0]
-            return [self._file.read_at(length, offset)]
-        return list(_read_pool().map(lambda r: self._file.read_at(r[1], r[0]), ranges))
-
-
-class _FsspecInput:
-    def __init__(self, fs: Any, uri: str):
-        self._fs = fs
-        self._uri = uri
-        self.size = fs.size(uri)
-
-    def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[bytes]:
-        if len(ranges) == 1:
-            offset, length = ranges[0]
-            return [self._fs.cat_file(self._uri, start=offset, end=offset + length)]
-        parts = self._fs.cat_ranges(
-            [self._uri] * len(ranges),
-            [offset for offset, _ in ranges],
-            [offset + length for offset, length in ranges],
-        )
-        for part in parts:
-            if isinstance(part, Exception):
-                raise part
-        return parts
 
 
 class _Output:
@@ -125,12 +86,35 @@ class Files:
         self.filesystem = filesystem
         self.arrow = _is_arrow(filesystem)
         self._description = description
+        self._init_clients()
+
+    def _init_clients(self) -> None:
+        self._clients = [self.filesystem]  # copies of a pyarrow filesystem, see _arrow_client
+        self._clients_lock = threading.Lock()
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        del state["_clients"], state["_clients_lock"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._init_clients()
+
+    def _arrow_client(self, i: int) -> Any:
+        """Copy ``i`` of the pyarrow filesystem (0: itself), each with its own client and so
+        its own connections."""
+        with self._clients_lock:
+            while len(self._clients) <= i:
+                self._clients.append(pickle.loads(pickle.dumps(self.filesystem)))
+            return self._clients[i]
 
     def __repr__(self) -> str:
         return f"Files({self._description})"
 
-    def _path(self, uri: str) -> str:
-        # pyarrow filesystems take "bucket/key"; fsspec ones strip their own protocols.
+    def path_on(self, uri: str) -> str:
+        """``uri`` as the filesystem takes it: pyarrow filesystems take "bucket/key", fsspec
+        ones strip their own protocols."""
         if self.arrow and scheme(uri):
             return uri.split("://", 1)[1]
         return uri
@@ -150,13 +134,51 @@ class Files:
             ) from e
 
     # Called by libspelt (cpp/python/py_file_system.h).
-    def open_input(self, uri: str) -> Any:
-        path = self._path(uri)
+    def open_input(self, uri: str) -> _remote_reads.RangeReader:
+        """The object's range reads (spelt._remote_reads), checked against its version."""
+        version = self.version(uri)
+        path = self.path_on(uri)
         if self.arrow:
-            return self.call(
-                "read", uri, lambda: _ArrowInput(self.filesystem.open_input_file(path))
-            )
-        return self.call("read", uri, _FsspecInput, self.filesystem, path)
+            handles = {0: self.call("read", uri, self.filesystem.open_input_file, path)}
+            size = handles[0].size()
+            lock = threading.Lock()
+
+            def read(offset, n):
+                # At most _ARROW_CONNECTIONS pool threads share one client (and its handle).
+                client = _remote_reads.thread_slot() // _ARROW_CONNECTIONS
+                file = handles.get(client)
+                if file is None:  # opened once per client; reads on other clients go on
+                    with lock:
+                        if client not in handles:
+                            handles[client] = self._arrow_client(client).open_input_file(path)
+                        file = handles[client]
+                return file.read_at(n, offset)
+        else:
+            size = version[0]
+
+            def read(offset, n):
+                return self.filesystem.cat_file(path, start=offset, end=offset + n)
+
+        return _remote_reads.RangeReader(uri, size, version, read, lambda: self.version(uri))
+
+    def version(self, uri: str) -> tuple[Any, ...]:
+        """What tells versions of the object apart, looked up now: (size, mtime in ns) from
+        pyarrow; (size, ETag, generation or else mtime) from fsspec. FileNotFoundError if it
+        does not exist."""
+        path = self.path_on(uri)
+        if self.arrow:
+            import pyarrow.fs  # pylint: disable=import-outside-toplevel
+
+            info = self.call("read", uri, self.filesystem.get_file_info, path)
+            if info.type == pyarrow.fs.FileType.NotFound:
+                raise FileNotFoundError(f"no such file: {uri!r} ({self._description})")
+            return (info.size, info.mtime_ns)
+        self.filesystem.invalidate_cache(path)  # a fresh lookup, not a listing's cached entry
+        info = self.call("read", uri, self.filesystem.info, path)
+        keys = [k for k in _VERSION_KEYS if info.get(k) is not None] or [
+            k for k in _MTIME_KEYS if info.get(k) is not None
+        ]
+        return (info["size"], *(str(info[k]) for k in keys[:1]))
 
     def open_output(self, uri: str) -> _Output:
         return _Output(self, uri, self.filesystem_open(uri, "wb"))
@@ -164,7 +186,7 @@ class Files:
     # For the Python face.
     def filesystem_open(self, uri: str, mode: str) -> Any:
         """A Python file object of ``uri`` (mode ``"rb"`` or ``"wb"``), for small files."""
-        path = self._path(uri)
+        path = self.path_on(uri)
         if not self.arrow:
             return self.call("open", uri, self.filesystem.open, path, mode)
         if mode == "rb":
@@ -172,7 +194,7 @@ class Files:
         return self.call("write", uri, self.filesystem.open_output_stream, path)
 
     def is_file(self, uri: str) -> bool:
-        path = self._path(uri)
+        path = self.path_on(uri)
         if self.arrow:
             import pyarrow.fs  # pylint: disable=import-outside-toplevel
 
@@ -181,14 +203,14 @@ class Files:
         return self.call("read", uri, self.filesystem.isfile, path)
 
     def size(self, uri: str) -> int:
-        path = self._path(uri)
+        path = self.path_on(uri)
         if self.arrow:
             return self.call("read", uri, lambda: self.filesystem.get_file_info(path).size)
         return self.call("read", uri, self.filesystem.size, path)
 
     def remove(self, uri: str) -> None:
         """Deletes ``uri`` if it exists."""
-        path = self._path(uri)
+        path = self.path_on(uri)
         try:
             if self.arrow:
                 self.filesystem.delete_file(path)
@@ -200,11 +222,11 @@ class Files:
     def glob(self, pattern: str) -> list[str]:
         """The files matching ``pattern`` (``*``, ``?``, ``[...]`` in its last component), as
         URIs in the pattern's form, sorted."""
-        prefix = pattern[: len(pattern) - len(self._path(pattern))]  # "s3://" or ""
+        prefix = pattern[: len(pattern) - len(self.path_on(pattern))]  # "s3://" or ""
         if self.arrow:
             import pyarrow.fs  # pylint: disable=import-outside-toplevel
 
-            folder, name = posixpath.split(self._path(pattern))
+            folder, name = posixpath.split(self.path_on(pattern))
             infos = self.call(
                 "list", pattern, self.filesystem.get_file_info, pyarrow.fs.FileSelector(folder)
             )

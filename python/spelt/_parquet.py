@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from spelt import _core
+from spelt import _file_system
 
 # spelt._parquet_native once native_module() has looked (None if it does not load); Ellipsis
 # until then, so that `import spelt` does not import pyarrow (~30 ms).
@@ -64,12 +65,17 @@ def pyarrow_parquet() -> Any:
 
 
 def open_file(path: Any, read_kwargs: dict[str, Any]) -> Any:
-    """``pyarrow.parquet.ParquetFile(path, **read_kwargs)``: a local path, a URI of a filesystem
-    pyarrow knows (``file://``, ``s3://``, ...) or a path on ``read_kwargs["filesystem"]``.
-    FileNotFoundError / ValueError (not Parquet, corrupt footer) name the file."""
+    """``pyarrow.parquet.ParquetFile(path, **read_kwargs)``: a local path, a URI, or a path on
+    ``read_kwargs["filesystem"]`` (a pyarrow.fs or fsspec filesystem). A URI without a
+    filesystem opens through the filesystem the other sources would use (spelt._file_system:
+    pyarrow.fs for s3, gs, hdfs, abfs; fsspec otherwise). FileNotFoundError / ValueError (not
+    Parquet, corrupt footer) name the file."""
     pq = pyarrow_parquet()
+    files = _file_system.files_for(os.fspath(path), read_kwargs.get("filesystem"))
+    if files is not None:
+        read_kwargs = {**read_kwargs, "filesystem": files.filesystem}
     try:
-        return pq.ParquetFile(path, **read_kwargs)
+        return pq.ParquetFile(path if files is None else files.path_on(path), **read_kwargs)
     except FileNotFoundError as e:
         raise FileNotFoundError(f"{path}: no such Parquet file ({e})") from e
     except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError

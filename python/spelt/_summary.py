@@ -26,6 +26,7 @@ from typing import Any, Iterator
 from spelt import _base
 from spelt import _config
 from spelt import _core
+from spelt import _remote_reads
 from spelt import dataset_options
 from spelt.transformations import prefetch
 from spelt.transformations import thread_prefetch
@@ -56,6 +57,9 @@ class StageSummary:
         worker_busy_s: for ``"workers"``: the workers' compute seconds (float), else None.
         worker_utilization: for ``"workers"``: busy seconds / (workers x wall seconds),
             in [0, 1], else None.
+        filtered: for a map or filter (one element out per element in, or none): the elements
+            it dropped, its input's elements less its own (a filter's, a map's None, a
+            ``DecodeImage(on_error="skip")``'s corrupt images) (int); None for other stages.
     """
 
     id: int
@@ -70,6 +74,7 @@ class StageSummary:
     parallelism: int
     worker_busy_s: float | None = None
     worker_utilization: float | None = None
+    filtered: int | None = None
 
     @property
     def wait_share(self) -> float:
@@ -109,10 +114,14 @@ class ExecutionSummary:
     Attributes:
         wall_time_s: seconds since the iterator was made (float).
         stages: the stages, output first (``StageSummary``).
+        remote_reads: reads of remote files (object stores) made by this process while the
+            iterator lived (``spelt._remote_reads.Stats``: requests, bytes, retries, requests
+            in flight), or None if there were none. Reads in worker processes are not counted.
     """
 
     wall_time_s: float
     stages: tuple[StageSummary, ...]
+    remote_reads: _remote_reads.Stats | None = None
 
     @property
     def output(self) -> StageSummary:
@@ -157,6 +166,9 @@ class ExecutionSummary:
             "consumer_wait_share": self.consumer_wait_share,
             "bottleneck": None if self.bottleneck is None else self.bottleneck.id,
             "stages": [{**dataclasses.asdict(s), "wait_share": s.wait_share} for s in self.stages],
+            "remote_reads": None
+            if self.remote_reads is None
+            else dataclasses.asdict(self.remote_reads),
         }
 
     def table(self) -> str:
@@ -166,6 +178,7 @@ class ExecutionSummary:
             "name",
             "inputs",
             "elements",
+            "filtered",
             "total ms",
             "self ms",
             "us/elem",
@@ -177,10 +190,11 @@ class ExecutionSummary:
         rows = [header]
         for s in self.stages:
             if s.in_workers:
-                counted = ("(in workers)", "", "", "", "", "", "")
+                counted = ("(in workers)", "", "", "", "", "", "", "")
             else:
                 counted = (
                     str(s.elements),
+                    "" if s.filtered is None else str(s.filtered),
                     f"{s.total_time_ns / 1e6:.1f}",
                     f"{s.self_time_ns / 1e6:.1f}",
                     f"{s.self_time_ns / max(s.elements, 1) / 1e3:.1f}",
@@ -196,6 +210,8 @@ class ExecutionSummary:
         for r in rows:
             lines.append(" | ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())
         lines.insert(2, "-+-".join("-" * w for w in widths))
+        if self.remote_reads is not None:
+            lines.append(self.remote_reads.line())
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -254,6 +270,7 @@ class _Stage:
     parallelism: int
     inputs: list[_Stage] = dataclasses.field(default_factory=list)
     stats: Any = None  # _core.StageStats
+    elementwise: bool = False  # a map or filter: each input element gives one or none
     workers: _WorkerTime | None = None
 
 
@@ -272,12 +289,20 @@ class Tracker:
             self.stages.append(stage)
             todo.extend(reversed(stage.inputs))
         self.start = time.perf_counter()
+        self.remote_start = _remote_reads.stats()
 
     def summary(self) -> ExecutionSummary:
         wall = time.perf_counter() - self.start
         out = []
+        counters_of = {
+            id(st): st.stats.snapshot() if st.stats is not None else {} for st in self.stages
+        }
         for i, st in enumerate(self.stages):
-            counters = st.stats.snapshot() if st.stats is not None else {}
+            counters = counters_of[id(st)]
+            filtered = None
+            if st.elementwise and len(st.inputs) == 1 and not st.in_workers:
+                taken = counters_of[id(st.inputs[0])].get("elements", 0)
+                filtered = max(taken - counters.get("elements", 0), 0)
             busy = util = None
             if st.workers is not None:
                 busy = st.workers.seconds
@@ -296,9 +321,13 @@ class Tracker:
                     parallelism=st.parallelism,
                     worker_busy_s=busy,
                     worker_utilization=util,
+                    filtered=filtered,
                 )
             )
-        return ExecutionSummary(wall_time_s=wall, stages=tuple(out))
+        remote = _remote_reads.stats().since(self.remote_start)
+        return ExecutionSummary(
+            wall_time_s=wall, stages=tuple(out), remote_reads=remote if remote.requests else None
+        )
 
 
 # The attribute that marks the profiled twin of a dataset (its stages are already counted).
@@ -360,6 +389,7 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
         return ds, None
     kind = _kind(ds)
     stage = _Stage(_name(ds), kind, in_workers, 1 if in_workers else threads)
+    stage.elementwise = isinstance(ds, _base.TransformStr)
     parent_threads = threads
     if kind == "workers":
         stage.parallelism = ds.options.num_workers

@@ -2,7 +2,7 @@
 
 Files are interchangeable with the ``array-record`` package (both ways). Paths may be URIs
 of object stores (``s3://``, ``gs://``, any fsspec protocol) or come with a ``filesystem=``
-object (see ``spelt._file_system`` and docs/object_stores.md). Local reads run in C++
+object (see ``spelt._file_system`` and docs/remote.md). Local reads run in C++
 without the GIL; inside a pipeline (``MapDataset.source`` or a ``DataLoader``) records are
 read by the engine's read-ahead threads. Corrupt files raise ``CorruptFileError`` (a
 ValueError) naming the file and byte offset; transposed chunks raise ``UnsupportedError``

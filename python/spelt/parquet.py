@@ -163,7 +163,9 @@ class ParquetIterDataset(dataset.IterDataset):
     Args:
       path: a path or URI (anything ``pyarrow.parquet.ParquetFile`` opens, e.g. ``s3://...``),
         or a sequence of them; several files are interleaved, at most 16 read at a time.
-      **read_kwargs: passed to ``pyarrow.parquet.ParquetFile`` (e.g. ``filesystem=``).
+      **read_kwargs: passed to ``pyarrow.parquet.ParquetFile``; ``filesystem=`` takes a
+        pyarrow.fs or fsspec filesystem, and URIs without it open as the other sources'
+        do (pyarrow.fs for s3, gs, hdfs, abfs; fsspec otherwise; docs/remote.md).
 
     Elements: ``{column: value}`` per row (numpy scalars, ``str``/``bytes``, numpy arrays for
     list columns), equal to Grain's. State (one file): ``{"row_group": g,

@@ -30,7 +30,9 @@ class ParquetDataSource:
       paths: a path or URI (anything ``pyarrow.parquet.ParquetFile`` opens), or a sequence of
         them; all files must have the same Arrow schema.
       cache_row_groups: how many decoded row groups to keep (per process).
-      **read_kwargs: passed to ``pyarrow.parquet.ParquetFile`` (e.g. ``filesystem=``).
+      **read_kwargs: passed to ``pyarrow.parquet.ParquetFile``; ``filesystem=`` takes a
+        pyarrow.fs or fsspec filesystem, and URIs without it open as the other sources'
+        do (pyarrow.fs for s3, gs, hdfs, abfs; fsspec otherwise; docs/remote.md).
 
     Raises FileNotFoundError / ValueError naming the file for a missing file, a file that is
     not Parquet (corrupt footer) or a schema that differs from the first file's. ``__getitem__``

@@ -7,7 +7,7 @@ whole. Spelt checks every CRC: a mismatch, or a file that ends inside a record, 
 (in the decompressed stream for a compressed file). ``compression`` is TF's
 ``compression_type``: ``""`` (none), ``"GZIP"``, ``"ZLIB"``, or None to detect it from the
 file's first bytes. Paths may be URIs of object stores, or come with a ``filesystem=`` object
-(a pyarrow.fs or fsspec filesystem; see docs/object_stores.md).
+(a pyarrow.fs or fsspec filesystem; see docs/remote.md).
 
 Grain 0.2.18 (grain/_src/python/dataset/sources/tfrecord_dataset.py) reads uncompressed files
 only and checks no CRC; Spelt's TFRecordIterDataset yields the same records and states.

@@ -83,8 +83,10 @@ struct CropBox {
 // The fused path of RandomResizedCrop on a JPEG: returns an approximation of
 // ResizeBilinearAntialias(crop of DecodeJpeg(data), out_height, out_width) that decodes only
 // what the crop needs: the rows above the crop are skipped (jpeg_skip_scanlines), those below it
-// are never decoded, and only the iMCU columns that cover it are (jpeg_crop_scanline), with one
-// iMCU of margin on each side so that libjpeg's edge upsampling never reaches the crop. Where
+// are never decoded, and only the iMCU columns that cover it are (jpeg_crop_scanline), with a
+// guard of a quarter iMCU on each side so that libjpeg's edge upsampling never reaches the
+// crop. With `mirror`, the output is mirrored left to right (FlipHorizontal of it, at no cost:
+// RandomHorizontalFlip fused). Where
 // the crop is at least 3x the output in both dimensions, libjpeg-turbo's DCT scaling decodes at
 // 1/2, 1/4 or 1/8 of the size (JpegScaleDenominator), and the resize starts from the scaled crop
 // with the crop's exact (fractional) box.
@@ -95,7 +97,7 @@ struct CropBox {
 // Throws CorruptImageError as DecodeJpeg; std::invalid_argument if `crop` is empty or not
 // inside the image or an output side is < 1.
 Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, int out_height,
-                           int out_width);
+                           int out_width, bool mirror = false);
 
 // The DCT scaling denominator (1, 2, 4 or 8) that DecodeJpegCropResize uses for a crop of
 // crop_height x crop_width resized to out_height x out_width: the largest d with

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <memory>
 
+#include "io/sequential_reads.h"
 #include "tfrecord/format.h"
 
 namespace spelt::internal::tfrecord {
@@ -22,6 +23,7 @@ std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file,
   const uint64_t size = file.size();
   std::vector<uint64_t> offsets;
   std::unique_ptr<char[]> block(new char[kBlockSize]);
+  SequentialReads reads(file);  // a remote file is read in large windows
   uint64_t block_start = 0, block_end = 0;  // file bytes in `block`
   uint64_t offset = 0, last_progress = 0, last_length = 0;
   while (offset < size) {
@@ -29,7 +31,7 @@ std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file,
     if (have == kHeaderSize && (offset < block_start || offset + kHeaderSize > block_end)) {
       const uint64_t n = last_length >= kReadHeaderAlone ? kHeaderSize
                                                          : std::min(kBlockSize, size - offset);
-      file.ReadAt(offset, block.get(), n);
+      reads.Read(offset, block.get(), n);
       block_start = offset;
       block_end = offset + n;
     }

@@ -1,4 +1,5 @@
-// The uncompressed InputStream (reads at a position of the file; the reader buffers) and
+// The uncompressed InputStream (reads at a position of the file, a remote one in large windows:
+// io/sequential_reads.h; the reader buffers) and
 // OpenInputStream.
 #include "tfrecord/input_stream.h"
 
@@ -6,17 +7,19 @@
 #include <stdexcept>
 #include <utility>
 
+#include "io/sequential_reads.h"
+
 namespace spelt::internal::tfrecord {
 namespace {
 
 class FileInputStream final : public InputStream {
  public:
   explicit FileInputStream(std::shared_ptr<const RandomAccessFile> file)
-      : file_(std::move(file)), size_(file_->size()) {}
+      : file_(std::move(file)), reads_(*file_), size_(file_->size()) {}
 
   size_t Read(char* dst, size_t n) override {
     n = Clip(n);
-    file_->ReadAt(position_, dst, n);
+    reads_.Read(position_, dst, n);
     position_ += n;
     return n;
   }
@@ -31,6 +34,7 @@ class FileInputStream final : public InputStream {
   }
 
   size_t ReadTwo(char* dst, size_t n, char* more, size_t m) override {
+    if (file_->HighLatency()) return InputStream::ReadTwo(dst, n, more, m);  // from the window
     n = Clip(n);
     m = n == 0 ? 0 : std::min<uint64_t>(m, size_ - position_ - n);
     const ReadRequest requests[2] = {{position_, n, dst}, {position_ + n, m, more}};
@@ -46,6 +50,7 @@ class FileInputStream final : public InputStream {
   size_t Clip(size_t n) const { return static_cast<size_t>(std::min<uint64_t>(n, size_ - position_)); }
 
   std::shared_ptr<const RandomAccessFile> file_;
+  SequentialReads reads_;  // of *file_
   uint64_t size_;
   uint64_t position_ = 0;
 };

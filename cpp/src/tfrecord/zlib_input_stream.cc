@@ -7,6 +7,8 @@
 #include <utility>
 #include <vector>
 
+#include "io/sequential_reads.h"
+
 #include "tfrecord/format.h"
 #include "tfrecord/input_stream.h"
 
@@ -19,6 +21,7 @@ class ZlibInputStream final : public InputStream {
  public:
   ZlibInputStream(std::shared_ptr<const RandomAccessFile> file, bool gzip)
       : file_(std::move(file)),
+        reads_(*file_),
         path_(file_->path()),
         compressed_size_(file_->size()),
         gzip_(gzip),
@@ -82,7 +85,7 @@ class ZlibInputStream final : public InputStream {
   bool FillInput() {
     const auto got =
         static_cast<size_t>(std::min<uint64_t>(in_.size(), compressed_size_ - file_offset_));
-    file_->ReadAt(file_offset_, in_.data(), got);
+    reads_.Read(file_offset_, in_.data(), got);
     z_.next_in = reinterpret_cast<Bytef*>(in_.data());
     z_.avail_in = static_cast<uInt>(got);
     file_offset_ += got;
@@ -99,6 +102,7 @@ class ZlibInputStream final : public InputStream {
   }
 
   std::shared_ptr<const RandomAccessFile> file_;
+  SequentialReads reads_;  // of *file_
   std::string path_;
   uint64_t compressed_size_;  // the file's size when opened
   bool gzip_;

@@ -97,6 +97,20 @@ Array ArrayFromImage(Image image) {
   return a;
 }
 
+// The image array `a` mirrored left to right, as a new image.
+Image Mirrored(const Array& a) {
+  Image out = Image::Zeros(static_cast<int>(a.shape[0]), static_cast<int>(a.shape[1]),
+                           static_cast<int>(a.shape[2]));
+  const int c = out.channels;
+  const auto* src = reinterpret_cast<const uint8_t*>(a.data);
+  for (int y = 0; y < out.height; ++y) {
+    const uint8_t* from = src + static_cast<size_t>(y) * out.row_bytes();
+    uint8_t* to = out.row(y) + out.row_bytes();
+    for (int x = 0; x < out.width; ++x, from += c) std::copy_n(from, c, to -= c);
+  }
+  return out;
+}
+
 // Calls `native` (a decode of the pending JPEG); bytes it refuses as corrupt go to the
 // DecodeImage's reference decoder, which raises its own error (or decodes them, as Pillow
 // would, and then `from_reference` makes the result from its image).
@@ -183,9 +197,13 @@ int HalfRoundedToEven(int d) {
 // One chain run: the working image and the draws of its random ops.
 class Run {
  public:
+  // `next`: the op after this one in the chain (nullptr for the last), which this one may do
+  // itself (took_next()).
   Run(const ImageOp& op, const ImageOpFallbacks* fallbacks, Philox* rng,
-      std::optional<PhiloxCropDraws>& draws)
-      : op_(op), fallbacks_(fallbacks), rng_(rng), draws_(draws) {}
+      std::optional<PhiloxCropDraws>& draws, const ImageOp* next)
+      : op_(op), fallbacks_(fallbacks), rng_(rng), draws_(draws), next_(next) {}
+
+  bool took_next() const { return took_next_; }
 
   void Apply(Working& w) {
     switch (op_.kind) {
@@ -315,9 +333,14 @@ class Run {
     if (const std::optional<JpegHeader> header = pending ? HeaderOf(*pending) : std::nullopt) {
       const CropBox box =
           RandomResizedCropParams(header->height, header->width, op_.scale, op_.ratio, Draws());
+      const bool mirror = TakeFlip();
       w = DecodeOrReference(
-          *pending, [&] { return DecodeJpegCropResize(pending->data, box, op_.height, op_.width); },
-          [&](Image image) { return CropResized(image, box); });
+          *pending,
+          [&] { return DecodeJpegCropResize(pending->data, box, op_.height, op_.width, mirror); },
+          [&](Image image) {
+            Image out = CropResized(image, box);
+            return mirror ? FlipHorizontal(std::move(out)) : out;
+          });
       return;
     }
     Image* found = ImageOrReference(w);
@@ -325,6 +348,15 @@ class Run {
     const CropBox box =
         RandomResizedCropParams(found->height, found->width, op_.scale, op_.ratio, Draws());
     w = CropResized(*found, box);
+  }
+
+  // A RandomHorizontalFlip right after this op, done by the fused decode's resize (its
+  // horizontal pass mirrored, at no cost): its draw, taken now, follows this op's as when it
+  // runs on its own. Whether to mirror.
+  bool TakeFlip() {
+    if (next_ == nullptr || next_->kind != Kind::kRandomHorizontalFlip) return false;
+    took_next_ = true;
+    return Draws().Uniform(0.0, 1.0) < next_->p;
   }
 
   // The header of pending JPEG bytes; nullopt if libjpeg refuses it (the full decode then
@@ -403,6 +435,13 @@ class Run {
 
   void Flip(Working& w) {
     // The reference checks the image before it draws, then draws once whatever p.
+    if (const auto* leaf = std::get_if<Value>(&w)) {
+      // An image array (another node's output) stays as it is, or is mirrored in one pass.
+      if (const Array* a = ImageArrayOf(*leaf)) {
+        if (Draws().Uniform(0.0, 1.0) < op_.p) w = Mirrored(*a);
+        return;
+      }
+    }
     Image* image = ImageOrReference(w);
     if (image == nullptr) return;
     if (Draws().Uniform(0.0, 1.0) < op_.p) *image = FlipHorizontal(std::move(*image));
@@ -464,6 +503,8 @@ class Run {
   const ImageOpFallbacks* fallbacks_;
   Philox* rng_;
   std::optional<PhiloxCropDraws>& draws_;
+  const ImageOp* next_;
+  bool took_next_ = false;
 };
 
 }  // namespace
@@ -524,7 +565,10 @@ Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbac
   Value image;
   try {
     for (size_t i = 0; i < ops.size(); ++i) {
-      Run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws).Apply(w);
+      Run run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws,
+              i + 1 < ops.size() ? &ops[i + 1] : nullptr);
+      run.Apply(w);
+      if (run.took_next()) ++i;
     }
     image = WorkingToValue(std::move(w), ops.back().defer_decode);
   } catch (const CorruptImageError&) {

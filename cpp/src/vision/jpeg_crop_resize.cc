@@ -31,7 +31,7 @@ int JpegScaleDenominator(int crop_height, int crop_width, int out_height, int ou
 }
 
 Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, int out_height,
-                           int out_width) {
+                           int out_width, bool mirror) {
   if (out_height < 1 || out_width < 1) {
     throw std::invalid_argument("DecodeJpegCropResize: output of " + std::to_string(out_height) +
                                 "x" + std::to_string(out_width) + " pixels");
@@ -90,7 +90,7 @@ Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, i
       rows.data() + stride * (y0 - first_row) + static_cast<size_t>(x0 - decoded_left) * 3,
       y1 - y0, x1 - x0, 3, stride};
   return internal::ResampleBilinear(region, fx0 - x0, fy0 - y0, fx1 - x0, fy1 - y0, out_height,
-                                    out_width);
+                                    out_width, mirror);
 }
 
 }  // namespace spelt::vision

@@ -3,7 +3,9 @@
 // sums are exact and cannot overflow), so the output is the same to the bit; only the order of
 // the additions, which integer sums do not depend on, differs. Compiled for AVX2 by function
 // attribute and called only where the CPU has it; elsewhere the portable passes run.
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "vision/resize.h"
 
@@ -34,27 +36,34 @@ __attribute__((target("avx2"))) inline __m256i Bytes(__m256i sums) {
 }  // namespace
 
 // Two output pixels per 256-bit register: lanes 0-3 pixel xx (R, G, B and one unused byte),
-// lanes 4-7 pixel xx + 1. Each tap loads 4 bytes per pixel, so a pixel whose last tap's 4th
-// byte would lie past its row is made by ResamplePixel.
+// lanes 4-7 pixel xx + 1. Each tap loads 4 bytes per pixel, so a pair with a pixel whose last
+// tap's 4th byte would lie past its row is made by ResamplePixel.
 __attribute__((target("avx2"))) void HorizontalRgbAvx2(const ImageView& in, int row0,
                                                        const Coefficients& c, int out_height,
                                                        int out_width, uint8_t* out,
                                                        size_t out_stride) {
   const size_t in_row_bytes = static_cast<size_t>(in.width) * 3;
-  // Output pixels [0, vector_end) take the vector path: for those, first + ksize taps stay in
-  // the row (taps past count have weight 0 but are still loaded).
-  int vector_end = 0;
-  while (vector_end < out_width &&
-         static_cast<size_t>(c.first[vector_end] + c.ksize) * 3 + 1 <= in_row_bytes) {
-    ++vector_end;
+  // Pairs whose taps (first + ksize, weights past count being 0) all stay in the row take the
+  // vector path; the others, and an odd last pixel, ResamplePixel.
+  std::vector<char> vector_pair(out_width / 2);
+  for (int p = 0; p < out_width / 2; ++p) {
+    const int last_first = std::max(c.first[2 * p], c.first[2 * p + 1]);
+    vector_pair[p] = static_cast<size_t>(last_first + c.ksize) * 3 + 1 <= in_row_bytes;
   }
-  vector_end &= ~1;
   const __m256i half = _mm256_set1_epi32(1 << (kPrecisionBits - 1));
   const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
   for (int yy = 0; yy < out_height; ++yy) {
     const uint8_t* src = in.row(yy + row0);
     uint8_t* dst = out + static_cast<size_t>(yy) * out_stride;
-    for (int xx = 0; xx < vector_end; xx += 2) {
+    for (int xx = 0; xx + 1 < out_width; xx += 2) {
+      if (!vector_pair[xx / 2]) {
+        for (const int x : {xx, xx + 1}) {
+          ResamplePixel<3>(src + static_cast<size_t>(c.first[x]) * 3,
+                           &c.kk[static_cast<size_t>(x) * c.ksize], c.count[x],
+                           dst + static_cast<size_t>(x) * 3);
+        }
+        continue;
+      }
       const uint8_t* pa = src + static_cast<size_t>(c.first[xx]) * 3;
       const uint8_t* pb = src + static_cast<size_t>(c.first[xx + 1]) * 3;
       const int32_t* ka = &c.kk[static_cast<size_t>(xx) * c.ksize];
@@ -76,7 +85,8 @@ __attribute__((target("avx2"))) void HorizontalRgbAvx2(const ImageView& in, int 
       std::memcpy(dst + static_cast<size_t>(xx) * 3, &ra, 3);
       std::memcpy(dst + static_cast<size_t>(xx) * 3 + 3, &rb, 3);
     }
-    for (int xx = vector_end; xx < out_width; ++xx) {
+    if (out_width % 2 != 0) {
+      const int xx = out_width - 1;
       ResamplePixel<3>(src + static_cast<size_t>(c.first[xx]) * 3,
                        &c.kk[static_cast<size_t>(xx) * c.ksize], c.count[xx],
                        dst + static_cast<size_t>(xx) * 3);

@@ -110,10 +110,22 @@ uint8_t* Scratch(size_t bytes) {
   return scratch.data();
 }
 
+// Output pixel xx takes what pixel out_width - 1 - xx took.
+void Mirror(Coefficients& c) {
+  const int n = static_cast<int>(c.first.size());
+  std::reverse(c.first.begin(), c.first.end());
+  std::reverse(c.count.begin(), c.count.end());
+  for (int a = 0, b = n - 1; a < b; ++a, --b) {
+    std::swap_ranges(c.kk.begin() + static_cast<ptrdiff_t>(a) * c.ksize,
+                     c.kk.begin() + static_cast<ptrdiff_t>(a + 1) * c.ksize,
+                     c.kk.begin() + static_cast<ptrdiff_t>(b) * c.ksize);
+  }
+}
+
 template <int C>
 Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, int out_height,
-               int out_width) {
-  const bool need_horizontal = out_width != in.width || x0 != 0 || x1 != out_width;
+               int out_width, bool mirror) {
+  const bool need_horizontal = mirror || out_width != in.width || x0 != 0 || x1 != out_width;
   const bool need_vertical = out_height != in.height || y0 != 0 || y1 != out_height;
   Image out = Image::Zeros(out_height, out_width, C);
   const size_t out_stride = out.row_bytes();
@@ -126,7 +138,8 @@ Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, 
     Vertical(in, 0, vert, out_height, out_stride, out.pixels.data(), out_stride);
     return out;
   }
-  const Coefficients horiz = Precompute(in.width, x0, x1, out_width);
+  Coefficients horiz = Precompute(in.width, x0, x1, out_width);
+  if (mirror) Mirror(horiz);
   // Only the rows the vertical pass reads (Pillow's ybox_first .. ybox_last).
   const int first = vert.first[0];
   const int last = vert.first[out_height - 1] + vert.count[out_height - 1];
@@ -144,16 +157,16 @@ Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, 
 }  // namespace
 
 Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, double y1,
-                       int out_height, int out_width) {
+                       int out_height, int out_width, bool mirror) {
   switch (in.channels) {
     case 1:
-      return Resample<1>(in, x0, y0, x1, y1, out_height, out_width);
+      return Resample<1>(in, x0, y0, x1, y1, out_height, out_width, mirror);
     case 2:
-      return Resample<2>(in, x0, y0, x1, y1, out_height, out_width);
+      return Resample<2>(in, x0, y0, x1, y1, out_height, out_width, mirror);
     case 3:
-      return Resample<3>(in, x0, y0, x1, y1, out_height, out_width);
+      return Resample<3>(in, x0, y0, x1, y1, out_height, out_width, mirror);
     case 4:
-      return Resample<4>(in, x0, y0, x1, y1, out_height, out_width);
+      return Resample<4>(in, x0, y0, x1, y1, out_height, out_width, mirror);
     default:
       throw std::invalid_argument("ResizeBilinearAntialias: channels must be 1 to 4, got " +
                                   std::to_string(in.channels));

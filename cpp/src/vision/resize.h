@@ -20,10 +20,11 @@ struct ImageView {
   const uint8_t* row(int y) const { return data + static_cast<size_t>(y) * stride; }
 };
 
-// Pillow's resize of box (x0, y0, x1, y1) of `in` to out_height x out_width, BILINEAR.
+// Pillow's resize of box (x0, y0, x1, y1) of `in` to out_height x out_width, BILINEAR; with
+// `mirror`, mirrored left to right (the horizontal pass writes its pixels in reverse order).
 // REQUIRES (checked by the callers): a valid box inside `in`, output sides >= 1.
 Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, double y1,
-                       int out_height, int out_width);
+                       int out_height, int out_width, bool mirror = false);
 
 // Pillow's fixed point for 8-bit images (libImaging/Resample.c PRECISION_BITS).
 inline constexpr int kPrecisionBits = 32 - 8 - 2;

@@ -1,0 +1,198 @@
+"""Reads from an object store with a round trip (issue 21): O1 and O3, and throughput against
+the round-trip time.
+
+Run alone with ``.venv/bin/python bench/bench_remote.py [-k PATTERN] [--reps N]``, or from
+``bench/bench.py`` (``make bench``). The store is ``static_s3.StaticS3``: a read-only S3
+endpoint on loopback over a local folder that answers every request after ``rtt`` (this
+machine's kernel lacks ``sch_netem``, so the round trip is added by the server, not by
+``tc netem`` on the wire). Spelt reads it through ``pyarrow.fs.S3FileSystem``.
+
+**O1.** 1,024 records of 100 KiB in one ArrayRecord file (group_size 1, uncompressed).
+One batch is ``__getitems__`` of 128 random keys. Compared: the local file; the bucket at
+20 ms with the default in-flight limit (``spelt.config.remote_max_in_flight``, 64); the
+concurrency bound ``min(local MB/s, in_flight x 100 KiB / rtt)``; and a per-record s3fs read
+loop (``fs.cat_file`` per record, what a Grain user writes for a bucket today). Goals: >= 0.7x
+the bound, >= 10x the s3fs loop.
+
+**Model.** The same batches at round trips of 0, 5, 10, 20 and 50 ms and in-flight limits of
+16 and 64, against ``min(local, in_flight x record / rtt)``.
+
+**O3.** A TFRecord file of 1 KiB records (64 MiB) read front to back with
+``TFRecordIterDataset`` from the bucket at 20 ms and locally. Goal: >= 0.5x the local MB/s.
+
+Each figure is the median of ``--reps`` repetitions (min-max shown), after one warm-up. The
+reader's CPU time per record (all its threads; the store runs in another process) is printed
+for O1, since on a small machine the CPU, not the round trip, bounds the fast cases.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import random
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+
+import pyarrow.fs as pafs
+import spelt as grain
+from spelt import array_record, tfrecord
+from static_s3 import StoreProcess
+
+RECORD = 100 * 1024
+RECORDS = 1024
+BATCH = 128
+TF_RECORD = 1024
+TF_BYTES = 64 << 20
+
+
+def _arrow(endpoint: str) -> pafs.S3FileSystem:
+    return pafs.S3FileSystem(
+        access_key="bench",
+        secret_key="bench",
+        endpoint_override=endpoint,
+        scheme="http",
+        region="us-east-1",
+    )
+
+
+def _rate(fn: Callable[[], int], reps: int) -> list[float]:
+    """MB/s of ``fn`` (which returns the bytes it read), one warm-up, then ``reps`` runs."""
+    fn()
+    rates = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        n = fn()
+        rates.append(n / (time.perf_counter() - start) / 1e6)
+    return rates
+
+
+def _show(name: str, rates: list[float], extra: str = "") -> float:
+    median = statistics.median(rates)
+    print(f"  {name:<44} {median:8.1f} MB/s ({min(rates):.1f}-{max(rates):.1f}){extra}")
+    return median
+
+
+def _batches(source, reps_keys: list[list[int]]) -> Callable[[], int]:
+    it = iter(range(10**9))
+
+    def run() -> int:
+        keys = reps_keys[next(it) % len(reps_keys)]
+        return sum(len(r) for r in source.__getitems__(keys))
+
+    return run
+
+
+def o1_and_model(folder: str, reps: int, pattern: str) -> None:
+    os.makedirs(os.path.join(folder, "store"), exist_ok=True)
+    local = os.path.join(folder, "store", "o1")
+    rng = random.Random(0)
+    with array_record.ArrayRecordWriter(local, "group_size:1,uncompressed") as w:
+        for i in range(RECORDS):
+            w.write(rng.randbytes(RECORD))
+    keys = [rng.sample(range(RECORDS), BATCH) for _ in range(16)]
+    print(f"O1: batches of {BATCH} random {RECORD // 1024} KiB records (ArrayRecord, group 1)")
+    local_mb = _show(
+        "local file", _rate(_batches(grain.sources.ArrayRecordDataSource(local), keys), reps)
+    )
+    expected = grain.sources.ArrayRecordDataSource(local).__getitems__(keys[0])
+    if "O1" in pattern or not pattern:
+        default = grain.config.remote_max_in_flight
+        with _store(folder, 0.020) as store:
+            remote = _remote_o1(store)
+            assert remote.__getitems__(keys[0]) == expected
+            cpu = time.process_time()
+            got = _show(f"bucket, 20 ms, in flight {default}", _rate(_batches(remote, keys), reps))
+            cpu_us = (time.process_time() - cpu) / ((reps + 1) * BATCH) * 1e6
+            peak = store.stats()["peak"]
+            loop = _s3fs_loop(store.endpoint, keys[0])
+        bound = min(local_mb, default * RECORD / 0.020 / 1e6)
+        print(
+            f"  (at most {peak} requests at once at the store; {cpu_us:.0f} us of the reader's CPU per record)"
+        )
+        print(
+            f"  {'bound min(local, in_flight x 100 KiB / 20 ms)':<44} {bound:8.1f} MB/s"
+            f" -> {got / bound:.2f}x the bound (goal 0.7x)"
+        )
+        print(
+            f"  {'s3fs cat_file per record, 20 ms':<44} {loop:8.1f} MB/s"
+            f" -> Spelt {got / loop:.1f}x (goal 10x)"
+        )
+    if "model" in pattern or not pattern:
+        print("Model: MB/s of the same batches against the round trip [bound]")
+        for rtt_ms in (0, 5, 10, 20, 50):
+            with _store(folder, rtt_ms / 1000) as store:
+                remote = _remote_o1(store)
+                for in_flight in (16, 64):
+                    grain.config.update("remote_max_in_flight", in_flight)
+                    bound = min(local_mb, in_flight * RECORD / max(rtt_ms, 1e-9) * 1e3 / 1e6)
+                    rates = _rate(_batches(remote, keys), max(2, reps // 2))
+                    _show(f"rtt {rtt_ms} ms, in flight {in_flight}", rates, f" [{bound:.0f}]")
+        grain.config.update("remote_max_in_flight", 64)
+
+
+@contextlib.contextmanager
+def _store(folder: str, rtt_s: float):
+    store = StoreProcess(folder, rtt_s)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _remote_o1(store: StoreProcess):
+    return grain.sources.ArrayRecordDataSource("s3://store/o1", filesystem=_arrow(store.endpoint))
+
+
+def _s3fs_loop(endpoint: str, keys: list[int]) -> float:
+    """MB/s of reading ``keys`` of the O1 file one record at a time with s3fs (offsets from
+    the index, as a user's loop over ``fs.cat_file`` would get them)."""
+    import s3fs  # pylint: disable=import-outside-toplevel
+
+    fs = s3fs.S3FileSystem(
+        key="bench", secret="bench", client_kwargs={"endpoint_url": f"http://{endpoint}"}
+    )
+    size = RECORD
+    start = time.perf_counter()
+    for k in keys[:32]:  # 32 records at 20 ms each: enough for a rate
+        fs.cat_file("store/o1", start=k * size, end=(k + 1) * size)
+    return 32 * size / (time.perf_counter() - start) / 1e6
+
+
+def o3(folder: str, reps: int) -> None:
+    os.makedirs(os.path.join(folder, "store"), exist_ok=True)
+    local = os.path.join(folder, "store", "o3.tfrecord")
+    with tfrecord.TFRecordWriter(local) as w:
+        record = b"r" * TF_RECORD
+        for _ in range(TF_BYTES // TF_RECORD):
+            w.write(record)
+    print(f"O3: TFRecordIterDataset over {TF_BYTES >> 20} MiB of {TF_RECORD} B records")
+
+    def read(path, fs=None) -> Callable[[], int]:
+        return lambda: sum(len(r) for r in tfrecord.TFRecordIterDataset(path, filesystem=fs))
+
+    local_mb = _show("local file", _rate(read(local), reps))
+    for rtt_ms in (0, 20):  # 0 ms: what the store and the client carry on this machine
+        with _store(folder, rtt_ms / 1000) as store:
+            remote = read("s3://store/o3.tfrecord", _arrow(store.endpoint))
+            got = _show(f"bucket, {rtt_ms} ms", _rate(remote, reps))
+    print(f"  -> {got / local_mb:.2f}x the local file at 20 ms (goal 0.5x)")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    parser.add_argument("--reps", type=int, default=5)
+    args = parser.parse_args(argv)
+    print(f"bench_remote (load average {os.getloadavg()[0]:.1f})")
+    with tempfile.TemporaryDirectory() as folder:
+        if any(k in args.k for k in ("O1", "model")) or not args.k:
+            o1_and_model(folder, args.reps, args.k)
+        if "O3" in args.k or not args.k:
+            o3(folder, args.reps)
+
+
+if __name__ == "__main__":
+    main()

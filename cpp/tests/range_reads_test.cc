@@ -1,0 +1,135 @@
+// PlanRanges / CopyFromRanges (spelt/range_reads.h) and SequentialReads (io/sequential_reads.h).
+#include "spelt/range_reads.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "io/sequential_reads.h"
+#include "spelt/errors.h"
+
+namespace spelt {
+namespace {
+
+constexpr uint64_t kKiB = 1024;
+
+std::string Bytes(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>((i * 131 + 7) % 251);
+  return s;
+}
+
+TEST(PlanRangesTest, CoalescesNeighboursWithinTheGapInAnyOrder) {
+  char sink[1];
+  const std::vector<ReadRequest> requests = {
+      {1000, 10, sink},  // 900 bytes after [0, 100)
+      {0, 100, sink},
+      {5000, 0, sink},  // empty: ignored
+      {3011, 5, sink},  // 1001 bytes after [1010, 2010)
+      {1010, 1000, sink},
+      {3016, 1, sink},
+  };
+  EXPECT_EQ(PlanRanges(requests, /*max_gap=*/1000, /*max_range=*/1 << 20),
+            (std::vector<ByteRange>{{0, 2010}, {3011, 6}}));
+  EXPECT_EQ(PlanRanges(requests, /*max_gap=*/0, /*max_range=*/1 << 20),
+            (std::vector<ByteRange>{{0, 100}, {1000, 1010}, {3011, 6}}));
+  EXPECT_TRUE(PlanRanges({}).empty());
+}
+
+TEST(PlanRangesTest, SplitsLongRangesAndKeepsOverlapsOnce) {
+  char sink[1];
+  const std::vector<ReadRequest> requests = {{0, 25, sink}, {5, 10, sink}, {20, 3, sink}};
+  EXPECT_EQ(PlanRanges(requests, 0, 10),
+            (std::vector<ByteRange>{{0, 10}, {10, 10}, {20, 5}}));
+  EXPECT_THROW(PlanRanges(requests, 0, 0), std::invalid_argument);
+}
+
+TEST(PlanRangesTest, CopyFromRangesFillsEveryRequest) {
+  const std::string file = Bytes(200 * kKiB);
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<std::string> got(1 + rng() % 40);
+    std::vector<ReadRequest> requests;
+    for (std::string& g : got) {
+      const uint64_t offset = rng() % file.size();
+      g.assign(rng() % std::min<uint64_t>(20 * kKiB, file.size() - offset + 1), '\0');
+      requests.push_back({offset, g.size(), g.data()});
+    }
+    const uint64_t gap = rng() % (8 * kKiB), max_range = 1 + rng() % (16 * kKiB);
+    const std::vector<ByteRange> ranges = PlanRanges(requests, gap, max_range);
+    std::vector<std::string> parts;
+    std::vector<const char*> starts;
+    for (const ByteRange& r : ranges) {
+      ASSERT_LE(r.length, max_range);
+      parts.push_back(file.substr(r.offset, r.length));
+    }
+    for (const std::string& p : parts) starts.push_back(p.data());
+    CopyFromRanges(requests, ranges, starts);
+    for (const ReadRequest& r : requests) {
+      EXPECT_EQ(std::string(r.dst, r.length), file.substr(r.offset, r.length));
+    }
+  }
+}
+
+// An in-memory file that counts its reads; high latency or not.
+class CountingFile final : public RandomAccessFile {
+ public:
+  CountingFile(std::string bytes, bool high_latency)
+      : bytes_(std::move(bytes)), high_latency_(high_latency) {}
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override { return bytes_.size(); }
+  bool HighLatency() const override { return high_latency_; }
+  void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
+    ++reads;
+    if (offset + n > bytes_.size()) throw CorruptFileError(path_, bytes_.size(), "ends");
+    std::memcpy(dst, bytes_.data() + offset, n);
+  }
+  mutable std::atomic<int> reads = 0;  // windows are read ahead on other threads
+
+ private:
+  std::string path_ = "mem://f", bytes_;
+  bool high_latency_;
+};
+
+TEST(SequentialReadsTest, ReadsARemoteFileInWindowsAhead) {
+  const std::string bytes = Bytes(1000 * kKiB);
+  CountingFile file(bytes, /*high_latency=*/true);
+  std::string got(bytes.size(), '\0');
+  {
+    internal::SequentialReads reads(file, /*window=*/256 * kKiB);
+    for (uint64_t at = 0; at < bytes.size(); at += 3 * kKiB) {
+      const uint64_t n = std::min<uint64_t>(3 * kKiB, bytes.size() - at);
+      reads.Read(at, got.data() + at, n);
+    }
+    EXPECT_EQ(got, bytes);
+    EXPECT_EQ(file.reads, 4);  // 1000 KiB in windows of 256 KiB, each read once
+    std::string big(300 * kKiB, '\0');  // larger than the window: read directly
+    reads.Read(100, big.data(), big.size());
+    EXPECT_EQ(big, bytes.substr(100, big.size()));
+    EXPECT_EQ(file.reads, 5);
+    reads.Read(5, got.data(), 10);  // behind the window: a new window there, one ahead of it
+    EXPECT_EQ(got.substr(0, 10), bytes.substr(5, 10));
+    // Not where the window read ahead starts: that window is dropped.
+    EXPECT_THROW(reads.Read(bytes.size() - 5, got.data(), 10), CorruptFileError);
+    EXPECT_EQ(file.reads, 9);  // 6, 7 (ahead, dropped), 8 (the last 5 bytes), 9 (past the end)
+  }
+  internal::SequentialReads reads(file, /*window=*/256 * kKiB);
+  reads.Read(0, got.data(), 10);  // the window ahead is being read when `reads` ends
+}
+
+TEST(SequentialReadsTest, ReadsALocalFileDirectly) {
+  const std::string bytes = Bytes(100 * kKiB);
+  CountingFile file(bytes, /*high_latency=*/false);
+  internal::SequentialReads reads(file, /*window=*/64 * kKiB);
+  std::string got(kKiB, '\0');
+  for (int i = 0; i < 10; ++i) reads.Read(i * kKiB, got.data(), kKiB);
+  EXPECT_EQ(file.reads, 10);
+  EXPECT_EQ(got, bytes.substr(9 * kKiB, kKiB));
+}
+
+}  // namespace
+}  // namespace spelt
