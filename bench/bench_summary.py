@@ -1,4 +1,4 @@
-"""O1: the cost of execution-summary tracking (python/spelt/_summary.py, cpp/src/core/stage_stats.cc).
+"""O1: the cost of execution-summary tracking (python/spelt/_summary.py, cpp/src/exec/stage_stats.cc).
 
 Run alone with ``.venv/bin/python bench/bench_summary.py [-k PATTERN] [--reps N]``, or from
 ``bench/bench.py`` (``make bench``). Each case reads one epoch of a pipeline over 70,000

@@ -222,8 +222,8 @@ def _pipelines(g, src):
 @pytest.mark.parametrize("name", list(_arrays()))
 def test_numpy_source_is_native_and_equals_the_per_record_path(name):
     arr = _arrays()[name]
-    assert not _core.source(arr).serial()  # read in C++, no GIL
-    assert _core.source(RowSource(arr)).serial()
+    assert not _core.source(arr).calls_python()  # read in C++, no GIL
+    assert _core.source(RowSource(arr)).calls_python()
     native = _pipelines(spelt, arr)
     python = _pipelines(spelt, RowSource(arr))
     gather = _pipelines(spelt, GatherSource(arr))
@@ -262,7 +262,7 @@ class SubArray(np.ndarray):
     ids=["1d", "strided", "big_endian"],
 )
 def test_other_numeric_arrays_keep_the_python_path(arr):
-    assert _core.source(arr).serial()
+    assert _core.source(arr).calls_python()
     for key, out in _pipelines(spelt, arr).items():
         if key == "map" and arr.ndim == 1:
             continue  # x[:1] of a scalar
@@ -270,11 +270,11 @@ def test_other_numeric_arrays_keep_the_python_path(arr):
 
 
 def test_arrays_without_a_native_dtype_or_of_a_subclass_keep_the_python_path():
-    assert _core.source(np.array([["a", "b"], ["c", "d"]])).serial()
-    assert _core.source(np.array([[1, None]], dtype=object)).serial()
-    assert _core.source(np.arange(20).reshape(10, 2).view(SubArray)).serial()
+    assert _core.source(np.array([["a", "b"], ["c", "d"]])).calls_python()
+    assert _core.source(np.array([[1, None]], dtype=object)).calls_python()
+    assert _core.source(np.arange(20).reshape(10, 2).view(SubArray)).calls_python()
     read_only = np.frombuffer(bytes(range(20)), np.uint8).reshape(10, 2)
-    assert _core.source(read_only).serial()
+    assert _core.source(read_only).calls_python()
     assert not spelt.MapDataset.source(read_only)[3].flags.writeable
 
 

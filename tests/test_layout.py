@@ -1,6 +1,7 @@
-"""The layout of the Python face (issue 19): no import circle in python/spelt or bench/, the
-bases import no operation, each transformation imports only the bases, and few protected
-accesses across modules.
+"""The layout (issue 19): no import circle in python/spelt or bench/, the bases import no
+operation, each transformation imports only the bases, few protected accesses across modules,
+libspelt's folders include only the layers below them, and docs and comments name paths that
+exist.
 
 The import graph is read from the source (every ``import`` statement, also those inside
 functions), so a circle that only shows at run time is found too; graphlib's topological
@@ -122,11 +123,158 @@ def test_only_the_tree_helper_gives_datasets_new_parents():
     assert assigners == ["python/spelt/_base.py:" + assigners[0].split(":")[1]], assigners
 
 
+# The layers of libspelt (docs/architecture.md draws them): each layer's folders under cpp/src,
+# its public headers (cpp/include/spelt/), and the layers it may include besides itself.
+_CPP_LAYERS = {
+    "base": (
+        {"base"},
+        {"blocking_wait.h", "errors.h", "parallel_work.h", "read_threads.h"},
+        set(),
+    ),
+    "io": ({"io"}, {"file_system.h", "range_reads.h"}, {"base"}),
+    "riegeli": ({"riegeli"}, set(), {"base", "io"}),
+    "array_record": ({"array_record"}, {"array_record.h"}, {"base", "io", "riegeli"}),
+    "tfrecord": ({"tfrecord"}, {"tfrecord.h"}, {"base", "io"}),
+    "core": (
+        {"core"},
+        {
+            "value.h",
+            "random.h",
+            "stack.h",
+            "source.h",
+            "node.h",
+            "read_options.h",
+            "shard_options.h",
+        },
+        {"base"},
+    ),
+    # The handle types users build pipelines with; api/ implements them, and the operations
+    # that return datasets of their own (thread_prefetch, cache, interleave, packing) use them.
+    "handles": (set(), {"dataset.h"}, {"base", "core"}),
+    "vision": ({"vision"}, {"vision.h", "image_ops.h", "bfloat16_array.h"}, {"base", "core"}),
+    "sources": (
+        {"sources"},
+        {"array_record_source.h", "tfrecord_source.h", "tfrecord_dataset.h"},
+        {"base", "io", "riegeli", "array_record", "tfrecord", "core", "handles"},
+    ),
+    "exec": (
+        {"exec"},
+        {"executor.h", "stage_stats.h", "dataset_options.h"},
+        {"base", "core", "handles"},
+    ),
+    "ops": ({"ops"}, {"packing.h", "thread_prefetch.h"}, {"base", "core", "handles", "exec"}),
+    "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "handles", "exec", "ops"}),
+    "api": ({"api"}, set(), {"base", "core", "handles", "exec", "ops", "sampling"}),
+}
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def _cpp_layer(path: str) -> str | None:
+    """The layer of a file named as an include names it ("ops/map.h", "spelt/value.h")."""
+    folder, _, name = path.partition("/")
+    for layer, (folders, headers, _) in _CPP_LAYERS.items():
+        if folder in folders or (folder == "spelt" and name in headers):
+            return layer
+    return None
+
+
+def _layer_violations(files: dict[str, str]) -> list[str]:
+    """Includes that break _CPP_LAYERS in ``files`` (path as an include names it -> text), and
+    files or included headers that no layer holds."""
+    problems = []
+    for path, text in sorted(files.items()):
+        layer = _cpp_layer(path)
+        if layer is None:
+            problems.append(f"{path}: in no layer of _CPP_LAYERS")
+            continue
+        allowed = _CPP_LAYERS[layer][2] | {layer}
+        for included in _INCLUDE.findall(text):
+            to = _cpp_layer(included)
+            if to is None:
+                problems.append(f"{path} includes {included}, in no layer of _CPP_LAYERS")
+            elif to not in allowed:
+                problems.append(f"{path} ({layer}) includes {included} ({to})")
+    return problems
+
+
+def _libspelt_files() -> dict[str, str]:
+    src, include = ROOT / "cpp" / "src", ROOT / "cpp" / "include"
+    files = {}
+    for root in (src, include):
+        for p in root.rglob("*"):
+            if p.suffix in (".h", ".cc"):
+                files[str(p.relative_to(root))] = p.read_text()
+    return files
+
+
+def test_libspelt_includes_only_lower_layers():
+    files = _libspelt_files()
+    assert len(files) > 100  # the walk found the sources
+    assert _layer_violations(files) == []
+
+
+def test_a_layer_violation_is_found():
+    files = {
+        "base/thread_pool.h": '#include "spelt/errors.h"\n',
+        "io/file_system.cc": '#include "base/thread_pool.h"\n#include "core/nodes.h"\n',
+        "tfrecord/reader.cc": '#include "array_record/layout.h"\n',
+        "ops/shard.cc": '  #include "spelt/sampler.h"\n',
+        "ops/map.cc": '#include "newfolder/x.h"\n',
+        "newfolder/y.cc": "",
+    }
+    assert _layer_violations(files) == [
+        "io/file_system.cc (io) includes core/nodes.h (core)",
+        "newfolder/y.cc: in no layer of _CPP_LAYERS",
+        "ops/map.cc includes newfolder/x.h, in no layer of _CPP_LAYERS",
+        "ops/shard.cc (ops) includes spelt/sampler.h (sampling)",
+        "tfrecord/reader.cc (tfrecord) includes array_record/layout.h (array_record)",
+    ]
+
+
+_GRAIN_NAME = re.compile(r'"(\w+?)(Map|Iter)Dataset"')
+
+
+def _variant_misnamed(files: dict[str, str]) -> list[str]:
+    """The rule naming an op's variants, over ``files`` (ops/ file name -> text): where an op's
+    MapDataset and IterDataset nodes (Grain's names, e.g. "FlatMapMapDataset") are in
+    different files, the Iter one is iter_<the Map one's file>."""
+    where: dict[tuple[str, str], set[str]] = {}
+    for name, text in files.items():
+        for op, kind in _GRAIN_NAME.findall(text):
+            where.setdefault((op, kind), set()).add(name)
+    problems = []
+    for (op, kind), map_files in sorted(where.items()):
+        if kind != "Map":
+            continue
+        for iter_file in sorted(where.get((op, "Iter"), set()) - map_files):
+            for map_file in sorted(map_files):
+                if iter_file != "iter_" + map_file:
+                    problems.append(f"{op}: Map variant in {map_file}, Iter variant in {iter_file}")
+    return problems
+
+
+def test_the_iter_variant_of_an_op_is_iter_op():
+    ops = ROOT / "cpp" / "src" / "ops"
+    files = {p.name: p.read_text() for p in ops.glob("*.cc")}
+    assert len(files) > 20
+    assert _variant_misnamed(files) == []
+    # The layout before this rule: flat_map.cc held the Iter variant, flat_map_map.cc the Map one.
+    old = {
+        "flat_map.cc": 'return "FlatMapIterDataset";',
+        "flat_map_map.cc": 'return "FlatMapMapDataset";',
+        "batch.cc": '"BatchMapDataset" "BatchIterDataset"',
+    }
+    assert _variant_misnamed(old) == [
+        "FlatMap: Map variant in flat_map_map.cc, Iter variant in flat_map.cc"
+    ]
+
+
 # A path in a doc or comment: one of the repository's top folders (or a folder of cpp/src, or
 # spelt/ for the public headers), then path parts, ending in a file or folder name.
 _PATH = re.compile(
     r"(?<![\w/.<-])((?:python/spelt|cpp/(?:src|include|python|tests|fuzz)|tests|bench|docs"
-    r"|examples|spelt|core|io|ops|sampling|array_record|riegeli|tfrecord)/[\w./-]*[A-Za-z0-9])"
+    r"|examples|spelt|base|io|core|exec|ops|sampling|api|sources|vision|array_record|riegeli"
+    r"|tfrecord)/[\w./-]*[A-Za-z0-9])"
 )
 _TEXT_FILES = (".md", ".py", ".cc", ".h", ".txt", ".toml", ".cmake")
 

@@ -1,5 +1,5 @@
 """Execution summary: per-stage counters of profiled pipelines (python/spelt/_summary.py and
-cpp/src/core/stage_stats.cc), its table, picture and the ``spelt profile`` command.
+cpp/src/exec/stage_stats.cc), its table, picture and the ``spelt profile`` command.
 
 Tracking must never change a pipeline's output or states, so each profiled pipeline is
 compared element by element, state by state, with the same pipeline untracked.

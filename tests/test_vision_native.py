@@ -90,14 +90,14 @@ def array_record_source(tmp_path, data):
 
 
 def test_vision_maps_run_natively_on_the_read_threads(tmp_path):
-    """Over a native source the ops run concurrently (not serial); the Python twins do not."""
+    """Over a native source the ops call no Python (they run concurrently); the Python twins do."""
     data = photos(6)
     source = spelt.MapDataset.source(array_record_source(tmp_path, data))
     ds = source.map(vision.DecodeImage())
     crop = ds.random_map(vision.RandomResizedCrop(96), seed=1)
-    assert not ds.engine_node.serial() and not crop.engine_node.serial()
+    assert not ds.engine_node.calls_python() and not crop.engine_node.calls_python()
     python = source.map(python_twins([vision.DecodeImage()])[0])
-    assert python.engine_node.serial()
+    assert python.engine_node.calls_python()
     read = crop.to_iter_dataset(spelt.ReadOptions(num_threads=2))
     want = spelt.MapDataset.source(data).map(vision.DecodeImage())
     assert_same(list(read), list(want.random_map(vision.RandomResizedCrop(96), seed=1)))
@@ -233,7 +233,7 @@ def test_a_truncated_jpeg_fails_in_the_fused_crop_as_in_the_reference():
 
 
 def test_native_ops_behind_a_python_source_run_on_the_read_threads():
-    """A Python source makes the pipeline serial (computed on the consumer), but the image ops'
+    """A Python source makes the pipeline call Python (computed on the consumer), but the image ops'
     time counts as parallel work (spelt/parallel_work.h), so read threads start and the
     source's reads come from them too (each with the GIL)."""
     data, threads = photos(24) * 8, set()  # enough chunks left once read threads start

@@ -41,11 +41,11 @@ ParentNodes ParentNodesOf(const std::vector<nb::object>& datasets) {
 }  // namespace
 
 // The transformations MapDataset and IterDataset share. Python callables make a MapDataset
-// node serial (computed with the GIL held, see DatasetNode::Serial).
+// node one that calls Python (computed with the GIL held, see DatasetNode::CallsPython).
 template <typename D>
 void BindTransformations(nb::class_<D>& cls) {
   constexpr bool kMap = std::is_same_v<D, MapDataset>;
-  auto with_serial = [](auto&& f) {
+  auto with_calls_python = [](auto&& f) {
     if constexpr (kMap) return f(true);
     else return f();
   };
@@ -58,17 +58,20 @@ void BindTransformations(nb::class_<D>& cls) {
       }, "words"_a, "Marks the node as the source of default seeds; the seed (any size) as its "
          "32-bit words, least significant first.")
       .def("map", [=](const D& d, nb::callable fn) {
-        return with_serial([&](auto... serial) { return d.Map(PyMapFn(fn), serial...); });
+        return with_calls_python(
+            [&](auto... calls_python) { return d.Map(PyMapFn(fn), calls_python...); });
       }, "fn"_a)
       .def("random_map", [=](const D& d, nb::callable fn, std::vector<uint32_t> words) {
-        return with_serial([&](auto... serial) {
-          return d.RandomMap(PyRandomMapFn(fn), AnySeed(std::move(words)), serial...);
+        return with_calls_python([&](auto... calls_python) {
+          return d.RandomMap(PyRandomMapFn(fn), AnySeed(std::move(words)), calls_python...);
         });
       }, "fn"_a, "words"_a, "fn(element, numpy.random.Generator) with Grain's Philox scheme; "
          "the seed (any size) as its 32-bit words, least significant first.")
       .def("map_with_index", [=](const D& d, nb::callable fn) {
-        return with_serial(
-            [&](auto... serial) { return d.MapWithIndex(PyMapWithIndexFn(fn), serial...); });
+        return with_calls_python(
+            [&](auto... calls_python) {
+              return d.MapWithIndex(PyMapWithIndexFn(fn), calls_python...);
+            });
       }, "fn"_a)
       .def("batch", [](const D& d, int64_t batch_size, bool drop_remainder,
                        std::optional<nb::callable> fn) {
@@ -82,7 +85,7 @@ void RegisterDatasets(nb::module_& m) {
   BindTransformations(map_dataset);
   map_dataset
       .def("__len__", [](const MapDataset& d) { return d.Length(); })
-      .def("serial", [](const MapDataset& d) { return d.node()->Serial(); },
+      .def("calls_python", [](const MapDataset& d) { return d.node()->CallsPython(); },
            "True if the node calls Python per element (computed with the GIL held).")
       .def("get", [](const MapDataset& d, int64_t index) {
         std::optional<Value> v;
@@ -106,14 +109,14 @@ void RegisterDatasets(nb::module_& m) {
         return out;
       }, "indices"_a, "Elements at global indices (each >= 0), read together (MapNode::GetMany).")
       .def("filter", [](const MapDataset& d, nb::callable fn) {
-        return d.Filter(PyFilterFn(fn), /*serial=*/true);
+        return d.Filter(PyFilterFn(fn), /*calls_python=*/true);
       }, "fn"_a)
       .def("shuffle", [](const MapDataset& d, int64_t seed) { return d.Shuffle(seed); },
            "seed"_a)
       .def("window_shuffle", &MapDataset::WindowShuffle, "window_size"_a, "seed"_a,
            "Grain's WindowShuffleMapDataset.")
       .def("flat_map", [](const MapDataset& d, nb::callable fn, int64_t max_fan_out) {
-        return d.FlatMap(PyFlatMapFn(fn), max_fan_out, /*serial=*/true);
+        return d.FlatMap(PyFlatMapFn(fn), max_fan_out, /*calls_python=*/true);
       }, "fn"_a, "max_fan_out"_a, "Grain's FlatMapMapDataset.")
       .def("slice", [](const MapDataset& d, std::optional<int64_t> start,
                        std::optional<int64_t> stop, std::optional<int64_t> step) {
@@ -211,7 +214,7 @@ void RegisterDatasets(nb::module_& m) {
           GilRelease release;
           it = MakeIterator(d, std::move(options));
         }
-        return WrapIterator(std::move(it), d.node()->Serial());
+        return WrapIterator(std::move(it), d.node()->CallsPython());
       }, "filter_warn_threshold_ratio"_a.none() = 0.9,
          "filter_raise_threshold_ratio"_a.none() = nb::none(), "warn"_a.none() = nb::none(),
          nb::sig("def make_iterator(self, filter_warn_threshold_ratio: float | None = 0.9, "

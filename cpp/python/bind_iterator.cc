@@ -20,7 +20,7 @@ namespace spelt::python {
 namespace {
 
 // An engine iterator owned by Python; destroyed without the GIL (it may join threads).
-// A serial pipeline (one that calls Python per element, see DatasetNode::Serial) runs with
+// A pipeline that calls Python per element (DatasetNode::CallsPython) runs with
 // the GIL held by the calling thread: its work is mostly Python calls, which would otherwise
 // take and drop the GIL several times per element. Other pipelines run without the GIL.
 //
@@ -34,7 +34,7 @@ namespace {
 // instead of deadlocking.
 struct Iterator {
   std::unique_ptr<DatasetIterator> it;
-  bool serial = false;
+  bool calls_python = false;
   std::mutex mu;
   std::atomic<std::thread::id> owner{};  // the thread holding `mu`, if any
 
@@ -79,10 +79,10 @@ class Lock {
 
 }  // namespace
 
-nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial) {
+nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool calls_python) {
   auto out = std::make_unique<Iterator>();
   out->it = std::move(it);
-  out->serial = serial;
+  out->calls_python = calls_python;
   return nb::cast(std::move(out));
 }
 
@@ -97,7 +97,7 @@ void RegisterIterator(nb::module_& m) {
         std::optional<Value> v;
         {
           Lock lock(self);
-          if (self.serial) {
+          if (self.calls_python) {
             v = self.get().Next();
           } else {
             GilRelease release;

@@ -37,7 +37,7 @@ void RegisterThreadPrefetch(nb::module_& m) {
         "Grain's ThreadPrefetchIterDataset (spelt/thread_prefetch.h).");
   m.def("thread_prefetch_iterator", [](nb::object parent, int64_t buffer_size) {
     auto it = MakeThreadPrefetchIterator(PyDatasetIterator(parent), buffer_size);
-    return WrapIterator(std::move(it), /*serial=*/false);
+    return WrapIterator(std::move(it), /*calls_python=*/false);
   }, "parent"_a, "buffer_size"_a,
      nb::sig("def thread_prefetch_iterator(parent: object, buffer_size: int) -> DatasetIterator"),
      "Grain's ThreadPrefetchDatasetIterator over a Python iterator with get_state/set_state.");

@@ -142,7 +142,7 @@ void BindImageMaps(nb::handle cls) {
       MapWithIndexFn fn = [chain = std::move(chain)](int64_t index, Value v) {
         return chain(v, nullptr, ElementAt(index, /*map_dataset=*/true));
       };
-      return d.MapWithIndex(std::move(fn), /*serial=*/false);
+      return d.MapWithIndex(std::move(fn), /*calls_python=*/false);
     } else {
       MapFn fn = [chain = std::move(chain)](Value v) {
         return chain(v, nullptr, [] { return std::string("an element of the IterDataset"); });
@@ -236,7 +236,7 @@ void RegisterVision(nb::module_& m) {
       Philox rng({*key, 0}, {0, 0, 0, 0});
       return chain(v, &rng, where);
     };
-    return d.MapWithIndex(std::move(fn), /*serial=*/false);
+    return d.MapWithIndex(std::move(fn), /*calls_python=*/false);
   }, nb::scope(map_dataset), nb::name("image_record_map"), nb::is_method(), "ops"_a,
      "sampler"_a, "shard_options"_a,
      "A DataLoader's per-record image ops (see bind_vision.cc), run without the GIL."));

@@ -25,7 +25,7 @@ void RegisterDatasets(nb::module_& m);
 // bind_iterator.cc: DatasetIterator, the engine iterator owned by Python.
 void RegisterIterator(nb::module_& m);
 // Wraps an engine iterator for Python (GIL handling as in bind_iterator.cc).
-nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool serial);
+nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool calls_python);
 // bind_sampler.cc: ShardOptions, Sampler (IndexSampler, SequentialSampler, python_sampler),
 // sampler_dataset and range_source.
 void RegisterSamplers(nb::module_& m);

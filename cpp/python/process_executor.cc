@@ -227,7 +227,7 @@ class ProcessPrefetchNode final : public IterNode {
  public:
   ProcessPrefetchNode(std::shared_ptr<const MapNode> parent, nb::handle keeper,
                       bool allow_nones, int64_t max_in_flight, double target_chunk_seconds)
-      : IterNode({parent}, /*serial_self=*/true),
+      : IterNode({parent}, /*calls_python_self=*/true),
         parent_(std::move(parent)),
         keeper_(MakePyRef(keeper)),
         allow_nones_(allow_nones),
@@ -273,7 +273,7 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
                                 std::to_string(begin) + ", " + std::to_string(count));
   }
   ChunkResult chunk;
-  if (dataset.node()->Serial()) {  // calls Python per element: keep the GIL (bind_iterator.cc)
+  if (dataset.node()->CallsPython()) {  // keep the GIL (bind_iterator.cc)
     chunk = ComputeChunk(*dataset.node(), begin, count);
   } else {
     GilRelease unlocked;

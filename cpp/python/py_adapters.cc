@@ -88,7 +88,7 @@ class PySourceImpl final : public RandomAccessSource {
     for (const int64_t i : indices) out->push_back(Read(i));
   }
   std::string Repr() const override { return repr_; }
-  bool Serial() const override { return true; }
+  bool CallsPython() const override { return true; }
 
  private:
   // Record `index` by __getitem__; an exception gets a note naming the record and the source.
@@ -167,7 +167,7 @@ class PySamplerImpl final : public Sampler {
     for (const int64_t index : indices) keys->push_back(Key(index));
   }
   const ShardOptions& shard_options() const override { return options_; }
-  bool Serial() const override { return true; }
+  bool CallsPython() const override { return true; }
 
  private:
   // REQUIRES the GIL.
@@ -191,7 +191,7 @@ class PySamplerImpl final : public Sampler {
 class PyMapNode final : public MapNode {
  public:
   PyMapNode(nb::handle ds, ParentNodes parents)
-      : MapNode(std::move(parents), /*serial_self=*/true), ds_(MakePyRef(ds)),
+      : MapNode(std::move(parents), /*calls_python_self=*/true), ds_(MakePyRef(ds)),
         length_(static_cast<int64_t>(nb::len(ds))), name_(Py_TYPE(ds.ptr())->tp_name) {}
   std::string Name() const override { return name_; }
   int64_t Length() const override { return length_; }
@@ -238,7 +238,7 @@ class PyIterator final : public DatasetIterator {
 class PyIterNode final : public IterNode {
  public:
   PyIterNode(nb::handle ds, ParentNodes parents)
-      : IterNode(std::move(parents), /*serial_self=*/true),
+      : IterNode(std::move(parents), /*calls_python_self=*/true),
         ds_(MakePyRef(ds)),
         name_(Py_TYPE(ds.ptr())->tp_name) {}
   std::string Name() const override { return name_; }

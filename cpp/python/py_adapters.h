@@ -1,7 +1,8 @@
 // Adapters that let Python objects play engine roles: Python callables as MapFn & co., and
 // Python data sources, samplers, MapDatasets and IterDatasets as engine nodes. Every adapter
-// takes the GIL when it calls Python and marks itself Serial() so the engine calls it from
-// one thread at a time. Python exceptions propagate unchanged (as nb::python_error).
+// takes the GIL when it calls Python, and the sources, samplers and nodes say that they call
+// Python (CallsPython(), spelt/node.h); calls may come from several threads at once.
+// Python exceptions propagate unchanged (as nb::python_error).
 #ifndef SPELT_PYTHON_PY_ADAPTERS_H_
 #define SPELT_PYTHON_PY_ADAPTERS_H_
 

@@ -12,7 +12,7 @@ namespace spelt::python {
 // Record i of the returned source is row arr[i]: an Array of the row's dtype and shape
 // (arr.shape[1:]) that views the ndarray's memory (no copy) and keeps it alive. Get / GetMany
 // never touch Python, so they run without the GIL and from many threads at once (not
-// Serial()); GetMany gathers the row views of a whole chunk. Only the release of the last
+// CallsPython()); GetMany gathers the row views of a whole chunk. Only the release of the last
 // reference to the ndarray (when the source and every row are gone) takes the GIL.
 // Returns null unless `obj` is exactly a numpy.ndarray (no subclass such as np.memmap), C
 // contiguous, writeable, with ndim >= 2 and a dtype Spelt has in native byte order: the cases

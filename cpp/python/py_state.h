@@ -1,5 +1,5 @@
 // Iterator states across the seam: the one converter between the engine's State
-// (nlohmann::ordered_json, spelt/dataset.h) and the Python objects Grain's iterators return.
+// (nlohmann::ordered_json, spelt/node.h) and the Python objects Grain's iterators return.
 //
 // Both directions build the objects directly (no JSON text). JSON has no int keys and no
 // tuples, so two of Grain's layouts are fixed up here and nowhere else:

@@ -1,6 +1,6 @@
-// Tests for the recycling of large array buffers (core/buffer_pool.cc, used by
+// Tests for the recycling of large array buffers (base/buffer_pool.cc, used by
 // Array::AllocateUninitialized).
-#include "core/buffer_pool.h"
+#include "base/buffer_pool.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Tests for the filter thresholds of spelt/dataset_options.h (core/filter_threshold.cc).
+// Tests for the filter thresholds of spelt/dataset_options.h (exec/filter_threshold.cc).
 #include <gtest/gtest.h>
 
 #include "spelt/dataset_options.h"

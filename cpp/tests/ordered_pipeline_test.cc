@@ -1,4 +1,4 @@
-#include "core/ordered_pipeline.h"
+#include "base/ordered_pipeline.h"
 
 #include <atomic>
 #include <chrono>

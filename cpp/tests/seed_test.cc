@@ -1,4 +1,4 @@
-// Tests for Seed() and default-seed derivation (ops/seed.cc, DatasetNode::DefaultSeed). Expected values marked "Grain 0.2.18" were computed with
+// Tests for Seed() and default-seed derivation (ops/with_options.cc, DatasetNode::DefaultSeed). Expected values marked "Grain 0.2.18" were computed with
 // Grain 0.2.18.
 #include <cstdint>
 #include <cstring>

@@ -1,4 +1,4 @@
-// Tests for MapDataset::Range and MapDataset::Source (ops/source_dataset.cc, io/source.cc). Expected values marked "Grain 0.2.18" were computed with
+// Tests for MapDataset::Range and MapDataset::Source (ops/source_dataset.cc, core/source.cc). Expected values marked "Grain 0.2.18" were computed with
 // Grain 0.2.18.
 #include <cstdint>
 #include <cstring>

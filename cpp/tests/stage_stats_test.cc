@@ -1,4 +1,4 @@
-// Tests for the execution-summary counters (spelt/stage_stats.h, core/stage_stats.cc):
+// Tests for the execution-summary counters (spelt/stage_stats.h, exec/stage_stats.cc):
 // profiled nodes yield exactly what the plain nodes yield, and count elements, bytes and time.
 #include <chrono>
 #include <memory>

@@ -1,5 +1,5 @@
 // Tests for MapDataset::ToIter (Grain's to_iter_dataset / PrefetchIterDataset, ops/to_iter_dataset.cc
-// over the ordered core in core/ordered_iterator.cc): order, nones,
+// over the ordered core in exec/ordered_iterator.cc): order, nones,
 // thread-count independence, {"next_index": n} states and checkpoint/restore at every
 // position, malformed states, errors raised in order, and teardown with work in flight.
 // Values marked "Grain 0.2.18" were computed with Grain 0.2.18.
@@ -321,20 +321,20 @@ TEST(PrefetchIterTest, ThreadsComputeSerialAndParallelPipelinesAlike) {
   };
   Ints expected(50);
   for (int64_t i = 0; i < 50; ++i) expected[static_cast<size_t>(i)] = i;
-  for (const bool serial : {true, false}) {
+  for (const bool calls_python : {true, false}) {
     {  // num_threads 0: every element computed by the consumer
       on_thread = off_thread = 0;
-      auto it = MapDataset::Range(50).Map(record, serial).ToIter(Opts(0, 64)).MakeIterator();
+      auto it = MapDataset::Range(50).Map(record, calls_python).ToIter(Opts(0, 64)).MakeIterator();
       EXPECT_EQ(DrainInts(*it), expected);
       EXPECT_EQ(on_thread.load(), 50);
       EXPECT_EQ(off_thread.load(), 0);
     }
-    {  // threads: in index order, each element computed once (serial: by whoever is free)
+    {  // threads: in index order, each element computed once (calling Python: by whoever is free)
       on_thread = off_thread = 0;
-      auto it = MapDataset::Range(50).Map(record, serial).ToIter(Opts(8, 64)).MakeIterator();
+      auto it = MapDataset::Range(50).Map(record, calls_python).ToIter(Opts(8, 64)).MakeIterator();
       EXPECT_EQ(DrainInts(*it), expected);
       EXPECT_EQ(on_thread.load() + off_thread.load(), 50);
-      if (!serial) EXPECT_EQ(on_thread.load(), 0);
+      if (!calls_python) EXPECT_EQ(on_thread.load(), 0);
     }
   }
 }

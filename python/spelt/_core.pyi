@@ -61,7 +61,7 @@ class MapDataset:
 
     def __len__(self) -> int: ...
 
-    def serial(self) -> bool:
+    def calls_python(self) -> bool:
         """
         True if the node calls Python per element (computed with the GIL held).
         """

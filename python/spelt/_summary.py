@@ -5,7 +5,7 @@ Tracking is off by default and costs nothing then. It is on for an iterator made
 ask for ``ExecutionTrackingMode.STAGE_TIMING``, or of a ``DataLoader(enable_profiling=True)``,
 as in Grain 0.2.18 (grain/_src/python/dataset/stats.py). ``iter()`` then runs a *profiled
 twin* of the pipeline: the same datasets (shallow copies) whose engine nodes are wrapped by
-``_core.profiled_map`` / ``_core.profiled_iter`` (cpp/src/core/stage_stats.cc), which count
+``_core.profiled_map`` / ``_core.profiled_iter`` (cpp/src/exec/stage_stats.cc), which count
 elements, time and bytes per stage without changing elements or states. Stages that run in
 worker processes (below ``mp_prefetch``) are listed but not counted; the worker stage reports
 the workers' busy time instead (from the chunk replies). In debug mode the summary is logged
@@ -368,7 +368,7 @@ def _kind(ds: Any) -> str:
     if isinstance(ds, prefetch.ProcessPrefetchIterDataset):
         return "workers"
     if isinstance(ds, prefetch.PrefetchIterDataset):
-        return "prefetch" if not ds.parents[0].engine_node.serial() else "engine"
+        return "prefetch" if not ds.parents[0].engine_node.calls_python() else "engine"
     if isinstance(ds, thread_prefetch.ThreadPrefetchIterDataset):
         return "prefetch"
     module = type(ds).__module__ or ""
@@ -397,7 +397,7 @@ def _twin(ds: Any, in_workers: bool, threads: int) -> tuple[Any, _Stage | None]:
     elif kind == "prefetch" and isinstance(ds, prefetch.PrefetchIterDataset):
         parent_threads = max(ds.read_options.num_threads, 1)
     elif isinstance(ds, prefetch.PrefetchIterDataset):
-        parent_threads = 1  # serial: the consumer's thread computes the elements
+        parent_threads = 1  # calls Python: the consumer's thread computes the elements
     parents = []
     for p in ds.parents:
         parent_twin, parent_stage = _twin(p, in_workers or kind == "workers", parent_threads)

@@ -24,7 +24,8 @@
 #include <optional>
 #include <vector>
 
-#include "spelt/dataset.h"
+#include "spelt/node.h"
+#include "spelt/read_options.h"
 
 namespace spelt {
 
@@ -81,14 +82,16 @@ std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode>
 // options.num_threads chunks of this iterator run at once, and about
 // options.prefetch_buffer_size elements are read ahead, in chunks of
 // prefetch_buffer_size / (2 * min(num_threads, cores)) elements (1 to 64), or of
-// prefetch_buffer_size / (2 * num_threads) for a Serial() node, capped at about 1 MiB of
-// output once a chunk is taken (as MakeInlineExecutor's). A Serial() node's chunks start at
-// 1 element and double, and are computed by the consumer, each submitted when it is reached
-// (Python holding the GIL gains nothing from threads), until they are seen to use under a
-// quarter of their wall time in CPU (Python code that waits: I/O, sleep, native code without
-// the GIL); from then on the pool computes them too, and the consumer still computes any it
-// reaches unstarted. Waits go through BlockingWait (spelt/blocking_wait.h). Each chunk's sources get a share of
-// min(num_threads, cores) threads for their reads (spelt/read_threads.h).
+// prefetch_buffer_size / (2 * num_threads) for a node that CallsPython(), capped at about
+// 1 MiB of output once a chunk is taken (as MakeInlineExecutor's). The chunks of a node that
+// CallsPython() start at 1 element and double, and are computed by the consumer, each
+// submitted when it is reached (Python holding the GIL gains nothing from threads), until
+// they are seen to use under a quarter of their wall time in CPU (Python code that waits:
+// I/O, sleep, native code without the GIL) or over half of it in heavy native work
+// (spelt/parallel_work.h); from then on the pool computes them too, up to num_threads at once
+// (each Python call taking the GIL), and the consumer still computes any it reaches
+// unstarted. Waits go through BlockingWait (spelt/blocking_wait.h). Each chunk's sources get
+// a share of min(num_threads, cores) threads for their reads (spelt/read_threads.h).
 // Destroying the executor drops the chunks not started and waits for those being computed:
 // no callable of the pipeline runs after it is gone.
 // REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1.

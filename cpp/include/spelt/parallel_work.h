@@ -2,7 +2,7 @@
 // several threads (an image decode, not a Python call). Operations whose per-element work is
 // that heavy mark it with a ScopedParallelWork; the thread-pool executor (spelt/executor.h)
 // uses the clock to give read threads to a pipeline that also calls Python (DatasetNode::
-// Serial), which it otherwise computes on the consumer alone: where most of a chunk's time is
+// CallsPython), which it otherwise computes on the consumer alone: where most of a chunk's time is
 // such work, threads overlap it while the Python parts take turns.
 // Thread-safety: the clock is per thread; a scope affects only the thread that makes it.
 #ifndef SPELT_PARALLEL_WORK_H_

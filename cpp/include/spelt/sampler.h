@@ -6,8 +6,8 @@
 // A Sampler maps a global sampler index g (0 <= g < Length()) to a record key and, when it
 // has a seed, to the key of the record's random generator. In a DataLoader, host shard s of
 // S reads g = l * S + s for its local indices l = 0, 1, ... (SamplerDataset).
-// Samplers are immutable; their methods may be called from many threads at once unless
-// Serial() is true.
+// Samplers are immutable; their methods may be called from many threads at once (also where
+// CallsPython(): each Python call takes the GIL).
 #ifndef SPELT_SAMPLER_H_
 #define SPELT_SAMPLER_H_
 
@@ -22,30 +22,9 @@
 #include <vector>
 
 #include "spelt/dataset.h"
+#include "spelt/shard_options.h"
 
 namespace spelt {
-
-// Which part of the data this host reads (Grain's ShardOptions).
-struct ShardOptions {
-  int64_t shard_index = 0;
-  int64_t shard_count = 1;
-  // Every shard gets num_examples / shard_count examples and the rest are dropped; otherwise
-  // the first num_examples % shard_count shards get one more.
-  bool drop_remainder = false;
-  // Throws std::invalid_argument with Grain's messages unless shard_count > 0 and
-  // 0 <= shard_index < shard_count.
-  void Validate() const;
-  // Grain's repr, e.g. "ShardOptions(shard_index=0, shard_count=1, drop_remainder=False)".
-  std::string Repr(std::string_view class_name = "ShardOptions") const;
-  // The sampler index a DataLoader reads for local index `local` of this shard:
-  // local * shard_count + shard_index (Grain 0.2.18's _SamplerMapDataset).
-  int64_t GlobalIndex(int64_t local) const { return local * shard_count + shard_index; }
-};
-
-// [start, end) of this shard's contiguous block of num_examples (Grain's even_split): blocks
-// of num_examples / shard_count; without drop_remainder the first num_examples % shard_count
-// shards get one more. Throws std::invalid_argument if `options` is invalid.
-std::pair<int64_t, int64_t> EvenSplit(int64_t num_examples, const ShardOptions& options);
 
 // Thrown when a sampler reads a shard that owns no records (Grain raises ZeroDivisionError
 // there; the Python face raises spelt._core.EmptyShardError, a ZeroDivisionError).
@@ -73,8 +52,9 @@ class Sampler {
   virtual std::optional<uint64_t> RngKey(int64_t /*index*/) const { return std::nullopt; }
   // The sampler's shard options (the DataLoader's default).
   virtual const ShardOptions& shard_options() const = 0;
-  // True if calls must come from one thread at a time (e.g. a sampler written in Python).
-  virtual bool Serial() const { return false; }
+  // True if its methods call Python (a sampler written in Python): the nodes that read it
+  // then CallsPython() (spelt/node.h).
+  virtual bool CallsPython() const { return false; }
 };
 
 // Grain's IndexSampler: the records [0, num_records), this shard's contiguous block of them

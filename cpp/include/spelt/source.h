@@ -1,8 +1,8 @@
 // spelt/source.h: random-access data sources, the leaves of every pipeline.
 //
 // A RandomAccessSource has a fixed number of records and returns record i for any
-// 0 <= i < Length(). Implementations must be safe to call from many threads at once unless
-// Serial() is true (then the engine calls them from one thread at a time, in order).
+// 0 <= i < Length(). Implementations must be safe to call from many threads at once; one that
+// calls Python says so (CallsPython()), and each of its Python calls takes the GIL.
 #ifndef SPELT_SOURCE_H_
 #define SPELT_SOURCE_H_
 
@@ -39,9 +39,10 @@ class RandomAccessSource {
   }
   // A stable description; it is stored in checkpoints to detect a changed source.
   virtual std::string Repr() const = 0;
-  // True if calls must not run concurrently or are cheapest from one thread (for example a
-  // source that needs an interpreter lock).
-  virtual bool Serial() const { return false; }
+  // True if its methods call Python (a Python data source): the nodes that read it then
+  // CallsPython() (spelt/node.h), and the engine computes their chunks on the consumer until
+  // they are seen to wait.
+  virtual bool CallsPython() const { return false; }
 };
 
 // The integers start, start + step, ... below stop (as Python's range), as int64 scalars.

@@ -2,8 +2,8 @@
 // numpy dtype promotion and casting rules it follows.
 //
 // Thread-safe (pure functions of their arguments).
-#ifndef SPELT_BATCH_H_
-#define SPELT_BATCH_H_
+#ifndef SPELT_STACK_H_
+#define SPELT_STACK_H_
 
 #include <cstddef>
 #include <span>
@@ -93,4 +93,4 @@ void CastElements(DType from, const void* src, DType to, void* dst, size_t count
 
 }  // namespace spelt
 
-#endif  // SPELT_BATCH_H_
+#endif  // SPELT_STACK_H_

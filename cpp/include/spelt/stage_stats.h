@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "spelt/dataset.h"
+#include "spelt/node.h"
 #include "spelt/value.h"
 
 namespace spelt {

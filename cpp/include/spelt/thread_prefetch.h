@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "spelt/dataset.h"
+#include "spelt/node.h"
 
 namespace spelt {
 

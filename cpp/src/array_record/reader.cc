@@ -22,8 +22,8 @@
 #include "riegeli/simple_chunk.h"
 #include "spelt/array_record.h"
 #include "spelt/blocking_wait.h"
-#include "core/ordered_pipeline.h"
-#include "core/thread_pool.h"
+#include "base/ordered_pipeline.h"
+#include "base/thread_pool.h"
 
 namespace spelt {
 namespace {

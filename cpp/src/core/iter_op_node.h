@@ -1,5 +1,6 @@
 // Internal: the node class shared by IterDataset ops whose iterator wraps exactly one parent
-// iterator (map, random_map, map_with_index, filter).
+// iterator (map, random_map, map_with_index, filter, limit, repeat, rebatch, window_shuffle,
+// cache).
 #ifndef SPELT_SRC_CORE_ITER_OP_NODE_H_
 #define SPELT_SRC_CORE_ITER_OP_NODE_H_
 
@@ -11,8 +12,7 @@
 
 namespace spelt::internal {
 
-// One node class for the element-wise IterDataset ops (map, filter, ...): each op supplies a
-// factory that wraps the parent's iterator.
+// One node class for those ops: each supplies a factory that wraps the parent's iterator.
 class IterOpNode final : public IterNode {
  public:
   using Factory =

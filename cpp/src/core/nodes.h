@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-#include "spelt/dataset.h"
+#include "spelt/node.h"
 
 namespace spelt::internal {
 

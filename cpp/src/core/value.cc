@@ -1,7 +1,7 @@
 // Implementation of spelt/value.h.
 #include "spelt/value.h"
 
-#include "core/buffer_pool.h"
+#include "base/buffer_pool.h"
 
 #include <cstdlib>
 #include <cstring>
@@ -68,7 +68,7 @@ Array Array::AllocateUninitialized(DType dtype, std::vector<int64_t> shape) {
     if (d < 0) throw std::invalid_argument("Array::Allocate: negative dimension in " + a.Describe());
   }
   // Large buffers are aligned to huge pages and asked to use them (as numpy does), and are
-  // recycled (core/buffer_pool.h): a stream of multi-megabyte batches reuses memory already
+  // recycled (base/buffer_pool.h): a stream of multi-megabyte batches reuses memory already
   // faulted in instead of having the kernel map and zero fresh pages for each.
   constexpr size_t kHugePage = size_t{2} << 20;
   if (a.nbytes() >= internal::kRecycledBufferMinBytes) {

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "core/nodes.h"
+#include "spelt/read_options.h"
 
 namespace spelt::internal {
 
@@ -15,7 +16,7 @@ namespace spelt::internal {
 // `drop_remainder`), stacked and read ahead on the process-wide pool: the elements, states and
 // errors of BatchIterDataset over PrefetchIterDataset (state {"next_index": n}, n the parent
 // elements consumed), which `elementwise()` makes and which takes over after an error.
-// REQUIRES: parent is not Serial() and has no filter; options allow threads.
+// REQUIRES: parent calls no Python (CallsPython()) and has no filter; options allow threads.
 std::unique_ptr<DatasetIterator> MakeBatchedReadAheadIterator(
     MapNodePtr parent, ReadOptions options, int64_t batch_size, bool drop_remainder,
     std::function<std::unique_ptr<DatasetIterator>()> elementwise);

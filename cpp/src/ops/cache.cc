@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/iter_op_node.h"
+#include "spelt/dataset.h"
 
 namespace spelt::internal {
 namespace {

@@ -9,8 +9,8 @@ namespace {
 
 class FilterNode final : public ElementwiseNode {
  public:
-  FilterNode(MapNodePtr parent, FilterFn fn, bool serial)
-      : ElementwiseNode(std::move(parent), serial, /*filters=*/true), fn_(std::move(fn)) {}
+  FilterNode(MapNodePtr parent, FilterFn fn, bool calls_python)
+      : ElementwiseNode(std::move(parent), calls_python, /*filters=*/true), fn_(std::move(fn)) {}
   std::string Name() const override { return "FilterMapDataset"; }
 
  private:
@@ -24,8 +24,8 @@ class FilterNode final : public ElementwiseNode {
 
 }  // namespace
 
-MapNodePtr MakeFilterNode(MapNodePtr parent, FilterFn fn, bool serial) {
-  return std::make_shared<FilterNode>(std::move(parent), std::move(fn), serial);
+MapNodePtr MakeFilterNode(MapNodePtr parent, FilterFn fn, bool calls_python) {
+  return std::make_shared<FilterNode>(std::move(parent), std::move(fn), calls_python);
 }
 
 }  // namespace spelt::internal

@@ -7,7 +7,7 @@
 
 namespace spelt::internal {
 
-MapNodePtr MakeFilterNode(MapNodePtr parent, FilterFn fn, bool serial);
+MapNodePtr MakeFilterNode(MapNodePtr parent, FilterFn fn, bool calls_python);
 
 }  // namespace spelt::internal
 

@@ -1,5 +1,5 @@
-// Internal: FlatMapIterDataset (ops/flat_map.cc). The public
-// handles of spelt/dataset.h call this factory.
+// Internal: FlatMapMapDataset (ops/flat_map.cc). The public handles of spelt/dataset.h
+// call this factory.
 #ifndef SPELT_SRC_OPS_FLAT_MAP_H_
 #define SPELT_SRC_OPS_FLAT_MAP_H_
 
@@ -7,7 +7,9 @@
 
 namespace spelt::internal {
 
-IterNodePtr MakeFlatMapNode(IterNodePtr parent, FlatMapFn fn);
+// REQUIRES: max_fan_out > 0 (checked by MapDataset::FlatMap).
+MapNodePtr MakeFlatMapNode(MapNodePtr parent, FlatMapFn fn, int64_t max_fan_out,
+                              bool calls_python);
 
 }  // namespace spelt::internal
 

@@ -6,8 +6,8 @@
 
 namespace spelt::internal {
 
-ElementwiseNode::ElementwiseNode(MapNodePtr parent, bool serial, bool filters)
-    : MapNode({parent}, serial, filters), parent_(std::move(parent)) {
+ElementwiseNode::ElementwiseNode(MapNodePtr parent, bool calls_python, bool filters)
+    : MapNode({parent}, calls_python, filters), parent_(std::move(parent)) {
   if (const auto* p = dynamic_cast<const ElementwiseNode*>(parent_.get())) {
     source_ = p->source_;
     run_ = p->run_;

@@ -1,5 +1,5 @@
 // Internal: the shared parts of the MapNode::GetMany overrides in cpp/src/ops/. Each keeps the
-// contract of spelt/dataset.h: on an exception, *out holds exactly the elements before the
+// contract of spelt/node.h: on an exception, *out holds exactly the elements before the
 // failing index and the exception is the one Get() would raise for it.
 #ifndef SPELT_SRC_OPS_GET_MANY_H_
 #define SPELT_SRC_OPS_GET_MANY_H_
@@ -84,7 +84,7 @@ class ElementwiseNode : public MapNode {
 
  protected:
   // `filters`: Apply() may remove elements (see DatasetNode::Filters).
-  ElementwiseNode(MapNodePtr parent, bool serial, bool filters = false);
+  ElementwiseNode(MapNodePtr parent, bool calls_python, bool filters = false);
   // The element at `index` from the parent's element there (nullopt: filtered out).
   virtual std::optional<Value> Apply(int64_t index, std::optional<Value> element) const = 0;
 

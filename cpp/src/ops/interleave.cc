@@ -26,7 +26,7 @@
 
 #include "spelt/blocking_wait.h"
 #include "spelt/dataset_options.h"
-#include "core/filter_threshold.h"
+#include "exec/filter_threshold.h"
 #include "ops/thread_prefetch.h"
 
 namespace spelt::internal {

@@ -6,6 +6,7 @@
 #include <functional>
 
 #include "core/nodes.h"
+#include "spelt/dataset.h"
 
 namespace spelt::internal {
 

@@ -3,7 +3,7 @@
 // (spelt/dataset_options.h). State: the parent's, passed through.
 #include "ops/iter_filter.h"
 #include "core/iter_op_node.h"
-#include "core/filter_threshold.h"
+#include "exec/filter_threshold.h"
 
 namespace spelt::internal {
 namespace {

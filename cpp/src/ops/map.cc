@@ -10,8 +10,8 @@ namespace {
 
 class MapNodeImpl final : public ElementwiseNode {
  public:
-  MapNodeImpl(MapNodePtr parent, MapFn fn, bool serial)
-      : ElementwiseNode(std::move(parent), serial), fn_(std::move(fn)) {}
+  MapNodeImpl(MapNodePtr parent, MapFn fn, bool calls_python)
+      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)) {}
   std::string Name() const override { return "MapMapDataset"; }
 
  private:
@@ -25,8 +25,8 @@ class MapNodeImpl final : public ElementwiseNode {
 
 class RandomMapNode final : public ElementwiseNode {
  public:
-  RandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool serial)
-      : ElementwiseNode(std::move(parent), serial), fn_(std::move(fn)), rng_(seed) {}
+  RandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool calls_python)
+      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)), rng_(seed) {}
   std::string Name() const override { return "RandomMapMapDataset"; }
 
  private:
@@ -43,8 +43,8 @@ class RandomMapNode final : public ElementwiseNode {
 
 class MapWithIndexNode final : public ElementwiseNode {
  public:
-  MapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool serial)
-      : ElementwiseNode(std::move(parent), serial), fn_(std::move(fn)) {}
+  MapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python)
+      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)) {}
   std::string Name() const override { return "MapWithIndexMapDataset"; }
 
  private:
@@ -58,16 +58,17 @@ class MapWithIndexNode final : public ElementwiseNode {
 
 }  // namespace
 
-MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool serial) {
-  return std::make_shared<MapNodeImpl>(std::move(parent), std::move(fn), serial);
+MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool calls_python) {
+  return std::make_shared<MapNodeImpl>(std::move(parent), std::move(fn), calls_python);
 }
 
-MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool serial) {
-  return std::make_shared<RandomMapNode>(std::move(parent), std::move(fn), seed, serial);
+MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed,
+                             bool calls_python) {
+  return std::make_shared<RandomMapNode>(std::move(parent), std::move(fn), seed, calls_python);
 }
 
-MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool serial) {
-  return std::make_shared<MapWithIndexNode>(std::move(parent), std::move(fn), serial);
+MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python) {
+  return std::make_shared<MapWithIndexNode>(std::move(parent), std::move(fn), calls_python);
 }
 
 }  // namespace spelt::internal

@@ -7,9 +7,10 @@
 
 namespace spelt::internal {
 
-MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool serial);
-MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool serial);
-MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool serial);
+MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool calls_python);
+MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed,
+                             bool calls_python);
+MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python);
 
 }  // namespace spelt::internal
 

@@ -4,7 +4,7 @@
 
 #include "ops/shard.h"
 #include "ops/get_many.h"
-#include "spelt/sampler.h"
+#include "spelt/shard_options.h"
 
 namespace spelt::internal {
 namespace {

@@ -1,10 +1,10 @@
-// Internal: ShardMapDataset: the sharding of samplers (spelt/sampler.h) (ops/shard.cc). The public
-// handles of spelt/dataset.h call this factory.
+// Internal: ShardMapDataset, this shard's contiguous block of its parent (spelt/shard_options.h;
+// ops/shard.cc), made by IndexSampler (sampling/index_sampler.cc).
 #ifndef SPELT_SRC_OPS_SHARD_H_
 #define SPELT_SRC_OPS_SHARD_H_
 
 #include "core/nodes.h"
-#include "spelt/sampler.h"
+#include "spelt/shard_options.h"
 
 namespace spelt::internal {
 

@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "ops/slice.h"
-#include "core/range_length.h"
+#include "base/range_length.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {

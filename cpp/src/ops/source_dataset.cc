@@ -10,7 +10,8 @@ namespace {
 class SourceNode final : public MapNode {
  public:
   explicit SourceNode(std::shared_ptr<const RandomAccessSource> source)
-      : MapNode({}, source->Serial()), source_(std::move(source)), length_(source_->Length()) {
+      : MapNode({}, source->CallsPython()), source_(std::move(source)),
+        length_(source_->Length()) {
     if (length_ < 0) throw std::invalid_argument("source: negative length " + source_->Repr());
   }
   std::string Name() const override { return "SourceMapDataset"; }

@@ -4,6 +4,7 @@
 #define SPELT_SRC_OPS_SOURCE_DATASET_H_
 
 #include "core/nodes.h"
+#include "spelt/source.h"
 
 namespace spelt::internal {
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "spelt/blocking_wait.h"
+#include "spelt/dataset.h"
 #include "spelt/thread_prefetch.h"
 
 namespace spelt::internal {
@@ -25,14 +26,14 @@ std::set<ThreadPrefetchIterator*>& Registry() {
 }
 std::atomic<bool> g_stopped{false};
 
-// The node is not Serial() even over a serial parent: its iterator calls the parent from one
-// thread at a time, and parents that need the GIL take it themselves (py_adapters.h), so the
-// consumer need not hold it.
+// The node's CallsPython() is false even over a parent that calls Python: its iterator calls
+// the parent from one thread at a time, and parents that need the GIL take it themselves
+// (py_adapters.h), so the consumer need not hold it.
 class ThreadPrefetchNode final : public IterNode {
  public:
   ThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size)
       : IterNode({parent}), parent_(std::move(parent)), buffer_size_(buffer_size) {
-    set_not_serial();
+    clear_calls_python();
   }
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {

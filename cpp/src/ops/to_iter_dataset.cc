@@ -29,7 +29,7 @@ class PrefetchNode final : public IterNode {
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
       int64_t batch_size, bool drop_remainder,
       std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
-    if (!Threads() || parent_->Serial() || parent_->Filters() || allow_nones_) return nullptr;
+    if (!Threads() || parent_->CallsPython() || parent_->Filters() || allow_nones_) return nullptr;
     return MakeBatchedReadAheadIterator(parent_, options_, batch_size, drop_remainder,
                                         std::move(elementwise));
   }

@@ -4,6 +4,7 @@
 #define SPELT_SRC_OPS_TO_ITER_DATASET_H_
 
 #include "core/nodes.h"
+#include "spelt/read_options.h"
 
 namespace spelt::internal {
 

@@ -25,8 +25,8 @@ class SamplerNode final : public MapNode {
  public:
   SamplerNode(std::shared_ptr<const Sampler> sampler,
               std::shared_ptr<const RandomAccessSource> source, ShardOptions options)
-      : MapNode({}, sampler->Serial() || source->Serial()), sampler_(std::move(sampler)),
-        source_(std::move(source)), options_(options),
+      : MapNode({}, sampler->CallsPython() || source->CallsPython()),
+        sampler_(std::move(sampler)), source_(std::move(source)), options_(options),
         length_(ShardLength(sampler_->Length(), options)) {}
   std::string Name() const override { return "SamplerMapDataset"; }
   int64_t Length() const override { return length_; }

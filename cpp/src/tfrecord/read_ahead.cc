@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "base/thread_pool.h"
 #include "spelt/blocking_wait.h"
 
 namespace spelt::internal::tfrecord {

@@ -3,7 +3,7 @@
 // kWindow - 1 runs ahead) while the caller takes the records of the current run; when no run
 // is ready and no thread is reading one, the caller reads the next run itself, so it never
 // waits for a pool thread that does not come. This is the read-ahead of
-// core/ordered_pipeline.h (used by the ArrayRecord reader) in pull form: the framing is
+// base/ordered_pipeline.h (used by the ArrayRecord reader) in pull form: the framing is
 // sequential, so one thread at a time reads.
 #ifndef SPELT_SRC_TFRECORD_READ_AHEAD_H_
 #define SPELT_SRC_TFRECORD_READ_AHEAD_H_

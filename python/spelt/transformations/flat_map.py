@@ -1,6 +1,6 @@
 """Grain's ``grain.experimental.FlatMapMapDataset`` and ``FlatMapIterDataset``
 (grain/_src/python/dataset/transformations/flatmap.py at 0.2.18): faces over the engine ops
-cpp/src/ops/flat_map_map.cc and flat_map.cc; only ``transform.flat_map`` runs in Python."""
+cpp/src/ops/flat_map.cc and iter_flat_map.cc; only ``transform.flat_map`` runs in Python."""
 
 from __future__ import annotations
 

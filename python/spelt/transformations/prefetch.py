@@ -2,7 +2,7 @@
 ``IterDataset.mp_prefetch`` (Grain's MultiprocessPrefetchIterDataset), from
 grain/_src/python/dataset/transformations/prefetch.py at 0.2.18.
 
-Both are the engine's ordered core (cpp/src/core/ordered_iterator.cc): chunks of consecutive
+Both are the engine's ordered core (cpp/src/exec/ordered_iterator.cc): chunks of consecutive
 global indices computed by an executor (the process-wide thread pool, or worker processes when
 the MapDataset calls Python) and merged in index order. The state is ``{"next_index": n}``
 whichever executor computes the elements.
@@ -166,10 +166,10 @@ def _parallel_stage(
     autotune: autotune_lib.Limits | None,
 ) -> _base.IterDataset:
     """A to_iter_dataset stage read in parallel: by worker processes if its MapDataset calls
-    Python (its engine node is serial), else, since native work runs without the GIL, by at
+    Python (its engine node calls_python()), else, since native work runs without the GIL, by at
     least num_workers threads (same output and state, fewer copies)."""
     parent = stage.parents[0]
-    if parent.engine_node.serial():
+    if parent.engine_node.calls_python():
         return ProcessPrefetchIterDataset(
             parent, stage.read_options, stage.allow_nones, options, worker_init_fn, autotune
         )

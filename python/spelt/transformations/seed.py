@@ -1,6 +1,6 @@
 """``ds.seed(seed)``: the seed from which later random transformations derive their default
 seeds (Grain's ``seed()``, which sets ``_default_seed`` on a copy of the dataset). Here it is an
-engine node (cpp/src/ops/seed.cc) that passes elements through unchanged; it is not a stage of
+engine node (cpp/src/ops/with_options.cc) that passes elements through unchanged; it is not a stage of
 the execution summary."""
 
 from __future__ import annotations

@@ -6,8 +6,8 @@
 // first is read, which misses the caches and, once freed, returns its pages to the kernel
 // (glibc trims the heap above 2x its mmap threshold), so every chunk faults them in again.
 // Thread-compatible: used by the one thread that drives the ordered iterator.
-#ifndef SPELT_SRC_CORE_CHUNK_SIZER_H_
-#define SPELT_SRC_CORE_CHUNK_SIZER_H_
+#ifndef SPELT_SRC_EXEC_CHUNK_SIZER_H_
+#define SPELT_SRC_EXEC_CHUNK_SIZER_H_
 
 #include <cstdint>
 
@@ -36,4 +36,4 @@ class ChunkSizer {
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_CORE_CHUNK_SIZER_H_
+#endif  // SPELT_SRC_EXEC_CHUNK_SIZER_H_

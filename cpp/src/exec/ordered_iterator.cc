@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "core/filter_threshold.h"
+#include "exec/filter_threshold.h"
 #include "core/nodes.h"
 #include "spelt/executor.h"
 

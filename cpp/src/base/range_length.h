@@ -1,6 +1,6 @@
 // Internal: len(range(start, stop, step)) as Python computes it, for any int64 values.
-#ifndef SPELT_SRC_CORE_RANGE_LENGTH_H_
-#define SPELT_SRC_CORE_RANGE_LENGTH_H_
+#ifndef SPELT_SRC_BASE_RANGE_LENGTH_H_
+#define SPELT_SRC_BASE_RANGE_LENGTH_H_
 
 #include <cstdint>
 
@@ -21,4 +21,4 @@ inline int64_t RangeLength(int64_t start, int64_t stop, int64_t step) {
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_CORE_RANGE_LENGTH_H_
+#endif  // SPELT_SRC_BASE_RANGE_LENGTH_H_

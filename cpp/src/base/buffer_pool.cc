@@ -1,4 +1,4 @@
-#include "core/buffer_pool.h"
+#include "base/buffer_pool.h"
 
 #include <sys/mman.h>
 

@@ -1,5 +1,5 @@
-// ChunkSizer (core/chunk_sizer.h).
-#include "core/chunk_sizer.h"
+// ChunkSizer (exec/chunk_sizer.h).
+#include "exec/chunk_sizer.h"
 
 #include <algorithm>
 

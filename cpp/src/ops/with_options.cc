@@ -2,15 +2,16 @@
 // (Grain's WithOptionsMapDataset / WithOptionsIterDataset with a seed). An IterDataset's
 // WithOptions() is the same node without a seed: one more level between a seed and the
 // random transformations that derive from it, as Grain's WithOptionsIterDataset is.
-#include "ops/seed.h"
+#include "ops/with_options.h"
 #include "ops/get_many.h"
 
 namespace spelt::internal {
 namespace {
 
-class SeedMapNode final : public MapNode {
+class WithOptionsMapNode final : public MapNode {
  public:
-  SeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed) : MapNode({parent}), parent_(std::move(parent)) {
+  WithOptionsMapNode(MapNodePtr parent, std::vector<uint32_t> seed)
+      : MapNode({parent}), parent_(std::move(parent)) {
     set_seed_words(std::move(seed));
   }
   std::string Name() const override { return "WithOptionsMapDataset"; }
@@ -27,9 +28,9 @@ class SeedMapNode final : public MapNode {
   MapNodePtr parent_;
 };
 
-class SeedIterNode final : public IterNode {
+class WithOptionsIterNode final : public IterNode {
  public:
-  SeedIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed)
+  WithOptionsIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed)
       : IterNode({parent}), parent_(std::move(parent)) {
     if (seed) set_seed_words(std::move(*seed));
   }
@@ -49,12 +50,13 @@ class SeedIterNode final : public IterNode {
 
 }  // namespace
 
-MapNodePtr MakeSeedMapNode(MapNodePtr parent, std::vector<uint32_t> seed) {
-  return std::make_shared<SeedMapNode>(std::move(parent), std::move(seed));
+MapNodePtr MakeWithOptionsMapNode(MapNodePtr parent, std::vector<uint32_t> seed) {
+  return std::make_shared<WithOptionsMapNode>(std::move(parent), std::move(seed));
 }
 
-IterNodePtr MakeSeedIterNode(IterNodePtr parent, std::optional<std::vector<uint32_t>> seed) {
-  return std::make_shared<SeedIterNode>(std::move(parent), std::move(seed));
+IterNodePtr MakeWithOptionsIterNode(IterNodePtr parent,
+                                    std::optional<std::vector<uint32_t>> seed) {
+  return std::make_shared<WithOptionsIterNode>(std::move(parent), std::move(seed));
 }
 
 }  // namespace spelt::internal

@@ -1,8 +1,7 @@
 // The public dataset handles (spelt/dataset.h): argument checks, default seeds, and dispatch
-// to the node factories in nodes.h.
+// to the node factories of cpp/src/ops/.
 #include "spelt/dataset.h"
 
-#include <deque>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -11,8 +10,8 @@
 #include "ops/batch.h"
 #include "ops/concatenate.h"
 #include "ops/filter.h"
+#include "ops/iter_flat_map.h"
 #include "ops/flat_map.h"
-#include "ops/flat_map_map.h"
 #include "ops/iter_filter.h"
 #include "ops/iter_map.h"
 #include "ops/iter_mix.h"
@@ -23,7 +22,7 @@
 #include "ops/rebatch.h"
 #include "ops/reindex.h"
 #include "ops/repeat.h"
-#include "ops/seed.h"
+#include "ops/with_options.h"
 #include "ops/shuffle.h"
 #include "ops/slice.h"
 #include "ops/source_dataset.h"
@@ -84,59 +83,6 @@ void CheckPositive(int64_t value, const char* what) {
 
 }  // namespace
 
-void ReadOptions::Validate() const {
-  if (num_threads < 0) {
-    throw std::invalid_argument("ReadOptions: num_threads must be >= 0, got " +
-                                std::to_string(num_threads));
-  }
-  if (prefetch_buffer_size < 0) {
-    throw std::invalid_argument("ReadOptions: prefetch_buffer_size must be >= 0, got " +
-                                std::to_string(prefetch_buffer_size));
-  }
-}
-
-DatasetNode::DatasetNode(std::vector<std::shared_ptr<const DatasetNode>> parents,
-                         bool serial_self, bool filters_self)
-    : parents_(std::move(parents)), serial_(serial_self), filters_(filters_self) {
-  for (const auto& p : parents_) {
-    serial_ = serial_ || p->Serial();
-    filters_ = filters_ || p->Filters();
-  }
-}
-
-std::optional<uint32_t> DatasetNode::DefaultSeed() const {
-  std::vector<uint64_t> entropy;
-  std::deque<std::pair<const DatasetNode*, uint64_t>> to_visit;
-  // Queues `node` at `depth`; a node that is no level (IsLevel()) is replaced by its parents,
-  // in its place in the order, as if they were the parents of the node below it.
-  auto enqueue = [&](auto& self, const DatasetNode* node, uint64_t depth) -> void {
-    if (node->IsLevel() || node->seed_words()) {
-      to_visit.emplace_back(node, depth);
-      return;
-    }
-    for (const auto& p : node->parents()) self(self, p.get(), depth);
-  };
-  enqueue(enqueue, this, 1);  // depth of the new node's parent
-  while (!to_visit.empty()) {
-    auto [node, depth] = to_visit.front();
-    to_visit.pop_front();
-    if (const auto& words = node->seed_words()) {
-      entropy.insert(entropy.end(), words->begin(), words->end());
-      entropy.push_back(depth);
-    } else {
-      for (const auto& p : node->parents()) enqueue(enqueue, p.get(), depth + 1);
-    }
-  }
-  if (entropy.empty()) return std::nullopt;
-  return SeedSequenceGenerateState(entropy, 1)[0];
-}
-
-void MapNode::GetMany(std::span<const int64_t> indices,
-                      std::vector<std::optional<Value>>* out) const {
-  out->reserve(out->size() + indices.size());
-  for (const int64_t index : indices) out->push_back(Get(index));
-}
-
 MapDataset::MapDataset(std::shared_ptr<const MapNode> node) : node_(std::move(node)) {
   if (!node_) throw std::invalid_argument("MapDataset: null node");
 }
@@ -177,7 +123,7 @@ std::optional<Value> MapDataset::Get(int64_t index) const {
 }
 
 MapDataset MapDataset::Seed(AnySeed seed) const {
-  return MapDataset(internal::MakeSeedMapNode(node_, seed.words()));
+  return MapDataset(internal::MakeWithOptionsMapNode(node_, seed.words()));
 }
 
 MapDataset MapDataset::Shuffle(std::optional<int64_t> seed) const {
@@ -232,25 +178,26 @@ MapDataset MapDataset::Repeat(std::optional<int64_t> num_epochs, bool reseed_eac
   return MapDataset(internal::MakeRepeatNode(node_, num_epochs, reseed_each_epoch));
 }
 
-MapDataset MapDataset::Map(MapFn fn, bool serial) const {
+MapDataset MapDataset::Map(MapFn fn, bool calls_python) const {
   if (!fn) throw std::invalid_argument("map: empty function");
-  return MapDataset(internal::MakeMapNode(node_, std::move(fn), serial));
+  return MapDataset(internal::MakeMapNode(node_, std::move(fn), calls_python));
 }
 
-MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed, bool serial) const {
+MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed,
+                                 bool calls_python) const {
   if (!fn) throw std::invalid_argument("random_map: empty function");
   return MapDataset(internal::MakeRandomMapNode(
-      node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_), serial));
+      node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_), calls_python));
 }
 
-MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool serial) const {
+MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool calls_python) const {
   if (!fn) throw std::invalid_argument("map_with_index: empty function");
-  return MapDataset(internal::MakeMapWithIndexNode(node_, std::move(fn), serial));
+  return MapDataset(internal::MakeMapWithIndexNode(node_, std::move(fn), calls_python));
 }
 
-MapDataset MapDataset::Filter(FilterFn fn, bool serial) const {
+MapDataset MapDataset::Filter(FilterFn fn, bool calls_python) const {
   if (!fn) throw std::invalid_argument("filter: empty function");
-  return MapDataset(internal::MakeFilterNode(node_, std::move(fn), serial));
+  return MapDataset(internal::MakeFilterNode(node_, std::move(fn), calls_python));
 }
 
 MapDataset MapDataset::Batch(int64_t batch_size, bool drop_remainder, BatchFn batch_fn) const {
@@ -269,10 +216,10 @@ MapDataset MapDataset::WindowShuffle(int64_t window_size, int64_t seed) const {
                                                        CheckSeed(seed, "window shuffle")));
 }
 
-MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool serial) const {
+MapDataset MapDataset::FlatMap(FlatMapFn fn, int64_t max_fan_out, bool calls_python) const {
   if (!fn) throw std::invalid_argument("flat_map: empty function");
   CheckPositive(max_fan_out, "max_fan_out");
-  return MapDataset(internal::MakeFlatMapMapNode(node_, std::move(fn), max_fan_out, serial));
+  return MapDataset(internal::MakeFlatMapNode(node_, std::move(fn), max_fan_out, calls_python));
 }
 
 IterDataset MapDataset::ToIter(ReadOptions options, bool allow_nones) const {
@@ -290,11 +237,11 @@ IterDataset::IterDataset(std::shared_ptr<const IterNode> node) : node_(std::move
 }
 
 IterDataset IterDataset::Seed(AnySeed seed) const {
-  return IterDataset(internal::MakeSeedIterNode(node_, seed.words()));
+  return IterDataset(internal::MakeWithOptionsIterNode(node_, seed.words()));
 }
 
 IterDataset IterDataset::WithOptions() const {
-  return IterDataset(internal::MakeSeedIterNode(node_, std::nullopt));
+  return IterDataset(internal::MakeWithOptionsIterNode(node_, std::nullopt));
 }
 
 IterDataset IterDataset::Map(MapFn fn) const {
@@ -360,7 +307,7 @@ IterDataset IterDataset::Repeat(std::optional<int64_t> num_epochs) const {
 
 IterDataset IterDataset::FlatMap(FlatMapFn fn) const {
   if (!fn) throw std::invalid_argument("flat_map: empty function");
-  return IterDataset(internal::MakeFlatMapNode(node_, std::move(fn)));
+  return IterDataset(internal::MakeIterFlatMapNode(node_, std::move(fn)));
 }
 
 IterDataset IterDataset::WindowShuffle(int64_t window_size, int64_t seed) const {

@@ -1,9 +1,9 @@
-// ShardOptions and EvenSplit (spelt/sampler.h), as Grain's grain/_src/core/sharding.py.
+// ShardOptions and EvenSplit (spelt/shard_options.h), as Grain's grain/_src/core/sharding.py.
 #include <algorithm>
 #include <stdexcept>
 #include <string>
 
-#include "spelt/sampler.h"
+#include "spelt/shard_options.h"
 
 namespace spelt {
 

@@ -1,4 +1,4 @@
-#include "core/ordered_pipeline.h"
+#include "base/ordered_pipeline.h"
 
 #include <condition_variable>
 #include <exception>
@@ -6,7 +6,7 @@
 #include <mutex>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "base/thread_pool.h"
 #include "spelt/blocking_wait.h"
 
 namespace spelt::internal {

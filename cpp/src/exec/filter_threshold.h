@@ -1,7 +1,7 @@
-// Internal: the filter-threshold check of spelt/dataset_options.h (core/filter_threshold.cc),
-// used by the filtering iterators (ops/iter_filter.cc, core/ordered_iterator.cc).
-#ifndef SPELT_SRC_CORE_FILTER_THRESHOLD_H_
-#define SPELT_SRC_CORE_FILTER_THRESHOLD_H_
+// Internal: the filter-threshold check of spelt/dataset_options.h (exec/filter_threshold.cc),
+// used by the filtering iterators (ops/iter_filter.cc, exec/ordered_iterator.cc).
+#ifndef SPELT_SRC_EXEC_FILTER_THRESHOLD_H_
+#define SPELT_SRC_EXEC_FILTER_THRESHOLD_H_
 
 #include <string>
 
@@ -33,4 +33,4 @@ class FilterThresholdChecker {
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_CORE_FILTER_THRESHOLD_H_
+#endif  // SPELT_SRC_EXEC_FILTER_THRESHOLD_H_

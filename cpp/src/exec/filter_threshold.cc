@@ -1,6 +1,6 @@
 // The filter-threshold check (Grain 0.2.18's FilterThresholdChecker in
 // dataset/transformations/filter.py) and the options of the iterator being made.
-#include "core/filter_threshold.h"
+#include "exec/filter_threshold.h"
 
 #include <atomic>
 #include <chrono>

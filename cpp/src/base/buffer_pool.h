@@ -3,8 +3,8 @@
 // touch, which for a stream of equal-sized batches is as much work as filling them. Freed large
 // buffers are kept (a few, bounded in bytes) and handed out again for the same size, already
 // faulted in. Thread-safe.
-#ifndef SPELT_SRC_CORE_BUFFER_POOL_H_
-#define SPELT_SRC_CORE_BUFFER_POOL_H_
+#ifndef SPELT_SRC_BASE_BUFFER_POOL_H_
+#define SPELT_SRC_BASE_BUFFER_POOL_H_
 
 #include <cstddef>
 
@@ -22,4 +22,4 @@ void ReleaseLargeBuffer(void* buffer, size_t bytes, size_t align);
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_CORE_BUFFER_POOL_H_
+#endif  // SPELT_SRC_BASE_BUFFER_POOL_H_

@@ -1,7 +1,7 @@
 // Implementation of spelt/source.h.
 #include "spelt/source.h"
 
-#include "core/range_length.h"
+#include "base/range_length.h"
 
 #include <stdexcept>
 

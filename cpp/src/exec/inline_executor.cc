@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "core/chunk_sizer.h"
+#include "exec/chunk_sizer.h"
 #include "spelt/executor.h"
 
 namespace spelt {

@@ -15,8 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "core/chunk_sizer.h"
-#include "core/thread_pool.h"
+#include "exec/chunk_sizer.h"
+#include "base/thread_pool.h"
 #include "spelt/blocking_wait.h"
 #include "spelt/executor.h"
 #include "spelt/read_threads.h"
@@ -38,8 +38,8 @@ struct ChunkTask {
 struct Queue {
   std::shared_ptr<const MapNode> node;
   int64_t max_runners = 1;
-  // Runners allowed now: max_runners, or for a serial node 0 until its Python code is seen
-  // to block (see PoolChunk::Take).
+  // Runners allowed now: max_runners, or for a node that calls Python 0 until its Python code
+  // is seen to block (see PoolChunk::Take).
   int64_t allowed_runners = 1;
   std::mutex mu;
   std::condition_variable idle_cv;  // signalled when `computing` drops to 0
@@ -156,7 +156,7 @@ int64_t ThreadRunnableNs() {
   return std::strtoll(end, nullptr, 10);
 }
 
-// What the consumer measured of the serial chunks it computed alone (only it touches this):
+// What the consumer measured of the Python chunks it computed alone (only it touches this):
 // CPU, wall, and the time in heavy native work (spelt/parallel_work.h). On a busy machine a
 // thread's wall time is mostly spent runnable without a CPU, which is not the code waiting:
 // once the times say "waits", they are measured again with that time left out of the wall
@@ -172,14 +172,14 @@ class PoolChunk final : public PendingChunk {
             internal::ChunkSizer* sizer)
       : queue_(std::move(queue)), task_(std::move(task)), times_(times), sizer_(sizer) {}
   ~PoolChunk() override { task_->abandoned.store(true, std::memory_order_relaxed); }
-  // A serial chunk (Python) that no runner has started is computed here, by the consumer, so
-  // that a pipeline used from inside another's pool task never waits for a free pool thread.
-  // Python code that holds the GIL gains nothing from threads and loses the hand-offs (2x on
-  // cheap sources), so a serial pipeline starts with no runners: the consumer computes every
-  // chunk, timing them, and once its chunks have used under a quarter of their wall time in
-  // CPU (the code waits: I/O, sleep, native code without the GIL), or over half of it in heavy
-  // native work (spelt/parallel_work.h: e.g. image decoding after a Python source), runners
-  // start for good.
+  // A chunk that calls Python and that no runner has started is computed here, by the
+  // consumer, so that a pipeline used from inside another's pool task never waits for a free
+  // pool thread. Python code that holds the GIL gains nothing from threads and loses the
+  // hand-offs (2x on cheap sources), so a pipeline that calls Python starts with no runners:
+  // the consumer computes every chunk, timing them, and once its chunks have used under a
+  // quarter of their wall time in CPU (the code waits: I/O, sleep, native code without the
+  // GIL), or over half of it in heavy native work (spelt/parallel_work.h: e.g. image decoding
+  // after a Python source), runners start for good, up to num_threads at once.
   // Other chunks are waited for through BlockingWait (a runner may need the consumer's GIL).
   ChunkResult Take() override {
     ChunkResult result = Compute();
@@ -189,7 +189,7 @@ class PoolChunk final : public PendingChunk {
 
  private:
   ChunkResult Compute() {
-    if (queue_->node->Serial()) {
+    if (queue_->node->CallsPython()) {
       std::unique_lock<std::mutex> lock(queue_->mu);
       auto queued = std::find(queue_->tasks.begin(), queue_->tasks.end(), task_);
       if (queued != queue_->tasks.end()) {
@@ -231,7 +231,7 @@ class PoolChunk final : public PendingChunk {
     return std::move(task_->result);
   }
 
-  // Consumer time measured before runners may start for a serial pipeline.
+  // Consumer time measured before runners may start for a pipeline that calls Python.
   static constexpr int64_t kMinTimedNs = 2'000'000;
 
   std::shared_ptr<Queue> queue_;
@@ -251,20 +251,21 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     // Two chunks in flight per thread that can actually run at once. For a pipeline that
     // calls no Python, more threads than cores only make chunks smaller (a thread hand-off
     // every few elements) without more parallelism. Python code may block instead (I/O, sleep,
-    // native code that releases the GIL), so every thread of a serial pipeline may help.
+    // native code that releases the GIL), so every thread of a pipeline that calls Python
+    // may help.
     const int64_t cores = std::max<int64_t>(1, std::thread::hardware_concurrency());
     const int64_t parallel =
-        node->Serial() ? options.num_threads : std::min(options.num_threads, cores);
+        node->CallsPython() ? options.num_threads : std::min(options.num_threads, cores);
     const int64_t chunk_size =
         std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
     // Python code may be slow per element: its chunks grow 1, 2, 4, ... so the first elements
     // come without waiting for a whole chunk. Large elements make chunks smaller
-    // (core/chunk_sizer.h).
-    sizer_ = internal::ChunkSizer(node->Serial() ? 1 : chunk_size, chunk_size);
+    // (exec/chunk_sizer.h).
+    sizer_ = internal::ChunkSizer(node->CallsPython() ? 1 : chunk_size, chunk_size);
     queue_->node = std::move(node);
     queue_->max_runners = options.num_threads;
     queue_->read_threads = std::min(options.num_threads, cores);
-    queue_->allowed_runners = queue_->node->Serial() ? 0 : options.num_threads;
+    queue_->allowed_runners = queue_->node->CallsPython() ? 0 : options.num_threads;
     max_in_flight_ = std::max<int64_t>(1, options.prefetch_buffer_size / chunk_size);
     internal::SharedThreadPool().Reserve(
         static_cast<int>(std::min<int64_t>(options.num_threads, 1024)));
@@ -279,8 +280,9 @@ class ThreadPoolExecutor final : public ChunkExecutor {
       queue_->idle_cv.wait(lock, [&] { return queue_->computing == 0; });
     });
   }
-  // A serial pipeline whose chunks the consumer computes alone keeps none in flight: each is
-  // submitted when reached, so its size follows what the chunks before it measured.
+  // A pipeline that calls Python, whose chunks the consumer computes alone, keeps none in
+  // flight: each is submitted when reached, so its size follows what the chunks before it
+  // measured.
   // (allowed_runners changes only on this, the consumer's, thread.)
   int64_t MaxInFlight() const override {
     return queue_->allowed_runners == 0 ? 0 : max_in_flight_;

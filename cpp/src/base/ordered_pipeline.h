@@ -3,8 +3,8 @@
 // `window` tasks ahead of the consumer, and consumed on the calling thread in order 0, 1, ...
 // Used by sequential readers to check and decode the next runs of a file while the caller
 // visits the current one.
-#ifndef SPELT_SRC_CORE_ORDERED_PIPELINE_H_
-#define SPELT_SRC_CORE_ORDERED_PIPELINE_H_
+#ifndef SPELT_SRC_BASE_ORDERED_PIPELINE_H_
+#define SPELT_SRC_BASE_ORDERED_PIPELINE_H_
 
 #include <cstddef>
 #include <functional>
@@ -27,4 +27,4 @@ void RunOrderedPipeline(size_t n, int num_threads, size_t window,
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_CORE_ORDERED_PIPELINE_H_
+#endif  // SPELT_SRC_BASE_ORDERED_PIPELINE_H_

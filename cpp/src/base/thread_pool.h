@@ -1,8 +1,8 @@
 // Internal: a pool of threads running queued tasks in FIFO order, and the one process-wide
 // pool that every executor and the ArrayRecord reader share.
 // Thread-safe. The destructor drops tasks that have not started and joins the threads.
-#ifndef SPELT_SRC_CORE_THREAD_POOL_H_
-#define SPELT_SRC_CORE_THREAD_POOL_H_
+#ifndef SPELT_SRC_BASE_THREAD_POOL_H_
+#define SPELT_SRC_BASE_THREAD_POOL_H_
 
 #include <condition_variable>
 #include <deque>
@@ -43,4 +43,4 @@ ThreadPool& SharedThreadPool();
 
 }  // namespace spelt::internal
 
-#endif  // SPELT_SRC_CORE_THREAD_POOL_H_
+#endif  // SPELT_SRC_BASE_THREAD_POOL_H_
