@@ -47,6 +47,7 @@ class FaultProxy:
         self._hold_for = 0  # ranged GETs wait until this many are in flight (0: no wait)
         self._hold_deadline = 0.0
         self.ranged_gets = 0  # ranged GETs seen, faulty ones included
+        self.range_lengths: list[int] = []  # bytes each ranged GET asked for, in arrival order
         self.peak_concurrent = 0  # the most ranged GETs in flight at once
         self._concurrent = 0
         proxy = self
@@ -90,6 +91,7 @@ class FaultProxy:
             self._faults.clear()
             self._hold_for = 0
             self.ranged_gets = self.peak_concurrent = 0
+            self.range_lengths = []
 
     def pending(self) -> int:
         """Faults queued and not yet applied."""
@@ -103,8 +105,10 @@ class FaultProxy:
     def _take(self, handler) -> str | None:
         if handler.command != "GET" or "Range" not in handler.headers:
             return None
+        first, _, last = handler.headers["Range"].removeprefix("bytes=").partition("-")
         with self._lock:
             self.ranged_gets += 1
+            self.range_lengths.append(int(last) - int(first) + 1 if last else -1)
             return self._faults.popleft() if self._faults else None
 
     def forward(self, handler) -> None:

@@ -122,7 +122,9 @@ def test_the_in_flight_limit_holds_for_the_process(endpoint, proxy, bucket, clie
         # (the limit not reached), more would show in the peak (the limit not held).
         proxy.hold_until(limit)
         assert source.__getitems__(keys) == [bytes([k]) * 100_000 for k in keys]
-        assert proxy.ranged_gets == len(keys)
+        # One request per record; a pool thread whose copy of the filesystem had not opened the
+        # file yet also reads its footer (small ranges), more often on a loaded machine.
+        assert sum(n >= 100_000 for n in proxy.range_lengths) == len(keys)
         assert proxy.peak_concurrent == limit
 
 
