@@ -353,6 +353,35 @@ def test_a_corrupt_record_is_refused_with_what_is_wrong():
         shared.unpack(words.tobytes())
 
 
+def test_a_chunk_stored_from_engine_values_is_the_chunk_stored_from_python_objects():
+    """compute_chunk_into encodes each element from the engine value (no Python objects where
+    it has a native form) into exactly the record that storing its Python object writes."""
+    from spelt._workers import protocol  # pylint: disable=import-outside-toplevel
+
+    ds = spelt.MapDataset.range(24).map(wp.mixed).filter(lambda x: not isinstance(x, str))
+    records = []
+    for direct in (False, True):
+        fd = arena.create_memfd("test-arena", 1 << 22)
+        shared = _core.Arena(fd, 1 << 22)
+        os.close(fd)
+        writer = shared.writer()
+        if direct:
+            assert ds.engine_node.compute_chunk_into(writer, 0, 24, protocol.pickle_element) == (
+                24,
+                None,
+                False,
+            )
+        else:
+            values, error = ds.engine_node.compute_chunk(0, 24)
+            assert error is None and writer.add(values, protocol.pickle_element) == (24, None)
+        record, nbytes = writer.finish()
+        assert len(shared.unpack(record)) == 24
+        records.append((record, nbytes))
+    # The same tag streams, pickles, spans and arena offsets (elements of every kind: native,
+    # numpy scalars, pickled ones, filtered ones; end to end in the test below).
+    assert records[0] == records[1]
+
+
 def _assert_identical(got, want, where):
     """Same types (all the way down), values, dtypes, shapes and memory order."""
     assert type(got) is type(want), f"{where}: {type(got)} != {type(want)}"

@@ -10,8 +10,14 @@
 //       are computed by worker processes; the merge in index order, the state
 //       ({"next_index": n}) and everything downstream (batch, ...) are C++.
 //   MapDataset.compute_chunk(begin, count) -> (values, error)
-//       what a worker runs per request: ComputeChunk, values as a list (None where filtered)
-//       and `error` the exception raised by element begin + len(values) (else None).
+//       ComputeChunk, values as a list (None where filtered) and `error` the exception raised
+//       by element begin + len(values) (else None): what a Ray actor runs per request.
+//   MapDataset.compute_chunk_into(writer, begin, count, pickle_element)
+//       -> (stored, error, pickle_failed)
+//       what a worker process runs per request: ComputeChunk, each element stored by the
+//       ChunkWriter straight from the engine value (py_chunk_writer.h); `error` is what
+//       pickling element begin + stored raised (pickle_failed) or the exception of that
+//       element's computation, else None.
 //
 // The processes are Python's business (python/spelt/_workers); the executor talks to them once
 // per chunk through three small Python objects:
@@ -41,6 +47,7 @@
 #include "bindings.h"
 #include "gil.h"
 #include "py_arena.h"
+#include "py_chunk_writer.h"
 #include "py_value.h"
 #include "spelt/executor.h"
 
@@ -267,7 +274,8 @@ nb::object ExceptionToPython(const std::exception_ptr& error) {
   throw std::logic_error("ExceptionToPython: the error did not raise");
 }
 
-nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t count) {
+// ComputeChunk on the dataset's node: without the GIL unless the pipeline calls Python.
+ChunkResult ComputeChunkOf(const MapDataset& dataset, int64_t begin, int64_t count) {
   if (begin < 0 || count < 0) {
     throw std::invalid_argument("compute_chunk: begin and count must be >= 0, got " +
                                 std::to_string(begin) + ", " + std::to_string(count));
@@ -279,6 +287,11 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
     GilRelease unlocked;
     chunk = ComputeChunk(*dataset.node(), begin, count);
   }
+  return chunk;
+}
+
+nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t count) {
+  const ChunkResult chunk = ComputeChunkOf(dataset, begin, count);
   nb::list values;
   for (const std::optional<Value>& v : chunk.values) {
     values.append(v ? ToPython(*v) : nb::none());
@@ -286,6 +299,23 @@ nb::tuple ComputeChunkToPython(const MapDataset& dataset, int64_t begin, int64_t
   nb::object error = nb::none();
   if (chunk.error) error = ExceptionToPython(chunk.error);
   return nb::make_tuple(values, error);
+}
+
+// A worker's chunk in one call: computed, then each element stored by `writer` from the engine
+// value. (stored, error, pickle_failed): the elements stored; the exception of the element
+// after them (what pickling it raised if pickle_failed, else the computation's), or None.
+nb::tuple ComputeChunkInto(const MapDataset& dataset, ChunkWriter& writer, int64_t begin,
+                           int64_t count, nb::handle pickle_element) {
+  const ChunkResult chunk = ComputeChunkOf(dataset, begin, count);
+  int64_t stored = 0;
+  for (const std::optional<Value>& v : chunk.values) {
+    nb::object pickle_error = writer.AddValue(v, pickle_element);
+    if (!pickle_error.is_none()) return nb::make_tuple(stored, pickle_error, true);
+    ++stored;
+  }
+  nb::object error = nb::none();
+  if (chunk.error) error = ExceptionToPython(chunk.error);
+  return nb::make_tuple(stored, error, false);
 }
 
 }  // namespace
@@ -313,6 +343,11 @@ void RegisterProcessExecutor(nb::module_& m) {
               nb::cpp_function(&ComputeChunkToPython, nb::scope(map_dataset),
                                nb::name("compute_chunk"), nb::is_method(), nb::arg("begin"),
                                nb::arg("count")));
+  nb::setattr(map_dataset, "compute_chunk_into",
+              nb::cpp_function(&ComputeChunkInto, nb::scope(map_dataset),
+                               nb::name("compute_chunk_into"), nb::is_method(),
+                               nb::arg("writer"), nb::arg("begin"), nb::arg("count"),
+                               nb::arg("pickle_element")));
 }
 
 }  // namespace spelt::python

@@ -136,32 +136,57 @@ nb::object ChunkWriter::AddOne(nb::handle value, nb::handle pickle_element) {
     if (!Pickle(pickle_element, value, /*in_band=*/false, &stream_, &sources, &error)) return error;
   }
   std::vector<std::pair<const void*, int64_t>> sources_spans = sources.Spans();
-  int64_t region = -1;
-  if (!sources_spans.empty()) {
-    int64_t total = 0;
-    for (const auto& span : sources_spans) total += ArenaAlign(span.second);
-    if (std::optional<int64_t> offset = arena_.Allocate(std::max(total, kArenaAlignment))) {
-      region = *offset;
-    } else {  // no room: everything in band
-      stream_.resize(start);
-      sources = ElementSources();
-      sources_spans.clear();
-      kind = kPickled;
-      if (!Pickle(pickle_element, value, /*in_band=*/true, &stream_, &sources, &error)) {
-        return error;
-      }
+  std::optional<int64_t> region = Region(sources_spans);
+  if (!region) {  // no room: everything in band
+    stream_.resize(start);
+    sources = ElementSources();
+    sources_spans.clear();
+    kind = kPickled;
+    if (!Pickle(pickle_element, value, /*in_band=*/true, &stream_, &sources, &error)) {
+      return error;
     }
+    region = -1;
   }
+  Store(kind, sources_spans, *region);
+  return error;
+}
+
+nb::object ChunkWriter::AddValue(const std::optional<Value>& value, nb::handle pickle_element) {
+  if (finished_) throw std::invalid_argument("ChunkWriter: already finished");
+  const size_t start = stream_.size();
+  std::vector<Array> arrays;
+  if (EncodeValue(value ? *value : Value(), &stream_, &arrays)) {
+    std::vector<std::pair<const void*, int64_t>> spans;
+    for (const Array& a : arrays) spans.emplace_back(a.data, static_cast<int64_t>(a.nbytes()));
+    if (const std::optional<int64_t> region = Region(spans)) {
+      Store(kNative, spans, *region);
+      return nb::none();
+    }
+    stream_.resize(start);  // no room: AddOne() puts it in band
+  }
+  return AddOne(value ? ToPython(*value) : nb::none(), pickle_element);
+}
+
+std::optional<int64_t> ChunkWriter::Region(
+    const std::vector<std::pair<const void*, int64_t>>& sources) {
+  if (sources.empty()) return -1;
+  int64_t total = 0;
+  for (const auto& span : sources) total += ArenaAlign(span.second);
+  return arena_.Allocate(std::max(total, kArenaAlignment));
+}
+
+void ChunkWriter::Store(ElementKind kind,
+                        const std::vector<std::pair<const void*, int64_t>>& sources,
+                        int64_t region) {
   std::vector<Span> spans;
   int64_t offset = region;
-  for (const auto& [data, size] : sources_spans) {
+  for (const auto& [data, size] : sources) {
     spans.emplace_back(offset, size);
     CopyToArena(arena_.at(offset), data, size);
     nbytes_ += size;
     offset += ArenaAlign(size);
   }
   words_.AddElement(kind, static_cast<int64_t>(stream_.size()), region, spans);
-  return error;
 }
 
 void RegisterChunkWriter(nb::module_& m) {

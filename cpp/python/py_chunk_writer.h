@@ -15,6 +15,9 @@
 //       native form (in_band: everything in the bytes; else buffers are the out-of-band ones).
 //       If pickle_element raises for values[count], the elements before it are stored and
 //       error is the exception (else None). ValueError after finish().
+//   MapDataset.compute_chunk_into(writer, begin, count, pickle_element) (process_executor.cc)
+//       computes elements and stores each with AddValue(): in one C++ call, the elements never
+//       made into Python objects where they have a native form.
 //   .finish() -> (record, nbytes)
 //       the record (bytes), and the bytes the chunk occupies. ValueError if called twice.
 #ifndef SPELT_PYTHON_PY_CHUNK_WRITER_H_
@@ -23,9 +26,13 @@
 #include <nanobind/nanobind.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "arena_record.h"
+#include "spelt/value.h"
 
 namespace spelt::python {
 
@@ -40,10 +47,22 @@ class ChunkWriter {
   // Add() the elements as they are computed (a few at a time, so that large arrays are copied
   // while still in cache), then Finish() once.
   nb::tuple Add(nb::list values, nb::handle pickle_element);
+  // Stores one engine element (nullopt: a filtered one) as Add() stores its Python object,
+  // encoding it from the value itself where it has a native form (EncodeValue), else from
+  // ToPython(value). Returns what pickle_element raised (then nothing is stored), or None.
+  // REQUIRES: the GIL.
+  nb::object AddValue(const std::optional<Value>& value, nb::handle pickle_element);
   nb::tuple Finish();
 
  private:
   nb::object AddOne(nb::handle value, nb::handle pickle_element);
+  // A region of the arena for the bytes of `sources` (-1 when there are none), or nullopt
+  // when the arena has no room.
+  std::optional<int64_t> Region(const std::vector<std::pair<const void*, int64_t>>& sources);
+  // Copies `sources` into `region` and records the element whose tag stream ends at the
+  // stream's end (`kind`: native or pickled).
+  void Store(ElementKind kind, const std::vector<std::pair<const void*, int64_t>>& sources,
+             int64_t region);
 
   Arena& arena_;
   std::string stream_;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <utility>
+#include <variant>
 
 #include "gil.h"
 
@@ -166,6 +167,69 @@ bool Encode(PyObject* obj, int depth, std::string* out, std::vector<Array>* arra
   return false;
 }
 
+// EncodeValue's recursion: the same tags as Encode() writes for the value's Python object.
+bool EncodeNative(const Value& value, int depth, std::string* out, std::vector<Array>* arrays) {
+  if (depth > kMaxDepth) return false;
+  struct Visitor {
+    int depth;
+    std::string* out;
+    std::vector<Array>* arrays;
+    bool operator()(const Value::None&) const {
+      out->push_back('N');
+      return true;
+    }
+    bool operator()(bool v) const {
+      out->push_back(v ? 'T' : 'F');
+      return true;
+    }
+    bool operator()(int64_t v) const {
+      out->push_back('i');
+      Put<int64_t>(out, v);
+      return true;
+    }
+    bool operator()(double v) const {
+      out->push_back('d');
+      Put<double>(out, v);
+      return true;
+    }
+    bool operator()(const String& v) const {
+      out->push_back(v.is_text ? 's' : 'b');
+      PutString(out, v.data.data(), v.data.size());
+      return true;
+    }
+    bool operator()(const Array& a) const {
+      if (IsNumpyScalar(a) || a.shape.size() > 255) return false;
+      out->push_back('a');
+      Put<uint8_t>(out, static_cast<uint8_t>(a.dtype));
+      Put<uint8_t>(out, static_cast<uint8_t>(a.shape.size()));
+      for (int64_t d : a.shape) Put<int64_t>(out, d);
+      arrays->push_back(a);
+      return true;
+    }
+    bool operator()(const std::shared_ptr<const Sequence>& s) const {
+      if (s->tag) return false;  // a namedtuple, a subclass, a pytree node: a Python type
+      out->push_back(s->kind == Sequence::Kind::kList ? 'l' : 't');
+      Put<uint64_t>(out, s->items.size());
+      for (const Value& item : s->items) {
+        if (!EncodeNative(item, depth + 1, out, arrays)) return false;
+      }
+      return true;
+    }
+    bool operator()(const std::shared_ptr<const Mapping>& m) const {
+      if (m->tag) return false;  // a dict subclass
+      out->push_back('m');
+      Put<uint64_t>(out, m->items.size());
+      for (const auto& [key, item] : m->items) {
+        PutString(out, key.data(), key.size());
+        if (!EncodeNative(item, depth + 1, out, arrays)) return false;
+      }
+      return true;
+    }
+    bool operator()(const std::shared_ptr<const Opaque>&) const { return false; }
+  };
+  return std::visit(Visitor{depth, out, arrays}, value.variant());
+}
+
 class Reader {
  public:
   explicit Reader(std::string_view data) : data_(data) {}
@@ -284,6 +348,14 @@ class Decoder {
 };
 
 }  // namespace
+
+bool EncodeValue(const Value& value, std::string* out, std::vector<Array>* arrays) {
+  const size_t size = out->size(), count = arrays->size();
+  if (EncodeNative(value, 0, out, arrays)) return true;
+  out->resize(size);
+  arrays->resize(count);
+  return false;
+}
 
 bool EncodeElement(nb::handle obj, std::string* out, std::vector<Array>* arrays) {
   const size_t out_size = out->size(), arrays_size = arrays->size();

@@ -28,6 +28,13 @@ namespace spelt::python {
 // unchanged, if `obj` has no exact native form.
 bool EncodeElement(nb::handle obj, std::string* out, std::vector<Array>* arrays);
 
+// The encoding that EncodeElement(ToPython(value)) writes, made from the engine value itself:
+// no Python object is made and no GIL is needed. Returns false, with *out and *arrays
+// unchanged, where the Python object would need Python to encode or has no native form
+// (Opaque leaves, tagged containers such as namedtuples or rebuilt pytree nodes, numpy
+// scalars, nesting deeper than EncodeElement's); the caller then encodes ToPython(value).
+bool EncodeValue(const Value& value, std::string* out, std::vector<Array>* arrays);
+
 // Where the bytes of an encoded element's arrays are on the decoding side, in order.
 struct ArrayBytes {
   const std::byte* data = nullptr;

@@ -126,10 +126,7 @@ int NumpyTypeNum(DType d) {
 // A writable C-contiguous numpy view of the array; its base is a capsule holding a.owner. An
 // Array that is still a numpy scalar's buffer (NumpyScalarOwner) gives that scalar back.
 nb::object ArrayToPython(const Array& a) {
-  const auto* scalar = std::get_deleter<NumpyScalarOwner>(a.owner);
-  if (scalar != nullptr && a.shape.empty() && a.data == scalar->data && a.dtype == scalar->dtype) {
-    return nb::borrow(scalar->scalar);
-  }
+  if (IsNumpyScalar(a)) return nb::borrow(std::get_deleter<NumpyScalarOwner>(a.owner)->scalar);
   std::vector<npy_intp> dims(a.shape.begin(), a.shape.end());
   const int nd = static_cast<int>(dims.size());
   if (a.data == nullptr) {  // no buffer (an empty array): numpy allocates its own
@@ -201,6 +198,12 @@ TreeSemantics ResolveTreeSemantics() {
 }
 
 }  // namespace
+
+bool IsNumpyScalar(const Array& a) {
+  const auto* scalar = std::get_deleter<NumpyScalarOwner>(a.owner);
+  return scalar != nullptr && a.shape.empty() && a.data == scalar->data &&
+         a.dtype == scalar->dtype;
+}
 
 void InitPyValue() {
   if (cache != nullptr) return;

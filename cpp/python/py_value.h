@@ -77,6 +77,8 @@ Value ToValue(nb::handle obj);
 // The Python object for a value (new reference). A 0-d Array that ToValue() made from a numpy
 // scalar comes back as that scalar.
 nb::object ToPython(const Value& value);
+// Whether ToPython(Value(a)) gives back a numpy scalar (not an array). Needs no GIL.
+bool IsNumpyScalar(const Array& a);
 
 // Called once at module import: caches numpy types and functions.
 void InitPyValue();

@@ -103,6 +103,8 @@ class MapDataset:
 
     def compute_chunk(self, begin: int, count: int) -> tuple: ...
 
+    def compute_chunk_into(self, writer: ChunkWriter, begin: int, count: int, pickle_element: object) -> tuple: ...
+
     def image_map(self, ops: Sequence[ImageOp]) -> MapDataset:
         """
         Map by native image ops (spelt/image_ops.h), called concurrently without the GIL.

@@ -5,9 +5,10 @@ init_size, worker_index, worker_count, parent_pid, gate_read_fd, gate_write_fd],
 release_gate)``. The payload (a memfd shared by all workers of a pool) holds the pickled
 MapDataset (dataset_size bytes), then the pickled worker_init_fn (init_size bytes). Once they are loaded and worker_init_fn has run, the worker releases its start
 gate, says it is ready, and answers requests in order (protocol.py) until the consumer closes
-the socket. A chunk is computed by the engine (``MapDataset.compute_chunk``: one call per
-request, or per piece of about 1 MiB when elements are large) and stored into the arena as it
-comes (``_core.Arena.writer``).
+the socket. A chunk is computed and stored into the arena by the engine in one call
+(``MapDataset.compute_chunk_into`` with the arena's ``_core.ChunkWriter``: one call per request,
+or per piece of about 1 MiB when elements are large): elements with a native form are encoded
+from the engine's values and never become Python objects; the others are pickled.
 
 A worker exits by itself when the consumer process ends, however it ends: the socket reaches
 EOF, and a watcher thread exits as soon as the parent process is gone (pidfd, else polling
@@ -86,14 +87,16 @@ def _compute(node: Any, arena: Any, begin: int, count: int, piece: int) -> tuple
     `error` is the exception of the element after those in the record, or None."""
     writer = arena.writer()
     for first in range(begin, begin + count, piece):
-        values, error = node.compute_chunk(first, min(piece, begin + count - first))
-        stored, pickle_error = writer.add(values, protocol.pickle_element)
-        if pickle_error is not None:  # comes first: the compute error is for a later element
-            pickle_error.add_note(
+        # One call computes the piece and stores it (elements with a native form never become
+        # Python objects); a pickling error comes first, the compute error being for a later
+        # element.
+        stored, error, pickle_failed = node.compute_chunk_into(
+            writer, first, min(piece, begin + count - first), protocol.pickle_element
+        )
+        if pickle_failed:
+            error.add_note(
                 f"spelt: element {first + stored} cannot be pickled to leave its worker process"
             )
-            error = pickle_error
-        del values  # their memory serves the next piece
         if isinstance(error, SystemExit):  # user code asked the worker to exit: it does, and the
             raise error  # consumer reports the exit code (Grain: "terminated unexpectedly")
         if error is not None:
