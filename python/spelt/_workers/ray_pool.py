@@ -7,8 +7,8 @@ seconds, nbytes); ``lease.close()`` after a failure; an untaken ticket dropped a
 The merge in index order, the state and everything downstream stay in the engine's ordered core,
 so the output and the state are those of the pipeline without workers.
 
-* An actor (``ChunkActor``) computes a chunk with the engine (``MapDataset.compute_chunk``, what
-  a worker process runs) on its own copy of the pipeline: the pickled pipeline is put into Ray's
+* An actor (``ChunkActor``) computes a chunk with the engine (``MapDataset.compute_chunk``, the
+  computation a worker process runs) on its own copy of the pipeline: the pickled pipeline is put into Ray's
   object store once per lease and loaded by each actor once (kept by digest, so actors shared
   by several pipelines, e.g. one per trainer, hold each). The elements come back through the
   object store, pickled by Ray (protocol 5: numpy arrays out of band, read back as zero-copy,

@@ -32,8 +32,8 @@ from spelt._workers import protocol
 
 _PARENT_POLL_SECONDS = 0.5
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3  # glibc mallopt parameters
-# Elements are computed (one MapDataset.compute_chunk call) and stored about this many bytes at
-# a time: 1 MiB records stored one by one cost a worker 25% less than 8 at once.
+# Elements are computed and stored (one MapDataset.compute_chunk_into call) about this many
+# bytes at a time: 1 MiB records stored one by one cost a worker 25% less than 8 at once.
 _PIECE_BYTES = 1 << 20
 
 
