@@ -160,6 +160,44 @@ def test_iter_dataset_native_maps_restore_from_a_checkpoint():
     assert_same(list(resumed), want[3:])
 
 
+@pytest.mark.parametrize(
+    "recipe",
+    [
+        lambda: [vision.DecodeImage(), vision.RandomResizedCrop(40), vision.RandomHorizontalFlip()],
+        lambda: vision.eval_transforms(40, 48),
+        lambda: [vision.DecodeImage(), vision.CenterCrop(300)],
+        lambda: [vision.DecodeImage(), vision.RandomResizedCrop(40), vision.Normalize(0.5, 0.2)],
+    ],
+    ids=["train-flip-node", "eval", "center-crop-pad", "normalize"],
+)
+def test_batches_written_into_their_slots_equal_the_stacked_elements(recipe):
+    """The image maps write a MapDataset batch's elements into its buffer (MapInto, a flip node
+    in place): the batches of every face equal np.stack of the unbatched elements."""
+    data = photos(12)
+    ds = apply_ops(spelt.MapDataset.source(data).seed(5).shuffle(), recipe())
+    elements = [ds[i] for i in range(12)]
+    want = [np.stack(elements[i : i + 5]) for i in range(0, 12, 5)]
+    assert_same(list(ds.batch(5)), want)
+    assert_same(list(ds.to_iter_dataset(spelt.ReadOptions(num_threads=2)).batch(5)), want)
+    ragged = apply_ops(spelt.MapDataset.source(data), [vision.DecodeImage()])
+    with pytest.raises(ValueError):
+        ragged.batch(2)[0]  # images of different sizes do not stack, with or without slots
+    ops = recipe()
+
+    def data_loader(extra):
+        return spelt.DataLoader(
+            data_source=data,
+            sampler=spelt.samplers.IndexSampler(12, shuffle=True, seed=2, num_epochs=1),
+            operations=[*ops, *extra],
+        )
+
+    unbatched = list(data_loader([]))
+    assert_same(
+        list(data_loader([spelt.transforms.Batch(5)])),
+        [np.stack(unbatched[i : i + 5]) for i in range(0, 12, 5)],
+    )
+
+
 def loader(recipe, worker_count=0, num_threads=2):
     return spelt.DataLoader(
         data_source=records(),

@@ -14,6 +14,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -52,8 +53,27 @@ struct Chain {
   // `where` is an element's description, called only on error; `rng` as ApplyImageOps'.
   template <typename Where>
   Value operator()(const Value& element, Philox* rng, const Where& where) const {
+    return Noted([&] { return vision::ApplyImageOps(ops, fallbacks, element, rng); }, where);
+  }
+
+  // The chain on one element, written into `slot` (ApplyImageOpsInto); errors as operator().
+  template <typename Where>
+  bool Write(const Value& element, Philox* rng, const Array& slot, const Where& where) const {
+    return Noted([&] { return vision::ApplyImageOpsInto(ops, fallbacks, element, rng, slot); },
+                 where);
+  }
+
+  // Whether every op is a flip (its MapInto then works in place).
+  bool FlipsOnly() const {
+    return std::ranges::all_of(
+        ops, [](const ImageOp& op) { return op.kind == ImageOp::Kind::kRandomHorizontalFlip; });
+  }
+
+ private:
+  template <typename F, typename Where>
+  auto Noted(F f, const Where& where) const {
     try {
-      return vision::ApplyImageOps(ops, fallbacks, element, rng);
+      return f();
     } catch (nb::python_error& e) {
       std::string names;
       for (const ImageOp& op : ops) names += (names.empty() ? "" : ", ") + std::string(op.name());
@@ -139,10 +159,14 @@ void BindImageMaps(nb::handle cls) {
     Chain chain = ChainOf(ops);
     if (chain.random) throw std::invalid_argument("image_map: a random op needs image_random_map");
     if constexpr (kMap) {
+      MapInto into{[chain](int64_t index, const Value& v, Philox*, const Array& slot) {
+                     return chain.Write(v, nullptr, slot, ElementAt(index, true));
+                   },
+                   chain.FlipsOnly()};
       MapWithIndexFn fn = [chain = std::move(chain)](int64_t index, Value v) {
         return chain(v, nullptr, ElementAt(index, /*map_dataset=*/true));
       };
-      return d.MapWithIndex(std::move(fn), /*calls_python=*/false);
+      return d.MapWithIndex(std::move(fn), /*calls_python=*/false, std::move(into));
     } else {
       MapFn fn = [chain = std::move(chain)](Value v) {
         return chain(v, nullptr, [] { return std::string("an element of the IterDataset"); });
@@ -154,12 +178,19 @@ void BindImageMaps(nb::handle cls) {
   nb::setattr(cls, "image_random_map", nb::cpp_function(
       [](const D& d, std::vector<const PyImageOp*> ops, std::vector<uint32_t> words) {
     Chain chain = ChainOf(ops);
+    MapInto into{[chain](int64_t index, const Value& v, Philox* rng, const Array& slot) {
+                   return chain.Write(v, rng, slot, ElementAt(index, true));
+                 },
+                 chain.FlipsOnly()};
     RandomMapFn fn = [chain = std::move(chain)](Value v, Philox& rng) {
       const auto index = static_cast<int64_t>(rng.counter()[3]);
       return chain(v, &rng, ElementAt(index, kMap));
     };
-    if constexpr (kMap) return d.RandomMap(std::move(fn), AnySeed(std::move(words)), false);
-    else return d.RandomMap(std::move(fn), AnySeed(std::move(words)));
+    if constexpr (kMap) {
+      return d.RandomMap(std::move(fn), AnySeed(std::move(words)), false, std::move(into));
+    } else {
+      return d.RandomMap(std::move(fn), AnySeed(std::move(words)));
+    }
   }, nb::scope(cls), nb::name("image_random_map"), nb::is_method(), "ops"_a, "words"_a,
      "random_map by native image ops, drawing from random_map's Philox stream."));
 }
@@ -224,19 +255,32 @@ void RegisterVision(nb::module_& m) {
          std::shared_ptr<const Sampler> sampler, const ShardOptions& shard) {
     Chain chain = ChainOf(ops);
     sampler = OwnedByPyRef(std::move(sampler));
-    MapWithIndexFn fn = [chain = std::move(chain), sampler, shard](int64_t local, Value v) {
+    // Calls f(the record's generator or nullptr, the record's description) for element
+    // `local`.
+    auto with_record = [random = chain.random, sampler, shard](int64_t local, auto f) {
       const int64_t g = shard.GlobalIndex(local);
       const auto where = [&] {
         return "record " + std::to_string(sampler->RecordKey(g)) +
                " of the data source (the sampler's index " + std::to_string(g) + ")";
       };
-      if (!chain.random) return chain(v, nullptr, where);
+      if (!random) return f(nullptr, where);
       const std::optional<uint64_t> key = sampler->RngKey(g);
       if (!key) throw std::invalid_argument("image_record_map: the sampler has no seed");
       Philox rng({*key, 0}, {0, 0, 0, 0});
-      return chain(v, &rng, where);
+      return f(&rng, where);
     };
-    return d.MapWithIndex(std::move(fn), /*calls_python=*/false);
+    MapInto into{[chain, with_record](int64_t local, const Value& v, Philox*, const Array& slot) {
+                   return with_record(local, [&](Philox* rng, const auto& where) {
+                     return chain.Write(v, rng, slot, where);
+                   });
+                 },
+                 chain.FlipsOnly()};
+    MapWithIndexFn fn = [chain = std::move(chain), with_record](int64_t local, Value v) {
+      return with_record(local, [&](Philox* rng, const auto& where) {
+        return chain(v, rng, where);
+      });
+    };
+    return d.MapWithIndex(std::move(fn), /*calls_python=*/false, std::move(into));
   }, nb::scope(map_dataset), nb::name("image_record_map"), nb::is_method(), "ops"_a,
      "sampler"_a, "shard_options"_a,
      "A DataLoader's per-record image ops (see bind_vision.cc), run without the GIL."));

@@ -1,5 +1,6 @@
 // Tests for MapDataset::Batch and IterDataset::Batch (ops/batch.cc). Expected values marked "Grain 0.2.18" were computed with
 // Grain 0.2.18.
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -267,6 +268,97 @@ TEST(IterOpsTest, BatchOverThreadedReadAheadRaisesLikeElementwise) {
     EXPECT_EQ(got, want) << "call " << call;
     EXPECT_EQ(it->GetState(), expected->GetState()) << "call " << call;
   }
+}
+
+// MapInto (spelt/node.h): a MapDataset batch is filled by the maps' writers, element 0 by the
+// function; the batches equal Stack() of the elements.
+Value Pair(int64_t i) {
+  Array a = Array::Allocate(DType::kInt64, {2});
+  auto* p = reinterpret_cast<int64_t*>(a.mutable_data());
+  p[0] = i;
+  p[1] = i * i;
+  return Value(std::move(a));
+}
+
+MapInto PairInto(std::atomic<int>* writes) {
+  return {[writes](int64_t i, const Value&, Philox*, const Array& slot) {
+            ++*writes;
+            const Value v = Pair(i);
+            std::memcpy(slot.mutable_data(), v.AsArray().data, slot.nbytes());
+            return true;
+          },
+          false};
+}
+
+TEST(MapDatasetBatchTest, MapsWithAWriterFillTheBatchInPlace) {
+  std::atomic<int> writes = 0, negations = 0;
+  const MapDataset pairs =
+      MapDataset::Range(10).MapWithIndex([](int64_t i, Value) { return Pair(i); }, false,
+                                         PairInto(&writes));
+  // An in-place map after it: negates the slot where it is.
+  MapInto negate{[&negations](int64_t, const Value& v, Philox*, const Array& slot) {
+                   ++negations;
+                   const Array& in = v.AsArray();
+                   for (int k = 0; k < 2; ++k) {
+                     reinterpret_cast<int64_t*>(slot.mutable_data())[k] =
+                         -reinterpret_cast<const int64_t*>(in.data)[k];
+                   }
+                   return true;
+                 },
+                 true};
+  const MapDataset negated = pairs.RandomMap(
+      [](Value v, Philox&) {
+        Array out = Array::Allocate(DType::kInt64, {2});
+        for (int k = 0; k < 2; ++k) {
+          reinterpret_cast<int64_t*>(out.mutable_data())[k] =
+              -reinterpret_cast<const int64_t*>(v.AsArray().data)[k];
+        }
+        return Value(std::move(out));
+      },
+      AnySeed(uint64_t{1}), false, negate);
+  for (const auto& [ds, sign] : {std::pair{pairs, 1}, std::pair{negated, -1}}) {
+    const MapDataset batches = ds.Batch(4);
+    for (int64_t b = 0; b < batches.Length(); ++b) {
+      const Array got = batches.Get(b)->AsArray();
+      const int64_t n = std::min<int64_t>(4, 10 - 4 * b);
+      ASSERT_EQ(got.shape, (std::vector<int64_t>{n, 2}));
+      for (int64_t k = 0; k < n; ++k) {
+        const int64_t i = 4 * b + k;
+        EXPECT_EQ(reinterpret_cast<const int64_t*>(got.data)[2 * k], sign * i);
+        EXPECT_EQ(reinterpret_cast<const int64_t*>(got.data)[2 * k + 1], sign * i * i);
+      }
+    }
+  }
+  // Elements 1.. of each batch (3 + 3 + 1) went through the writers, twice for `pairs`.
+  EXPECT_EQ(writes.load(), 14);
+  EXPECT_EQ(negations.load(), 7);
+}
+
+TEST(MapDatasetBatchTest, AWriterIsNotUsedAfterOutputsThatDoNotStack) {
+  std::atomic<int> writes = 0;
+  // Element 2's output has another shape: the batch falls back to Stack(), which raises.
+  const MapDataset ragged = MapDataset::Range(4).MapWithIndex(
+      [](int64_t i, Value) {
+        return i == 2 ? Value(Array::Allocate(DType::kInt64, {3})) : Pair(i);
+      },
+      false, {[&writes](int64_t i, const Value&, Philox*, const Array&) {
+                ++writes;
+                return i != 2;
+              },
+              false});
+  EXPECT_THROW(ragged.Batch(4).Get(0), std::invalid_argument);
+  // Scalars are not arrays: Stack() makes the batch, the writer is never called.
+  std::atomic<int> scalar_writes = 0;
+  const MapDataset ints = MapDataset::Range(4).MapWithIndex(
+      [](int64_t i, Value) { return Value(i); }, false, PairInto(&scalar_writes));
+  EXPECT_EQ(ArrayInts(*ints.Batch(4).Get(0)), (Ints{0, 1, 2, 3}));
+  EXPECT_EQ(scalar_writes.load(), 0);
+  // A map that calls Python never writes into a batch.
+  std::atomic<int> python_writes = 0;
+  const MapDataset python = MapDataset::Range(4).MapWithIndex(
+      [](int64_t i, Value) { return Pair(i); }, /*calls_python=*/true, PairInto(&python_writes));
+  EXPECT_EQ(python.Batch(4).Get(0)->AsArray().shape, (std::vector<int64_t>{4, 2}));
+  EXPECT_EQ(python_writes.load(), 0);
 }
 
 }  // namespace

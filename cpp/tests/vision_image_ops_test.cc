@@ -280,5 +280,53 @@ TEST(VisionImageOpsTest, OpsOnDifferentFieldsOrARandomOpWithoutAStreamAreRefused
                std::invalid_argument);
 }
 
+// ApplyImageOpsInto: the output written into a slot equals ApplyImageOps's, with the same
+// draws; false where the output does not fit the slot.
+TEST(VisionImageOpsTest, IntoASlotEqualsTheChainsOutput) {
+  const std::vector<uint8_t> jpeg = Fixture("rgb_420.jpg");
+  ImageOp norm = Op(ImageOp::Kind::kNormalize);
+  norm.mean = {0.5f};
+  norm.std = {0.25f};
+  const std::vector<std::vector<ImageOp>> chains = {
+      {Op(ImageOp::Kind::kDecode), Op(ImageOp::Kind::kRandomResizedCrop, 24, 20),
+       Op(ImageOp::Kind::kRandomHorizontalFlip)},  // fused decode, crop, resize and flip
+      {Op(ImageOp::Kind::kDecode), Op(ImageOp::Kind::kCenterCrop, 9, 7)},  // copied in
+      {Op(ImageOp::Kind::kDecode), Op(ImageOp::Kind::kCenterCrop, 9, 7), norm},  // float32
+  };
+  for (size_t c = 0; c < chains.size(); ++c) {
+    for (uint64_t key = 0; key < 8; ++key) {  // flips drawn and not
+      Philox a = Stream(key), b = Stream(key);
+      const Array want = ApplyImageOps(chains[c], {}, Bytes(jpeg), &a).AsArray();
+      const Array slot = Array::Allocate(want.dtype, want.shape);
+      ASSERT_TRUE(ApplyImageOpsInto(chains[c], {}, Bytes(jpeg), &b, slot)) << c;
+      EXPECT_EQ(std::memcmp(slot.data, want.data, want.nbytes()), 0) << c << " " << key;
+      EXPECT_EQ(a.NextUint64(), b.NextUint64());
+      const Array other = Array::Allocate(want.dtype, {want.shape[0] + 1, want.shape[1], 3});
+      Philox d = Stream(key);
+      EXPECT_FALSE(ApplyImageOpsInto(chains[c], {}, Bytes(jpeg), &d, other));
+    }
+  }
+  ImageOp decode = Op(ImageOp::Kind::kDecode);
+  decode.field = "image";
+  const Array any = Array::Allocate(DType::kUint8, {1, 1, 3});
+  EXPECT_FALSE(ApplyImageOpsInto(std::vector<ImageOp>{decode}, {},
+                                 Value::Dict({{"image", Bytes(jpeg)}}), nullptr, any));
+}
+
+TEST(VisionImageOpsTest, AFlipIntoTheSlotThatHoldsItsImageWorksInPlace) {
+  for (int channels : {1, 3, 4}) {
+    Image image = Image::Zeros(3, 5, channels);
+    for (size_t i = 0; i < image.pixels.size(); ++i) image.pixels[i] = static_cast<uint8_t>(i);
+    const std::vector<ImageOp> flip = {Op(ImageOp::Kind::kRandomHorizontalFlip)};
+    for (uint64_t key = 0; key < 8; ++key) {
+      Philox a = Stream(key), b = Stream(key);
+      const Value want = ApplyImageOps(flip, {}, ArrayOf(image), &a);
+      const Value slot = ArrayOf(image);
+      ASSERT_TRUE(ApplyImageOpsInto(flip, {}, slot, &b, slot.AsArray()));
+      EXPECT_EQ(ImageOf(slot).pixels, ImageOf(want).pixels) << channels << " " << key;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace spelt::vision

@@ -3,12 +3,15 @@
 // (spelt/vision.h).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "spelt/vision.h"
+#include "vision/resize.h"
 #include "vision_test_util.h"
 
 namespace spelt::vision {
@@ -146,6 +149,45 @@ TEST(VisionFlipTest, MirrorsEachRow) {
   EXPECT_EQ(FlipHorizontal(out).pixels, in.pixels);
   const Image one = Pattern(1, 1, 1);
   EXPECT_EQ(FlipHorizontal(one).pixels, one.pixels);
+}
+
+// The AVX2 horizontal pass (16-bit multiply-adds of split weights) against the portable sums
+// (ResamplePixel) for random rows and filters: tap counts of 1 to 13, weights up to
+// 2^kPrecisionBits (a single tap of weight 1 included), pixels near the row's end (the scalar
+// fallback) and rows of one pixel.
+TEST(VisionResizeTest, Avx2HorizontalPassEqualsPortableSums) {
+  if (!internal::HasAvx2Resample()) GTEST_SKIP() << "this CPU has no AVX2";
+  std::mt19937 gen(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int width = 1 + static_cast<int>(gen() % 40), height = 1 + static_cast<int>(gen() % 3);
+    const int out_width = 1 + static_cast<int>(gen() % 30);
+    internal::Coefficients c;
+    c.ksize = 1 + static_cast<int>(gen() % 13);
+    for (int x = 0; x < out_width; ++x) {
+      const int count = 1 + static_cast<int>(gen() % std::min(c.ksize, width));
+      c.first.push_back(static_cast<int>(gen() % (width - count + 1)));
+      c.count.push_back(count);
+      for (int t = 0; t < c.ksize; ++t) {
+        const int32_t full = int32_t{1} << internal::kPrecisionBits;
+        const int32_t k = count == 1 ? full : static_cast<int32_t>(gen() % (full / count + 1));
+        c.kk.push_back(t < count ? k : 0);
+      }
+    }
+    Image in = Image::Zeros(height, width, 3);
+    for (uint8_t& v : in.pixels) v = static_cast<uint8_t>(gen() % 4 == 0 ? 255 : gen());
+    const internal::ImageView view{in.pixels.data(), height, width, 3, in.row_bytes()};
+    std::vector<uint8_t> got(static_cast<size_t>(height) * out_width * 3);
+    internal::HorizontalRgbAvx2(view, 0, c, height, out_width, got.data(), out_width * 3);
+    std::vector<uint8_t> want(got.size());
+    for (int y = 0; y < height; ++y) {
+      for (int x = 0; x < out_width; ++x) {
+        internal::ResamplePixel<3>(in.row(y) + static_cast<size_t>(c.first[x]) * 3,
+                                   &c.kk[static_cast<size_t>(x) * c.ksize], c.count[x],
+                                   &want[(static_cast<size_t>(y) * out_width + x) * 3]);
+      }
+    }
+    ASSERT_EQ(got, want) << "trial " << trial;
+  }
 }
 
 }  // namespace

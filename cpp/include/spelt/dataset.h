@@ -85,9 +85,10 @@ class MapDataset {
   // fn gets an rng keyed by the seed with counter [0, 0, 0, global index] (Grain's scheme:
   // numpy's Philox(seed), any non-negative seed). Without `seed`, the default seed derived
   // from Seed() (std::invalid_argument if there is none).
+  // `into`: see MapInto (spelt/node.h).
   MapDataset RandomMap(RandomMapFn fn, std::optional<AnySeed> seed = std::nullopt,
-                       bool calls_python = false) const;
-  MapDataset MapWithIndex(MapWithIndexFn fn, bool calls_python = false) const;
+                       bool calls_python = false, MapInto into = {}) const;
+  MapDataset MapWithIndex(MapWithIndexFn fn, bool calls_python = false, MapInto into = {}) const;
   MapDataset Filter(FilterFn fn, bool calls_python = false) const;
   // Batches never span epochs. Throws std::invalid_argument if batch_size <= 0 or if an
   // ancestor is a filter (as Grain: batch an IterDataset instead).

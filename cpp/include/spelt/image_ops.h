@@ -119,6 +119,17 @@ struct ImageOpFallbacks {
 Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
                     const Value& element, Philox* rng);
 
+// ApplyImageOps for one element of a batch, its output written into `slot` (an array of the
+// output's dtype and shape: one element's place in a batch's buffer). The last kernel writes
+// there itself where it can (the fused JPEG decode's resize, with or without a fused flip; a
+// flip of an image array, also in place when `element` is the slot's own array; Normalize's
+// float32 output); any other array output of the slot's dtype and shape is copied in. Returns
+// false, with nothing the caller relies on written, where the output is not such an array
+// (another shape or dtype, None, bfloat16, a dict element's field): the caller then calls
+// ApplyImageOps. Throws as ApplyImageOps.
+bool ApplyImageOpsInto(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
+                       const Value& element, Philox* rng, const Array& slot);
+
 }  // namespace spelt::vision
 
 #endif  // SPELT_IMAGE_OPS_H_

@@ -48,6 +48,19 @@ using FlatMapFn = std::function<std::vector<Value>(Value)>;
 // Combines a batch's elements (1 to batch_size of them) into one value.
 using BatchFn = std::function<Value(std::vector<Value>)>;
 
+// Optional beside a map's function (MapDataset::RandomMap, MapWithIndex): `write` puts the
+// function's output for (index, element, rng) into `slot`, an array of the output's dtype and
+// shape (one element's place in a batch, so that a MapDataset batch is filled without a copy:
+// MapNode::GetStacked), and returns true; it returns false where the output is not such an
+// array, and the caller then calls the function. `rng` is a random map's generator for the
+// element (nullptr for a MapWithIndex). `in_place`: `write` also takes a slot that holds its
+// own input element and changes it there (a flip). Called as the function is: from several
+// threads at once.
+struct MapInto {
+  std::function<bool(int64_t index, const Value& element, Philox* rng, const Array& slot)> write;
+  bool in_place = false;
+};
+
 // Common part of every node: its parents, and the seed set by Seed() (used to derive default
 // seeds for random transformations, as Grain does).
 class DatasetNode {
@@ -112,7 +125,8 @@ class MapNode : public DatasetNode {
                        std::vector<std::optional<Value>>* out) const;
   // The elements at `indices` stacked as Stack() stacks them (BatchMapDataset's default
   // batch), gathered straight into one array by nodes that can (index-mapping nodes over an
-  // in-memory array source); nullopt where the node cannot, and the caller then uses
+  // in-memory array source; maps whose functions write into a batch's slots, MapInto);
+  // nullopt where the node cannot, and the caller then uses
   // GetMany() and Stack(). May throw where GetMany() would; a caller that must raise
   // GetMany()'s exact error falls back to it.
   virtual std::optional<Value> GetStacked(std::span<const int64_t> /*indices*/) const {

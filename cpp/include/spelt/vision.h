@@ -98,6 +98,10 @@ struct CropBox {
 // inside the image or an output side is < 1.
 Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, int out_height,
                            int out_width, bool mirror = false);
+// The same, written to `out`: out_height * out_width * 3 bytes, rows packed (for example one
+// image's place in a batch). On an exception `out` may be partly written.
+void DecodeJpegCropResizeInto(std::span<const uint8_t> data, const CropBox& crop,
+                              int out_height, int out_width, bool mirror, uint8_t* out);
 
 // The DCT scaling denominator (1, 2, 4 or 8) that DecodeJpegCropResize uses for a crop of
 // crop_height x crop_width resized to out_height x out_width: the largest d with

@@ -184,15 +184,17 @@ MapDataset MapDataset::Map(MapFn fn, bool calls_python) const {
 }
 
 MapDataset MapDataset::RandomMap(RandomMapFn fn, std::optional<AnySeed> seed,
-                                 bool calls_python) const {
+                                 bool calls_python, MapInto into) const {
   if (!fn) throw std::invalid_argument("random_map: empty function");
-  return MapDataset(internal::MakeRandomMapNode(
-      node_, std::move(fn), ResolveAnySeed(std::move(seed), *node_), calls_python));
+  return MapDataset(internal::MakeRandomMapNode(node_, std::move(fn),
+                                                ResolveAnySeed(std::move(seed), *node_),
+                                                calls_python, std::move(into)));
 }
 
-MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool calls_python) const {
+MapDataset MapDataset::MapWithIndex(MapWithIndexFn fn, bool calls_python, MapInto into) const {
   if (!fn) throw std::invalid_argument("map_with_index: empty function");
-  return MapDataset(internal::MakeMapWithIndexNode(node_, std::move(fn), calls_python));
+  return MapDataset(
+      internal::MakeMapWithIndexNode(node_, std::move(fn), calls_python, std::move(into)));
 }
 
 MapDataset MapDataset::Filter(FilterFn fn, bool calls_python) const {

@@ -2,6 +2,7 @@
 #include "ops/get_many.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 namespace spelt::internal {
@@ -28,6 +29,40 @@ void ElementwiseNode::GetMany(std::span<const int64_t> indices, Elements* out) c
     out->push_back(std::move(v));
   }
   if (error) std::rethrow_exception(error);
+}
+
+std::optional<Value> ElementwiseNode::GetStacked(std::span<const int64_t> indices) const {
+  // run_[writer] writes each element into its slot; the maps after it work in place.
+  size_t writer = run_.size() - 1;
+  while (writer > 0 && run_[writer]->Into() != nullptr && run_[writer]->Into()->in_place) {
+    --writer;
+  }
+  if (indices.empty() || run_[writer]->Into() == nullptr) return std::nullopt;
+  for (const ElementwiseNode* node : run_) {
+    if (node->CallsPython()) return std::nullopt;
+  }
+  Elements got;
+  got.reserve(indices.size());
+  source_->GetMany(indices, &got);
+  std::optional<Value> first = std::move(got[0]);
+  for (const ElementwiseNode* node : run_) first = node->Apply(indices[0], std::move(first));
+  if (!first || !first->is<Array>()) return std::nullopt;
+  const Array& a = first->as<Array>();
+  std::vector<int64_t> shape{static_cast<int64_t>(indices.size())};
+  shape.insert(shape.end(), a.shape.begin(), a.shape.end());
+  Array batch = Array::AllocateUninitialized(a.dtype, std::move(shape));
+  const size_t slot_bytes = a.nbytes();
+  std::memcpy(batch.mutable_data(), a.data, slot_bytes);
+  for (size_t k = 1; k < indices.size(); ++k) {
+    const Array slot{a.dtype, a.shape, batch.owner, batch.data + k * slot_bytes};
+    std::optional<Value> v = std::move(got[k]);
+    for (size_t i = 0; i < writer; ++i) v = run_[i]->Apply(indices[k], std::move(v));
+    if (!v || !run_[writer]->WriteInto(indices[k], *v, slot)) return std::nullopt;
+    for (size_t i = writer + 1; i < run_.size(); ++i) {
+      if (!run_[i]->WriteInto(indices[k], Value(slot), slot)) return std::nullopt;
+    }
+  }
+  return Value(std::move(batch));
 }
 
 void GetManyRouted(std::span<const MapNodePtr> parents, std::span<const Route> routes,

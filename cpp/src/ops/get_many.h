@@ -74,12 +74,19 @@ class IndexMapNode : public MapNode {
 // GetMany() and then, element by element, applies the run of functions up to this node, so
 // each element's functions run back to back in the order Get() calls them (the DataLoader's
 // RandomMaps rely on it: they share one generator per record).
+// GetStacked() does the same into one batch array where the run ends in maps with a MapInto
+// (spelt/node.h), none of them calling Python: element 0's output, an array, gives the batch's
+// dtype and shape; each later element's last writing map puts its output straight into its
+// slot, and the in-place maps after it change the slot there. Where an output is not an array
+// of that dtype and shape it returns nullopt, and the elements it computed are computed again
+// by GetMany() (the functions are then called twice for them).
 class ElementwiseNode : public MapNode {
  public:
   std::optional<Value> Get(int64_t index) const final {
     return Apply(index, parent_->Get(index));
   }
   void GetMany(std::span<const int64_t> indices, Elements* out) const final;
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const final;
   int64_t Length() const final { return parent_->Length(); }
 
  protected:
@@ -87,6 +94,12 @@ class ElementwiseNode : public MapNode {
   ElementwiseNode(MapNodePtr parent, bool calls_python, bool filters = false);
   // The element at `index` from the parent's element there (nullopt: filtered out).
   virtual std::optional<Value> Apply(int64_t index, std::optional<Value> element) const = 0;
+  // The node's MapInto, or nullptr if it has none; WriteInto() calls its `write` for `index`.
+  virtual const MapInto* Into() const { return nullptr; }
+  virtual bool WriteInto(int64_t /*index*/, const Value& /*element*/,
+                         const Array& /*slot*/) const {
+    return false;
+  }
 
  private:
   MapNodePtr parent_;

@@ -25,26 +25,40 @@ class MapNodeImpl final : public ElementwiseNode {
 
 class RandomMapNode final : public ElementwiseNode {
  public:
-  RandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool calls_python)
-      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)), rng_(seed) {}
+  RandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed, bool calls_python,
+                MapInto into)
+      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)), rng_(seed),
+        into_(std::move(into)) {}
   std::string Name() const override { return "RandomMapMapDataset"; }
 
  private:
   std::optional<Value> Apply(int64_t index, std::optional<Value> v) const override {
     if (!v) return v;
-    Philox rng = rng_;  // a copy per call keeps Get() thread-safe
-    rng.SetCounter({0, 0, 0, static_cast<uint64_t>(index)});
+    Philox rng = RngAt(index);
     return NoneAsFiltered(fn_(std::move(*v), rng));
+  }
+  const MapInto* Into() const override { return into_.write ? &into_ : nullptr; }
+  bool WriteInto(int64_t index, const Value& element, const Array& slot) const override {
+    Philox rng = RngAt(index);
+    return into_.write(index, element, &rng, slot);
+  }
+  // A copy per call keeps Get() thread-safe.
+  Philox RngAt(int64_t index) const {
+    Philox rng = rng_;
+    rng.SetCounter({0, 0, 0, static_cast<uint64_t>(index)});
+    return rng;
   }
 
   RandomMapFn fn_;
   Philox rng_;  // keyed once; never advanced
+  MapInto into_;
 };
 
 class MapWithIndexNode final : public ElementwiseNode {
  public:
-  MapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python)
-      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)) {}
+  MapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python, MapInto into)
+      : ElementwiseNode(std::move(parent), calls_python), fn_(std::move(fn)),
+        into_(std::move(into)) {}
   std::string Name() const override { return "MapWithIndexMapDataset"; }
 
  private:
@@ -52,8 +66,13 @@ class MapWithIndexNode final : public ElementwiseNode {
     if (!v) return v;
     return NoneAsFiltered(fn_(index, std::move(*v)));
   }
+  const MapInto* Into() const override { return into_.write ? &into_ : nullptr; }
+  bool WriteInto(int64_t index, const Value& element, const Array& slot) const override {
+    return into_.write(index, element, nullptr, slot);
+  }
 
   MapWithIndexFn fn_;
+  MapInto into_;
 };
 
 }  // namespace
@@ -63,12 +82,15 @@ MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool calls_python) {
 }
 
 MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed,
-                             bool calls_python) {
-  return std::make_shared<RandomMapNode>(std::move(parent), std::move(fn), seed, calls_python);
+                             bool calls_python, MapInto into) {
+  return std::make_shared<RandomMapNode>(std::move(parent), std::move(fn), seed, calls_python,
+                                         std::move(into));
 }
 
-MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python) {
-  return std::make_shared<MapWithIndexNode>(std::move(parent), std::move(fn), calls_python);
+MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python,
+                                MapInto into) {
+  return std::make_shared<MapWithIndexNode>(std::move(parent), std::move(fn), calls_python,
+                                            std::move(into));
 }
 
 }  // namespace spelt::internal

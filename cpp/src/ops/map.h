@@ -9,8 +9,9 @@ namespace spelt::internal {
 
 MapNodePtr MakeMapNode(MapNodePtr parent, MapFn fn, bool calls_python);
 MapNodePtr MakeRandomMapNode(MapNodePtr parent, RandomMapFn fn, const AnySeed& seed,
-                             bool calls_python);
-MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python);
+                             bool calls_python, MapInto into = {});
+MapNodePtr MakeMapWithIndexNode(MapNodePtr parent, MapWithIndexFn fn, bool calls_python,
+                                MapInto into = {});
 
 }  // namespace spelt::internal
 

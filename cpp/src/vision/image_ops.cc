@@ -31,9 +31,12 @@ struct PendingJpeg {
   bool skip_corrupt = false;
 };
 
+// The output already written into the caller's slot (ApplyImageOpsInto).
+struct InSlot {};
+
 // The image as it moves along a chain: the leaf as given, JPEG bytes not yet decoded, a uint8
-// image, or a finished array (Normalize's float32 output).
-using Working = std::variant<Value, PendingJpeg, Image, Array>;
+// image, a finished array (Normalize's float32 output), or the output in the slot.
+using Working = std::variant<Value, PendingJpeg, Image, Array, InSlot>;
 
 bool IsJpeg(std::span<const uint8_t> data) {
   return data.size() >= 3 && data[0] == 0xFF && data[1] == 0xD8 && data[2] == 0xFF;
@@ -97,17 +100,48 @@ Array ArrayFromImage(Image image) {
   return a;
 }
 
+// One row of `width` pixels of C channels mirrored from `from` into `to` (which may be `from`:
+// then in place).
+template <int C>
+void MirrorRow(const uint8_t* from, uint8_t* to, size_t width) {
+  if (from == to) {
+    for (size_t x = 0, last = width - 1; x < width / 2; ++x) {
+      uint8_t a[C], b[C];
+      std::memcpy(a, to + x * C, C);
+      std::memcpy(b, to + (last - x) * C, C);
+      std::memcpy(to + x * C, b, C);
+      std::memcpy(to + (last - x) * C, a, C);
+    }
+    return;
+  }
+  uint8_t* dst = to + width * C;
+  for (size_t x = 0; x < width; ++x, from += C) std::memcpy(dst -= C, from, C);
+}
+
+// The image array `a` (uint8, channels 1, 3 or 4) mirrored left to right into `out`
+// (a.nbytes() bytes), which may be a's own pixels (then in place).
+void MirrorInto(const Array& a, uint8_t* out) {
+  const auto height = static_cast<size_t>(a.shape[0]), width = static_cast<size_t>(a.shape[1]);
+  const auto c = static_cast<size_t>(a.shape[2]);
+  const auto* src = reinterpret_cast<const uint8_t*>(a.data);
+  for (size_t y = 0; y < height; ++y) {
+    const uint8_t* from = src + y * width * c;
+    uint8_t* to = out + y * width * c;
+    if (c == 3) {
+      MirrorRow<3>(from, to, width);
+    } else if (c == 4) {
+      MirrorRow<4>(from, to, width);
+    } else {
+      MirrorRow<1>(from, to, width);
+    }
+  }
+}
+
 // The image array `a` mirrored left to right, as a new image.
 Image Mirrored(const Array& a) {
   Image out = Image::Zeros(static_cast<int>(a.shape[0]), static_cast<int>(a.shape[1]),
                            static_cast<int>(a.shape[2]));
-  const int c = out.channels;
-  const auto* src = reinterpret_cast<const uint8_t*>(a.data);
-  for (int y = 0; y < out.height; ++y) {
-    const uint8_t* from = src + static_cast<size_t>(y) * out.row_bytes();
-    uint8_t* to = out.row(y) + out.row_bytes();
-    for (int x = 0; x < out.width; ++x, from += c) std::copy_n(from, c, to -= c);
-  }
+  MirrorInto(a, out.pixels.data());
   return out;
 }
 
@@ -174,7 +208,8 @@ Value WorkingToValue(Working w, bool defer_decode = false) {
     return Value(ArrayFromImage(DecodePending(*pending)));
   }
   if (auto* image = std::get_if<Image>(&w)) return Value(ArrayFromImage(std::move(*image)));
-  return Value(std::get<Array>(std::move(w)));
+  if (auto* array = std::get_if<Array>(&w)) return Value(std::move(*array));
+  throw std::logic_error("image ops: the output went to a slot");
 }
 
 void CheckOutputSize(const ImageOp& op, int height, int width, int channels) {
@@ -198,10 +233,11 @@ int HalfRoundedToEven(int d) {
 class Run {
  public:
   // `next`: the op after this one in the chain (nullptr for the last), which this one may do
-  // itself (took_next()).
+  // itself (took_next()). `slot`: where the chain's output goes (ApplyImageOpsInto), given to
+  // the last op and to the one before it (used only if it takes the last op); or nullptr.
   Run(const ImageOp& op, const ImageOpFallbacks* fallbacks, Philox* rng,
-      std::optional<PhiloxCropDraws>& draws, const ImageOp* next)
-      : op_(op), fallbacks_(fallbacks), rng_(rng), draws_(draws), next_(next) {}
+      std::optional<PhiloxCropDraws>& draws, const ImageOp* next, const Array* slot)
+      : op_(op), fallbacks_(fallbacks), rng_(rng), draws_(draws), next_(next), slot_(slot) {}
 
   bool took_next() const { return took_next_; }
 
@@ -256,6 +292,17 @@ class Run {
       return nullptr;
     }
     return &std::get<Image>(w);
+  }
+
+  // The slot's bytes if this op makes the chain's output and it has that dtype and shape;
+  // else nullptr.
+  std::byte* SlotFor(DType dtype, const std::vector<int64_t>& shape) const {
+    if (slot_ == nullptr || (next_ != nullptr && !took_next_)) return nullptr;
+    if (slot_->dtype != dtype || slot_->shape != shape) return nullptr;
+    return slot_->mutable_data();
+  }
+  uint8_t* ImageSlotFor(int64_t height, int64_t width, int64_t channels) const {
+    return reinterpret_cast<uint8_t*>(SlotFor(DType::kUint8, {height, width, channels}));
   }
 
   PhiloxCropDraws& Draws() {
@@ -334,6 +381,15 @@ class Run {
       const CropBox box =
           RandomResizedCropParams(header->height, header->width, op_.scale, op_.ratio, Draws());
       const bool mirror = TakeFlip();
+      if (uint8_t* out = ImageSlotFor(op_.height, op_.width, 3)) {
+        try {
+          DecodeJpegCropResizeInto(pending->data, box, op_.height, op_.width, mirror, out);
+          w = InSlot{};
+          return;
+        } catch (const CorruptImageError&) {
+          if (pending->decoder == nullptr || !pending->decoder->decode) throw;
+        }  // the reference decoder's image, as below
+      }
       w = DecodeOrReference(
           *pending,
           [&] { return DecodeJpegCropResize(pending->data, box, op_.height, op_.width, mirror); },
@@ -438,7 +494,17 @@ class Run {
     if (const auto* leaf = std::get_if<Value>(&w)) {
       // An image array (another node's output) stays as it is, or is mirrored in one pass.
       if (const Array* a = ImageArrayOf(*leaf)) {
-        if (Draws().Uniform(0.0, 1.0) < op_.p) w = Mirrored(*a);
+        const bool flip = Draws().Uniform(0.0, 1.0) < op_.p;
+        if (uint8_t* out = ImageSlotFor(a->shape[0], a->shape[1], a->shape[2])) {
+          if (flip) {
+            MirrorInto(*a, out);
+          } else if (out != reinterpret_cast<const uint8_t*>(a->data)) {
+            std::memcpy(out, a->data, a->nbytes());
+          }
+          w = InSlot{};
+        } else if (flip) {
+          w = Mirrored(*a);
+        }
         return;
       }
     }
@@ -472,6 +538,11 @@ class Run {
     std::vector<int64_t> shape = op_.chw ? std::vector<int64_t>{c, h, wd}
                                          : std::vector<int64_t>{h, wd, c};
     if (!op_.bfloat16) {
+      if (std::byte* out = SlotFor(DType::kFloat32, shape)) {
+        Lookup(image, table, reinterpret_cast<float*>(out));
+        w = InSlot{};
+        return;
+      }
       Array out = Array::AllocateUninitialized(DType::kFloat32, std::move(shape));
       Lookup(image, table, reinterpret_cast<float*>(out.mutable_data()));
       w = std::move(out);
@@ -504,6 +575,7 @@ class Run {
   Philox* rng_;
   std::optional<PhiloxCropDraws>& draws_;
   const ImageOp* next_;
+  const Array* slot_;
   bool took_next_ = false;
 };
 
@@ -527,17 +599,50 @@ std::string_view ImageOp::name() const {
   return "ImageOp";
 }
 
+namespace {
+
+// What ApplyImageOps and ApplyImageOpsInto check first.
+void CheckChain(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks) {
+  if (!fallbacks.empty() && fallbacks.size() != ops.size()) {
+    throw std::invalid_argument("ApplyImageOps: one fallback per op, or none");
+  }
+  for (const ImageOp& op : ops) {
+    if (op.field != ops.front().field) {
+      throw std::invalid_argument("ApplyImageOps: ops on different fields");
+    }
+  }
+}
+
+// DecodeImage(on_error="skip") in the chain, or in the DecodeImage that deferred `w`:
+// undecodable bytes make the element None (a MapDataset's filtered element), also where a
+// later op (or chain) decodes them.
+bool SkipsCorrupt(std::span<const ImageOp> ops, const Working& w) {
+  const auto* pending = std::get_if<PendingJpeg>(&w);
+  bool skip = pending != nullptr && pending->skip_corrupt;
+  for (const ImageOp& op : ops) skip = skip || op.skip_corrupt;
+  return skip;
+}
+
+// Runs the chain on `w`; `slot` as Run's.
+void RunChain(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
+              Working& w, Philox* rng, const Array* slot) {
+  std::optional<PhiloxCropDraws> draws;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    Run run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws,
+            i + 1 < ops.size() ? &ops[i + 1] : nullptr, i + 2 >= ops.size() ? slot : nullptr);
+    run.Apply(w);
+    if (run.took_next()) ++i;
+  }
+}
+
+}  // namespace
+
 Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
                     const Value& element, Philox* rng) {
   if (ops.empty()) return element;
   const ScopedParallelWork work;  // decoding and resampling gain from read threads
-  if (!fallbacks.empty() && fallbacks.size() != ops.size()) {
-    throw std::invalid_argument("ApplyImageOps: one fallback per op, or none");
-  }
+  CheckChain(ops, fallbacks);
   const std::optional<std::string>& field = ops.front().field;
-  for (const ImageOp& op : ops) {
-    if (op.field != field) throw std::invalid_argument("ApplyImageOps: ops on different fields");
-  }
   Working w;
   Value unpacked;  // the dict element, when `field` is set
   if (field) {
@@ -556,20 +661,10 @@ Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbac
   } else {
     w = WorkingOf(element);
   }
-  // DecodeImage(on_error="skip"): undecodable bytes make the element None (a MapDataset's
-  // filtered element), also where a later op (or chain) decodes them.
-  const auto* pending = std::get_if<PendingJpeg>(&w);
-  bool skip_corrupt = pending != nullptr && pending->skip_corrupt;
-  for (const ImageOp& op : ops) skip_corrupt = skip_corrupt || op.skip_corrupt;
-  std::optional<PhiloxCropDraws> draws;
+  const bool skip_corrupt = SkipsCorrupt(ops, w);
   Value image;
   try {
-    for (size_t i = 0; i < ops.size(); ++i) {
-      Run run(ops[i], fallbacks.empty() ? nullptr : &fallbacks[i], rng, draws,
-              i + 1 < ops.size() ? &ops[i + 1] : nullptr);
-      run.Apply(w);
-      if (run.took_next()) ++i;
-    }
+    RunChain(ops, fallbacks, w, rng, nullptr);
     image = WorkingToValue(std::move(w), ops.back().defer_decode);
   } catch (const CorruptImageError&) {
     if (!skip_corrupt) throw;
@@ -583,6 +678,28 @@ Value ApplyImageOps(std::span<const ImageOp> ops, std::span<const ImageOpFallbac
     if (key == *field) value = std::move(image);
   }
   return Value(std::shared_ptr<const Mapping>(std::move(out)));
+}
+
+bool ApplyImageOpsInto(std::span<const ImageOp> ops, std::span<const ImageOpFallbacks> fallbacks,
+                       const Value& element, Philox* rng, const Array& slot) {
+  if (ops.empty() || ops.front().field || ops.back().defer_decode) return false;
+  const ScopedParallelWork work;
+  CheckChain(ops, fallbacks);
+  Working w = WorkingOf(element);
+  const bool skip_corrupt = SkipsCorrupt(ops, w);
+  try {
+    RunChain(ops, fallbacks, w, rng, &slot);
+  } catch (const CorruptImageError&) {
+    if (!skip_corrupt) throw;
+    return false;  // None
+  }
+  if (std::holds_alternative<InSlot>(w)) return true;
+  const Value out = WorkingToValue(std::move(w));
+  if (!out.is<Array>()) return false;
+  const Array& a = out.as<Array>();
+  if (a.dtype != slot.dtype || a.shape != slot.shape) return false;
+  if (a.data != slot.data) std::memcpy(slot.mutable_data(), a.data, a.nbytes());
+  return true;
 }
 
 }  // namespace spelt::vision

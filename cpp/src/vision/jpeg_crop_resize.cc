@@ -15,6 +15,17 @@
 
 namespace spelt::vision {
 
+namespace {
+
+void CheckOutputSides(int out_height, int out_width) {
+  if (out_height < 1 || out_width < 1) {
+    throw std::invalid_argument("DecodeJpegCropResize: output of " + std::to_string(out_height) +
+                                "x" + std::to_string(out_width) + " pixels");
+  }
+}
+
+}  // namespace
+
 int JpegScaleDenominator(int crop_height, int crop_width, int out_height, int out_width) {
   // Scale by 1/denom where the scaled crop is still at least 1.5x the output on both sides
   // (the crop at least 3 * denom / 2 times the output): the resize after the scaling then keeps
@@ -32,10 +43,15 @@ int JpegScaleDenominator(int crop_height, int crop_width, int out_height, int ou
 
 Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, int out_height,
                            int out_width, bool mirror) {
-  if (out_height < 1 || out_width < 1) {
-    throw std::invalid_argument("DecodeJpegCropResize: output of " + std::to_string(out_height) +
-                                "x" + std::to_string(out_width) + " pixels");
-  }
+  CheckOutputSides(out_height, out_width);
+  Image out = Image::Zeros(out_height, out_width, 3);
+  DecodeJpegCropResizeInto(data, crop, out_height, out_width, mirror, out.pixels.data());
+  return out;
+}
+
+void DecodeJpegCropResizeInto(std::span<const uint8_t> data, const CropBox& crop,
+                              int out_height, int out_width, bool mirror, uint8_t* out) {
+  CheckOutputSides(out_height, out_width);
   internal::JpegDecompressor decompressor(data);
   const JpegHeader header = decompressor.ReadHeader();
   if (crop.height < 1 || crop.width < 1 || crop.top < 0 || crop.left < 0 ||
@@ -89,8 +105,8 @@ Image DecodeJpegCropResize(std::span<const uint8_t> data, const CropBox& crop, i
   const internal::ImageView region{
       rows.data() + stride * (y0 - first_row) + static_cast<size_t>(x0 - decoded_left) * 3,
       y1 - y0, x1 - x0, 3, stride};
-  return internal::ResampleBilinear(region, fx0 - x0, fy0 - y0, fx1 - x0, fy1 - y0, out_height,
-                                    out_width, mirror);
+  internal::ResampleBilinearInto(region, fx0 - x0, fy0 - y0, fx1 - x0, fy1 - y0, out_height,
+                                 out_width, mirror, out);
 }
 
 }  // namespace spelt::vision

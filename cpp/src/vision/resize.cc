@@ -123,20 +123,19 @@ void Mirror(Coefficients& c) {
 }
 
 template <int C>
-Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, int out_height,
-               int out_width, bool mirror) {
+void Resample(const ImageView& in, double x0, double y0, double x1, double y1, int out_height,
+              int out_width, bool mirror, uint8_t* out) {
   const bool need_horizontal = mirror || out_width != in.width || x0 != 0 || x1 != out_width;
   const bool need_vertical = out_height != in.height || y0 != 0 || y1 != out_height;
-  Image out = Image::Zeros(out_height, out_width, C);
-  const size_t out_stride = out.row_bytes();
+  const size_t out_stride = static_cast<size_t>(out_width) * C;
   if (!need_horizontal && !need_vertical) {
-    for (int y = 0; y < in.height; ++y) std::memcpy(out.row(y), in.row(y), out_stride);
-    return out;
+    for (int y = 0; y < in.height; ++y) std::memcpy(out + y * out_stride, in.row(y), out_stride);
+    return;
   }
   const Coefficients vert = Precompute(in.height, y0, y1, out_height);
   if (!need_horizontal) {
-    Vertical(in, 0, vert, out_height, out_stride, out.pixels.data(), out_stride);
-    return out;
+    Vertical(in, 0, vert, out_height, out_stride, out, out_stride);
+    return;
   }
   Coefficients horiz = Precompute(in.width, x0, x1, out_width);
   if (mirror) Mirror(horiz);
@@ -144,33 +143,39 @@ Image Resample(const ImageView& in, double x0, double y0, double x1, double y1, 
   const int first = vert.first[0];
   const int last = vert.first[out_height - 1] + vert.count[out_height - 1];
   if (!need_vertical) {
-    Horizontal<C>(in, first, horiz, out_height, out_width, out.pixels.data(), out_stride);
-    return out;
+    Horizontal<C>(in, first, horiz, out_height, out_width, out, out_stride);
+    return;
   }
   uint8_t* temp = Scratch(static_cast<size_t>(last - first) * out_stride);
   Horizontal<C>(in, first, horiz, last - first, out_width, temp, out_stride);
   Vertical({temp, last - first, out_width, C, out_stride}, first, vert, out_height, out_stride,
-           out.pixels.data(), out_stride);
-  return out;
+           out, out_stride);
 }
 
 }  // namespace
 
-Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, double y1,
-                       int out_height, int out_width, bool mirror) {
+void ResampleBilinearInto(const ImageView& in, double x0, double y0, double x1, double y1,
+                          int out_height, int out_width, bool mirror, uint8_t* out) {
   switch (in.channels) {
     case 1:
-      return Resample<1>(in, x0, y0, x1, y1, out_height, out_width, mirror);
+      return Resample<1>(in, x0, y0, x1, y1, out_height, out_width, mirror, out);
     case 2:
-      return Resample<2>(in, x0, y0, x1, y1, out_height, out_width, mirror);
+      return Resample<2>(in, x0, y0, x1, y1, out_height, out_width, mirror, out);
     case 3:
-      return Resample<3>(in, x0, y0, x1, y1, out_height, out_width, mirror);
+      return Resample<3>(in, x0, y0, x1, y1, out_height, out_width, mirror, out);
     case 4:
-      return Resample<4>(in, x0, y0, x1, y1, out_height, out_width, mirror);
+      return Resample<4>(in, x0, y0, x1, y1, out_height, out_width, mirror, out);
     default:
       throw std::invalid_argument("ResizeBilinearAntialias: channels must be 1 to 4, got " +
                                   std::to_string(in.channels));
   }
+}
+
+Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, double y1,
+                       int out_height, int out_width, bool mirror) {
+  Image out = Image::Zeros(out_height, out_width, in.channels);
+  ResampleBilinearInto(in, x0, y0, x1, y1, out_height, out_width, mirror, out.pixels.data());
+  return out;
 }
 
 }  // namespace internal

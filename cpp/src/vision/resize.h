@@ -25,6 +25,9 @@ struct ImageView {
 // REQUIRES (checked by the callers): a valid box inside `in`, output sides >= 1.
 Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, double y1,
                        int out_height, int out_width, bool mirror = false);
+// The same, written to `out` (out_height * out_width * in.channels bytes, rows packed).
+void ResampleBilinearInto(const ImageView& in, double x0, double y0, double x1, double y1,
+                          int out_height, int out_width, bool mirror, uint8_t* out);
 
 // Pillow's fixed point for 8-bit images (libImaging/Resample.c PRECISION_BITS).
 inline constexpr int kPrecisionBits = 32 - 8 - 2;
