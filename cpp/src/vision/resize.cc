@@ -178,20 +178,20 @@ Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, dou
   return out;
 }
 
-}  // namespace internal
-
-namespace {
-
-void CheckResize(const Image& image, int out_height, int out_width) {
+void CheckResize(const char* op, const Image& image, int out_height, int out_width) {
   if (image.height < 1 || image.width < 1 || out_height < 1 || out_width < 1 ||
       image.pixels.size() != static_cast<size_t>(image.height) * image.row_bytes()) {
-    throw std::invalid_argument("ResizeBilinearAntialias: cannot resize an image of " +
+    throw std::invalid_argument(std::string(op) + ": cannot resize an image of " +
                                 std::to_string(image.height) + "x" + std::to_string(image.width) +
                                 "x" + std::to_string(image.channels) + " (" +
                                 std::to_string(image.pixels.size()) + " bytes) to " +
                                 std::to_string(out_height) + "x" + std::to_string(out_width));
   }
 }
+
+}  // namespace internal
+
+namespace {
 
 internal::ImageView ViewOf(const Image& image) {
   return {image.pixels.data(), image.height, image.width, image.channels, image.row_bytes()};
@@ -200,14 +200,14 @@ internal::ImageView ViewOf(const Image& image) {
 }  // namespace
 
 Image ResizeBilinearAntialias(const Image& image, int out_height, int out_width) {
-  CheckResize(image, out_height, out_width);
+  internal::CheckResize("ResizeBilinearAntialias", image, out_height, out_width);
   return internal::ResampleBilinear(ViewOf(image), 0, 0, image.width, image.height, out_height,
                                     out_width);
 }
 
 Image ResizeBilinearAntialiasBox(const Image& image, double x0, double y0, double x1, double y1,
                                  int out_height, int out_width) {
-  CheckResize(image, out_height, out_width);
+  internal::CheckResize("ResizeBilinearAntialias", image, out_height, out_width);
   if (!(0 <= x0 && x0 < x1 && x1 <= image.width && 0 <= y0 && y0 < y1 && y1 <= image.height)) {
     throw std::invalid_argument("ResizeBilinearAntialiasBox: box outside the image");
   }

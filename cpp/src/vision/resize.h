@@ -29,6 +29,10 @@ Image ResampleBilinear(const ImageView& in, double x0, double y0, double x1, dou
 void ResampleBilinearInto(const ImageView& in, double x0, double y0, double x1, double y1,
                           int out_height, int out_width, bool mirror, uint8_t* out);
 
+// std::invalid_argument naming `op` unless `image` is a non-empty image whose pixels match its
+// shape and both output sides are >= 1.
+void CheckResize(const char* op, const Image& image, int out_height, int out_width);
+
 // Pillow's fixed point for 8-bit images (libImaging/Resample.c PRECISION_BITS).
 inline constexpr int kPrecisionBits = 32 - 8 - 2;
 

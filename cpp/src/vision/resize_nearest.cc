@@ -5,11 +5,10 @@
 // truncated to an int; rows likewise. A position past the input (it cannot happen for a whole
 // image, but Pillow checks) leaves the output pixel zero, as Pillow's fill does.
 #include <cstring>
-#include <stdexcept>
-#include <string>
 #include <vector>
 
 #include "spelt/vision.h"
+#include "vision/resize.h"
 
 namespace spelt::vision {
 namespace {
@@ -31,14 +30,7 @@ std::vector<int> SourcePositions(int in, int out) {
 }  // namespace
 
 Image ResizeNearest(const Image& image, int out_height, int out_width) {
-  if (image.height < 1 || image.width < 1 || out_height < 1 || out_width < 1 ||
-      image.pixels.size() != static_cast<size_t>(image.height) * image.row_bytes()) {
-    throw std::invalid_argument("ResizeNearest: cannot resize an image of " +
-                                std::to_string(image.height) + "x" + std::to_string(image.width) +
-                                "x" + std::to_string(image.channels) + " (" +
-                                std::to_string(image.pixels.size()) + " bytes) to " +
-                                std::to_string(out_height) + "x" + std::to_string(out_width));
-  }
+  internal::CheckResize("ResizeNearest", image, out_height, out_width);
   Image out = Image::Zeros(out_height, out_width, image.channels);
   if (out_height == image.height && out_width == image.width) {
     out.pixels = image.pixels;  // Pillow copies (ImagingCrop of the whole image)
