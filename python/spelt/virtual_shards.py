@@ -1,0 +1,267 @@
+"""Elastic resume of any pipeline: a fixed number of virtual shards that hosts own in turn.
+
+Beyond Grain (whose ``ElasticIterator`` takes only a MapDataset without ``filter``): the data is
+cut into ``num_virtual_shards`` K virtual shards, and the user's pipeline (filter, packing,
+``mix``, any IterDataset) runs on each shard separately, ``make_shard(ShardOptions(v, K))``. Of
+M hosts, host h owns the shards ``v`` with ``v % M == h`` and reads them round robin (one
+element of each in turn, skipping those exhausted), batched after that if asked. Its state is
+the state of each of its shards' pipelines plus whose turn is next, so a checkpoint of N hosts
+holds the K shard states; M other hosts each take the states of their own shards, from
+whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
+iterators' ``load``, which read every process's file).
+
+Guarantees (docs/multihost.md, Resuming on another host count): over all hosts, before and
+after any number of changes of host count, every element of every shard's pipeline is read
+exactly once (nothing lost, nothing repeated), as long as all hosts of a checkpoint saved it
+(their steps may differ). With the same host count the order is exactly that of the
+uninterrupted run; after a change, each host continues its shards from their saved positions,
+round robin from its lowest shard not exhausted. Batches are cut after the interleave, so with
+``drop_remainder`` the last partial batch of each host is dropped.
+
+The shard pipelines, their interleave and the batching are engine operations
+(``InterleaveIterDataset`` with one slot per owned shard, ``batch``); this module only builds
+them and translates states.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, Sequence
+
+from spelt import _base
+from spelt import sharding
+from spelt.transformations import interleave as interleave_lib
+
+_SHARDS, _NEXT = "shards", "next_shard"
+_COUNT, _INDEX, _K = "shard_count", "shard_index", "num_virtual_shards"
+
+
+def _owned(shard_options: sharding.ShardOptions, num_virtual_shards: int) -> list[int]:
+    """The virtual shards of one host: ``range(shard_index, K, shard_count)``."""
+    return list(range(shard_options.shard_index, num_virtual_shards, shard_options.shard_count))
+
+
+def merge_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The state that restores hosts of any count from the states of all hosts of a checkpoint.
+
+    Args:
+        states: ``get_state()`` of every host's VirtualShardIterDataset iterator (one per host
+            of the checkpoint, in any order; their steps may differ).
+
+    Returns:
+        ``{"num_virtual_shards": K, "shard_index": None, "shard_count": N, "next_shard": -1,
+        "shards": {str(v): {"exhausted": 0/1, "state": ...} for every v < K}}``: pass it to
+        ``set_state`` of each new host's iterator, which takes its own shards' states.
+
+    Raises:
+        ValueError: a state is not a VirtualShardIterDataset state, the states have different
+            numbers of virtual shards, a shard is in two states, or a shard is in none (a host's
+            state is missing), naming the shards.
+    """
+    shards: dict[str, Any] = {}
+    counts = set()
+    for state in states:
+        _check_state(state)
+        counts.add((state[_K], state[_COUNT]))
+        repeated = sorted(set(shards) & set(state[_SHARDS]), key=int)
+        if repeated:
+            raise ValueError(
+                f"virtual shards {', '.join(repeated)} are in the states of two hosts: the"
+                " states are not those of one checkpoint"
+            )
+        shards.update(state[_SHARDS])
+    if len({k for k, _ in counts}) != 1:
+        raise ValueError(
+            f"the states have different numbers of virtual shards ({sorted(k for k, _ in counts)})"
+        )
+    ((num_virtual_shards, count), *_) = counts
+    missing = [str(v) for v in range(num_virtual_shards) if str(v) not in shards]
+    if missing:
+        raise ValueError(
+            f"virtual shards {', '.join(missing)} of {num_virtual_shards} are in no state: pass"
+            " the states of all the hosts that saved the checkpoint"
+        )
+    return {_K: num_virtual_shards, _INDEX: None, _COUNT: count, _NEXT: -1, _SHARDS: shards}
+
+
+def _check_state(state: Any) -> None:
+    keys = {_K, _INDEX, _COUNT, _NEXT, _SHARDS}
+    if not isinstance(state, dict) or set(state) != keys or not isinstance(state[_SHARDS], dict):
+        raise ValueError(
+            f"a VirtualShardIterDataset state is a dict with keys {sorted(keys)}, got {state!r}"
+        )
+
+
+class VirtualShardDatasetIterator(_base.DatasetIterator):
+    """One host's iterator of a VirtualShardIterDataset: the engine's iterator of the
+    interleave of its shards' pipelines (then batched). Thread-safety: as the engine's
+    iterators (calls are serialised)."""
+
+    def __init__(self, ds: VirtualShardIterDataset):
+        super().__init__()
+        self._ds = ds
+        self._owned = _owned(ds.shard_options, ds.num_virtual_shards)
+        self._shards = [ds.make_shard(v) for v in self._owned]
+        self._it = iter(ds.host_stream(self._shards))
+        self._start_states: dict[int, Any] = {}
+
+    def __next__(self) -> Any:
+        return next(self._it)
+
+    def _start_state(self, slot: int) -> Any:
+        if slot not in self._start_states:
+            self._start_states[slot] = iter(self._shards[slot]).get_state()
+        return self._start_states[slot]
+
+    def get_state(self) -> dict[str, Any]:
+        """``{"num_virtual_shards": K, "shard_index": h, "shard_count": M, "next_shard": v,
+        "shards": {str(v): {"exhausted": 0/1, "state": shard pipeline state}}}`` for this host's
+        shards; ``next_shard`` is the shard whose element comes next (-1: all exhausted). Small:
+        K / M shard-pipeline states."""
+        state = self._it.get_state()
+        per_slot = interleave_lib.per_dataset_states(state, len(self._owned), self._start_state)
+        open_slots = state["iterators_in_use_indices"]
+        cursor = state["next_index_in_cycle"]
+        next_shard = -1
+        for step in range(len(open_slots)):  # the first open slot not exhausted from the cursor
+            position = (cursor + step) % len(open_slots)
+            if not state["exhausted"][position]:
+                next_shard = self._owned[open_slots[position]]
+                break
+        options = self._ds.shard_options
+        return {
+            _K: self._ds.num_virtual_shards,
+            _INDEX: options.shard_index,
+            _COUNT: options.shard_count,
+            _NEXT: next_shard,
+            _SHARDS: {str(v): s for v, s in zip(self._owned, per_slot)},
+        }
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restores this host's shards from ``state``: this host's own state (same host count:
+        resumes exactly where it was), or one holding the shards of every host (``merge_states``,
+        from any host count: resumes each shard where it was, round robin from the lowest).
+
+        Raises:
+            ValueError: ``state`` is not a VirtualShardIterDataset state, has another number of
+                virtual shards, or lacks a shard of this host (naming them).
+        """
+        _check_state(state)
+        num_virtual_shards = self._ds.num_virtual_shards
+        if state[_K] != num_virtual_shards:
+            raise ValueError(
+                f"the state has {state[_K]} virtual shards, this dataset {num_virtual_shards}"
+            )
+        missing = [str(v) for v in self._owned if str(v) not in state[_SHARDS]]
+        if missing:
+            raise ValueError(
+                f"the state lacks virtual shards {', '.join(missing)} of this host (shard"
+                f" {self._ds.shard_options.shard_index} of {self._ds.shard_options.shard_count});"
+                " restore on another host count from merge_states() of all hosts' states"
+            )
+        per_slot = [state[_SHARDS][str(v)] for v in self._owned]
+        live = [v for v, s in zip(self._owned, per_slot) if not s["exhausted"]]
+        cursor = live.index(state[_NEXT]) if state[_NEXT] in live else 0
+        self._it.set_state(interleave_lib.interleave_state(per_slot, len(per_slot), cursor))
+
+    def merge_process_states(self, states: dict[str, str]) -> str:
+        """The state to restore from the files of a checkpoint written by another number of
+        processes (``spelt._checkpoint_io.Redistributable``): ``merge_states`` of the files'
+        states, as JSON text. ValueError as ``merge_states``, naming the file of a bad state."""
+        parsed = []
+        for name, text in states.items():
+            try:
+                parsed.append(json.loads(text))
+                _check_state(parsed[-1])
+            except ValueError as e:  # json.JSONDecodeError too
+                raise ValueError(f"VirtualShardIterDataset checkpoint file {name}: {e}") from e
+        return json.dumps(merge_states(parsed), indent=4)
+
+    def start_prefetch(self) -> None:
+        self._it.start_prefetch()
+
+    def close(self) -> None:
+        self._it.close()
+
+
+class VirtualShardIterDataset(_base.IterDataset):
+    """One host's stream of a pipeline cut into virtual shards, resumable on any host count.
+
+    Args:
+        make_shard: ``make_shard(ShardOptions(v, num_virtual_shards))`` builds the pipeline of
+            virtual shard v (an IterDataset, or a MapDataset read with ``to_iter_dataset()``),
+            e.g. ``lambda s: ds[s.shard_index::s.shard_count].to_iter_dataset().filter(f)``.
+            The shards' pipelines must be disjoint and deterministic (the same elements in the
+            same order each time they are built); called once per owned shard per iterator.
+        num_virtual_shards: K, fixed for the life of the job (checkpoints restore only with the
+            same K); at least the largest host count, best a multiple of every host count used
+            (hosts then own K / M shards each).
+        shard_options: this host's shard (``shard_index`` h of ``shard_count`` M; e.g.
+            ``ShardByJaxProcess()``): it reads shards ``v % M == h``.
+        batch_size: if given, elements are batched (``batch``: leading dimension of this size)
+            after the interleave, and the state is taken between batches.
+        drop_remainder: drop this host's last partial batch (with ``batch_size``).
+        iter_buffer_size: elements each shard reads ahead on a thread of its own
+            (``InterleaveIterDataset``'s); 0 (default): read in ``next()``, no threads.
+
+    Raises:
+        ValueError: ``num_virtual_shards`` < ``shard_count`` (a host would own no shard) or not
+            positive, or ``batch_size`` not positive.
+        TypeError: ``num_virtual_shards`` or ``batch_size`` is not an int.
+
+    Elements: those of the host's shards, one per shard in turn (shard order h, h + M, ...),
+    skipping exhausted shards; see the module docstring for the guarantees across restores.
+    """
+
+    def __init__(
+        self,
+        make_shard: Callable[[sharding.ShardOptions], Any],
+        num_virtual_shards: int,
+        shard_options: sharding.ShardOptions,
+        *,
+        batch_size: int | None = None,
+        drop_remainder: bool = False,
+        iter_buffer_size: int = 0,
+    ):
+        super().__init__()
+        for value, name in ((num_virtual_shards, "num_virtual_shards"), (batch_size, "batch_size")):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            if value is not None and value <= 0:
+                raise ValueError(f"{name} must be positive, got {value}")
+        if num_virtual_shards < shard_options.shard_count:
+            raise ValueError(
+                f"num_virtual_shards ({num_virtual_shards}) must be at least the shard count"
+                f" ({shard_options.shard_count}): each host reads at least one virtual shard"
+            )
+        self._make_shard = make_shard
+        self.num_virtual_shards = num_virtual_shards
+        self.shard_options = shard_options
+        self._batch = (batch_size, drop_remainder)
+        self._iter_buffer_size = iter_buffer_size
+
+    merge_states = staticmethod(merge_states)
+
+    def make_shard(self, virtual_shard: int) -> Any:
+        """The pipeline of one virtual shard (``make_shard`` of the constructor)."""
+        return self._make_shard(sharding.ShardOptions(virtual_shard, self.num_virtual_shards))
+
+    def host_stream(self, shards: Sequence[Any]) -> _base.IterDataset:
+        """The engine pipeline over this host's shard pipelines: their interleave with one
+        slot per shard, then ``batch`` if a batch size was given."""
+        stream = interleave_lib.InterleaveIterDataset(
+            shards, cycle_length=len(shards), iter_buffer_size=self._iter_buffer_size
+        )
+        batch_size, drop_remainder = self._batch
+        if batch_size is not None:
+            stream = stream.batch(batch_size, drop_remainder=drop_remainder)
+        return stream
+
+    def __iter__(self) -> VirtualShardDatasetIterator:
+        return VirtualShardDatasetIterator(self)
+
+    def __str__(self) -> str:
+        return (
+            f"VirtualShardIterDataset(num_virtual_shards={self.num_virtual_shards},"
+            f" shard_options={self.shard_options})"
+        )

@@ -1,0 +1,258 @@
+"""VirtualShardIterDataset (spelt.experimental): elastic resume of pipelines with ``filter``,
+packing and ``mix`` (beyond Grain's ElasticIterator). N hosts are simulated in one process
+(``ShardOptions(h, N)``), and through the per-process checkpoint files by faking the process
+index and count. A checkpoint of N hosts restored on M hosts (2 -> 1, 2 -> 3, 4 -> 2, 1 -> 2)
+gives, over the union of hosts before and after, every output of the uninterrupted run exactly
+once; on the same host count every host's outputs are exactly those of the uninterrupted run."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+import spelt
+from pipelines import timeout  # noqa: F401  (autouse fixture)
+
+K = 12  # virtual shards: a multiple of 1, 2, 3 and 4 hosts
+PAIRS = [(2, 1), (2, 3), (4, 2), (1, 2), (3, 3)]
+
+
+def _records(n, offset=0):
+    """Sequences of 1 to 5 tokens; every token of record r is 1000 * r + position + 1."""
+    return spelt.MapDataset.range(offset, offset + n).map(
+        lambda r: {"tokens": np.arange(r % 5 + 1, dtype=np.int64) + 1000 * r + 1}
+    )
+
+
+def _filter(s):
+    ds = spelt.MapDataset.range(100)[s.shard_index :: s.shard_count]
+    return ds.to_iter_dataset().filter(lambda x: x % 7 != 3).map(lambda x: x * 10)
+
+
+def _mix(s):
+    a = spelt.MapDataset.range(90)[s.shard_index :: s.shard_count].to_iter_dataset()
+    b = spelt.MapDataset.range(1000, 1050)[s.shard_index :: s.shard_count].to_iter_dataset()
+    return spelt.IterDataset.mix([a, b.filter(lambda x: x % 4 != 1)], [0.6, 0.4])
+
+
+def _first_fit(s):
+    shard = _records(80)[s.shard_index :: s.shard_count].to_iter_dataset()
+    return spelt.experimental.FirstFitPackIterDataset(
+        shard, length_struct={"tokens": 8}, num_packing_bins=2
+    )
+
+
+def _concat_then_split(s):
+    shard = _records(80)[s.shard_index :: s.shard_count].to_iter_dataset()
+    return spelt.experimental.ConcatThenSplitIterDataset(shard, length_struct={"tokens": 7})
+
+
+PIPELINES = {
+    "filter": (_filter, {}),
+    "mix": (_mix, {}),
+    "first_fit": (_first_fit, {}),
+    "concat_then_split": (_concat_then_split, {}),
+    "filter_batched": (_filter, {"batch_size": 3}),
+    "mix_batched_threads": (_mix, {"batch_size": 2, "iter_buffer_size": 2}),
+}
+
+
+def _host(name, index, count):
+    make, kwargs = PIPELINES[name]
+    options = spelt.sharding.ShardOptions(index, count)
+    return iter(spelt.experimental.VirtualShardIterDataset(make, K, options, **kwargs))
+
+
+def _key(output):
+    """A hashable form of an output (an int, or a dict of arrays), exact to the bytes."""
+    if isinstance(output, dict):
+        return tuple((k, np.asarray(v).tobytes()) for k, v in sorted(output.items()))
+    return np.asarray(output).tobytes()
+
+
+def _elements(name, outputs):
+    """The keys of the elements in ``outputs`` of pipeline ``name``: the outputs, or the rows
+    of its batches (batches are cut after the interleave, so they differ across host counts)."""
+    if "batch_size" not in PIPELINES[name][1]:
+        return [_key(x) for x in outputs]
+    return [_key(row) for batch in outputs for row in batch]
+
+
+def _expected(name):
+    """The elements of the uninterrupted run over all hosts: those of every shard's pipeline."""
+    make, _ = PIPELINES[name]
+    elements = collections.Counter()
+    for h in range(2):
+        elements.update(_elements(name, _host(name, h, 2)))
+    singles = collections.Counter()
+    for v in range(K):
+        singles.update(_key(x) for x in make(spelt.sharding.ShardOptions(v, K)))
+    assert elements == singles
+    return elements
+
+
+def _lost_and_repeated(name, saved_on, restored_on, steps):
+    """Runs ``name`` on ``saved_on`` hosts (host h takes ``steps + h`` steps), merges their
+    states, restores on ``restored_on`` hosts and runs them to the end. Returns the outputs lost
+    and repeated against the uninterrupted run (Counters)."""
+    seen = collections.Counter()
+    states = []
+    for h in range(saved_on):
+        it = _host(name, h, saved_on)
+        seen.update(_elements(name, itertools.islice(it, steps + h)))
+        states.append(json.loads(json.dumps(it.get_state())))  # as a checkpoint file holds it
+    merged = spelt.experimental.VirtualShardIterDataset.merge_states(states[::-1])
+    for h in range(restored_on):
+        it = _host(name, h, restored_on)
+        it.set_state(merged)
+        seen.update(_elements(name, it))
+    expected = _expected(name)
+    return expected - seen, seen - expected
+
+
+@pytest.mark.parametrize("saved_on,restored_on", PAIRS)
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+def test_every_output_once_across_host_counts(name, saved_on, restored_on):
+    lost, repeated = _lost_and_repeated(name, saved_on, restored_on, steps=5)
+    assert (sum(lost.values()), sum(repeated.values())) == (0, 0)
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINES))
+@pytest.mark.parametrize("count", [1, 2, 4])
+def test_same_host_count_resumes_in_the_same_order(name, count):
+    for h in range(count):
+        uninterrupted = [_key(x) for x in _host(name, h, count)]
+        for step in sorted({0, 1, min(7, len(uninterrupted)), len(uninterrupted)}):
+            it = _host(name, h, count)
+            before = [_key(next(it)) for _ in range(step)]
+            restored = _host(name, h, count)
+            restored.set_state(json.loads(json.dumps(it.get_state())))
+            assert before + [_key(x) for x in restored] == uninterrupted
+
+
+def test_records_of_packs_are_each_read_once():
+    """Packing across a change of host count keeps every record whole and once: the records'
+    tokens, read back from the packs of 2 hosts restored on 3, are all records' tokens."""
+    seen = []
+    states = []
+    for h in range(2):
+        it = _host("first_fit", h, 2)
+        for _ in range(4):
+            seen.append(next(it))
+        states.append(it.get_state())
+    merged = spelt.experimental.VirtualShardIterDataset.merge_states(states)
+    for h in range(3):
+        it = _host("first_fit", h, 3)
+        it.set_state(merged)
+        seen.extend(it)
+    tokens = np.concatenate([p["tokens"][p["tokens_segment_ids"] > 0] for p in seen])
+    expected = np.concatenate([_records(80)[r]["tokens"] for r in range(80)])
+    np.testing.assert_array_equal(np.sort(tokens), np.sort(expected))
+
+
+def test_state_holds_this_hosts_shards():
+    it = _host("filter", 1, 4)
+    assert next(it) == 10 * 1 and next(it) == 10 * 5  # shard 1's 1, then shard 5's 5
+    state = it.get_state()
+    assert state["num_virtual_shards"] == K
+    assert (state["shard_index"], state["shard_count"], state["next_shard"]) == (1, 4, 9)
+    assert sorted(state["shards"], key=int) == ["1", "5", "9"]
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="at least the shard count"):
+        spelt.experimental.VirtualShardIterDataset(_filter, 2, spelt.sharding.ShardOptions(0, 3))
+    with pytest.raises(TypeError, match="num_virtual_shards must be an int"):
+        spelt.experimental.VirtualShardIterDataset(_filter, 2.0, spelt.sharding.NoSharding())
+    with pytest.raises(ValueError, match="batch_size must be positive"):
+        spelt.experimental.VirtualShardIterDataset(
+            _filter, 2, spelt.sharding.NoSharding(), batch_size=0
+        )
+    states = [_host("filter", h, 2).get_state() for h in range(2)]
+    merge = spelt.experimental.VirtualShardIterDataset.merge_states
+    with pytest.raises(ValueError, match="virtual shards 1, 3, 5, 7, 9, 11 of 12 are in no state"):
+        merge(states[:1])
+    with pytest.raises(ValueError, match="in the states of two hosts"):
+        merge([states[0], states[0]])
+    it = _host("filter", 0, 3)
+    with pytest.raises(ValueError, match="lacks virtual shards 3, 9 of this host"):
+        it.set_state(states[0])
+    with pytest.raises(ValueError, match="12 virtual shards, this dataset 6"):
+        iter(
+            spelt.experimental.VirtualShardIterDataset(_filter, 6, spelt.sharding.NoSharding())
+        ).set_state(merge(states))
+    with pytest.raises(ValueError, match="VirtualShardIterDataset state is a dict"):
+        it.set_state({"next_index": 3})
+
+
+# Through the per-process checkpoint files (spelt.checkpoint's CheckpointHandler, as Orbax's
+# CheckpointSave/CheckpointRestore call it, and the iterators' Orbax v1 save/load coroutines).
+
+
+def _as_process(monkeypatch, index, count):
+    monkeypatch.setattr(spelt.sharding, "get_process_index_and_count", lambda: (index, count))
+
+
+async def _save_v1(it, directory):
+    await (await it.save(directory))
+
+
+async def _load_v1(it, directory):
+    await (await it.load(directory))
+
+
+@pytest.mark.parametrize("api", ["handler", "orbax_v1"])
+@pytest.mark.parametrize("saved_on,restored_on", [(2, 1), (1, 2), (2, 3), (4, 2), (2, 2)])
+@pytest.mark.parametrize("name", ["filter", "mix_batched_threads", "concat_then_split"])
+def test_checkpoint_files_restore_on_another_process_count(
+    tmp_path, monkeypatch, name, saved_on, restored_on, api
+):
+    handler = spelt.checkpoint.CheckpointHandler()
+    seen = collections.Counter()
+    uninterrupted_on_same_count = []
+    for h in range(saved_on):
+        _as_process(monkeypatch, h, saved_on)
+        it = _host(name, h, saved_on)
+        seen.update(_elements(name, itertools.islice(it, 3 + h)))
+        if api == "handler":
+            handler.save(tmp_path, it)
+        else:
+            asyncio.run(_save_v1(it, tmp_path))
+        uninterrupted_on_same_count.append(_elements(name, it))
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        f"process_{h}-of-{saved_on}.json" for h in range(saved_on)
+    ]
+    for h in range(restored_on):
+        _as_process(monkeypatch, h, restored_on)
+        it = _host(name, h, restored_on)
+        if api == "handler":
+            handler.restore(tmp_path, it)
+        else:
+            asyncio.run(_load_v1(it, tmp_path))
+        rest = _elements(name, it)
+        if saved_on == restored_on:  # its own file: exactly the uninterrupted run's rest
+            assert rest == uninterrupted_on_same_count[h]
+        seen.update(rest)
+    expected = _expected(name)
+    assert (sum((expected - seen).values()), sum((seen - expected).values())) == (0, 0)
+
+
+def test_checkpoint_files_of_different_virtual_shard_counts_are_refused(tmp_path, monkeypatch):
+    handler = spelt.checkpoint.CheckpointHandler()
+    for h in range(2):
+        _as_process(monkeypatch, h, 2)
+        handler.save(tmp_path, _host("filter", h, 2))
+    _as_process(monkeypatch, 0, 1)
+    other = iter(
+        spelt.experimental.VirtualShardIterDataset(_filter, 6, spelt.sharding.NoSharding())
+    )
+    with pytest.raises(ValueError, match="12 virtual shards, this dataset 6"):
+        handler.restore(tmp_path, other)
+    (tmp_path / "process_1-of-2.json").write_text(json.dumps({"global_next_index": 4}))
+    with pytest.raises(ValueError, match="checkpoint file process_1-of-2.json"):
+        handler.restore(tmp_path, _host("filter", 0, 1))
