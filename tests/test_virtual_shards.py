@@ -11,6 +11,7 @@ import asyncio
 import collections
 import itertools
 import json
+import pathlib
 
 import numpy as np
 import pytest
@@ -58,12 +59,13 @@ PIPELINES = {
     "first_fit": (_first_fit, {}),
     "concat_then_split": (_concat_then_split, {}),
     "filter_batched": (_filter, {"batch_size": 3}),
-    "mix_batched_threads": (_mix, {"batch_size": 2, "iter_buffer_size": 2}),
+    "mix_batched": (_mix, {"batch_size": 2}),
 }
+DROPPING = {"filter_batched_dropping": (_filter, {"batch_size": 4, "drop_remainder": True})}
 
 
 def _host(name, index, count):
-    make, kwargs = PIPELINES[name]
+    make, kwargs = {**PIPELINES, **DROPPING}[name]
     options = spelt.sharding.ShardOptions(index, count)
     return iter(spelt.experimental.VirtualShardIterDataset(make, K, options, **kwargs))
 
@@ -77,7 +79,7 @@ def _key(output):
 
 def _elements(name, outputs):
     """The keys of the elements in ``outputs`` of pipeline ``name``: the outputs, or the rows
-    of its batches (batches are cut after the interleave, so they differ across host counts)."""
+    of its batches."""
     if "batch_size" not in PIPELINES[name][1]:
         return [_key(x) for x in outputs]
     return [_key(row) for batch in outputs for row in batch]
@@ -133,6 +135,33 @@ def test_same_host_count_resumes_in_the_same_order(name, count):
             restored = _host(name, h, count)
             restored.set_state(json.loads(json.dumps(it.get_state())))
             assert before + [_key(x) for x in restored] == uninterrupted
+
+
+@pytest.mark.parametrize("name", ["filter_batched", "mix_batched", "filter_batched_dropping"])
+def test_batches_are_those_of_each_shard_on_every_host_count(name):
+    """Batches are cut in each virtual shard: 1, 2, 3 or 4 hosts read the same batches, each
+    holding consecutive elements of one shard's pipeline (with drop_remainder, each shard's
+    last partial batch is dropped), also across a restore from 2 hosts on 3."""
+    make, kwargs = {**PIPELINES, **DROPPING}[name]
+    size, drop = kwargs["batch_size"], kwargs.get("drop_remainder", False)
+    per_shard = collections.Counter()
+    for v in range(K):
+        elements = list(make(spelt.sharding.ShardOptions(v, K)))
+        stop = len(elements) - len(elements) % size if drop else len(elements)
+        per_shard.update(_key(np.array(elements[i : i + size])) for i in range(0, stop, size))
+    for count in (1, 2, 3, 4):
+        batches = collections.Counter(_key(b) for h in range(count) for b in _host(name, h, count))
+        assert batches == per_shard
+    batches, states = collections.Counter(), []
+    for h in range(2):
+        it = _host(name, h, 2)
+        batches.update(_key(b) for b in itertools.islice(it, 3))
+        states.append(it.get_state())
+    for h in range(3):
+        it = _host(name, h, 3)
+        it.set_state(spelt.experimental.VirtualShardIterDataset.merge_states(states))
+        batches.update(_key(b) for b in it)
+    assert batches == per_shard
 
 
 def test_records_of_packs_are_each_read_once():
@@ -208,7 +237,7 @@ async def _load_v1(it, directory):
 
 @pytest.mark.parametrize("api", ["handler", "orbax_v1"])
 @pytest.mark.parametrize("saved_on,restored_on", [(2, 1), (1, 2), (2, 3), (4, 2), (2, 2)])
-@pytest.mark.parametrize("name", ["filter", "mix_batched_threads", "concat_then_split"])
+@pytest.mark.parametrize("name", ["filter", "mix_batched", "concat_then_split"])
 def test_checkpoint_files_restore_on_another_process_count(
     tmp_path, monkeypatch, name, saved_on, restored_on, api
 ):
@@ -256,3 +285,62 @@ def test_checkpoint_files_of_different_virtual_shard_counts_are_refused(tmp_path
     (tmp_path / "process_1-of-2.json").write_text(json.dumps({"global_next_index": 4}))
     with pytest.raises(ValueError, match="checkpoint file process_1-of-2.json"):
         handler.restore(tmp_path, _host("filter", 0, 1))
+
+
+def test_close_closes_a_shared_source_once():
+    class Source:
+        closed = 0
+
+        def __len__(self):
+            return 24
+
+        def __getitem__(self, i):
+            return i
+
+        def close(self):
+            Source.closed += 1
+
+    source = Source()
+    ds = spelt.experimental.VirtualShardIterDataset(
+        lambda s: spelt.MapDataset.source(source)[s.shard_index :: s.shard_count],
+        6,
+        spelt.sharding.ShardOptions(0, 2),
+    )
+    it = iter(ds)
+    assert list(it) == [0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22]
+    it.close()
+    it.close()
+    assert Source.closed == 1
+
+
+def _docs_snippet():
+    text = (pathlib.Path(__file__).parents[1] / "docs" / "multihost.md").read_text()
+    section = text.split("## Resuming any pipeline: virtual shards\n", 1)[1]
+    return section.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+def test_docs_snippet_resumes_on_another_host_count(monkeypatch):
+    """docs/multihost.md, Resuming any pipeline: its snippet run on 2 hosts (faked JAX process
+    index and count), saved after 2 steps and restored on 3, reads every token of the records
+    that its filter keeps exactly once."""
+
+    def host(index, count):
+        _as_process(monkeypatch, index, count)
+        namespace: dict = {}
+        exec(_docs_snippet(), namespace)  # pylint: disable=exec-used
+        return namespace["it"]
+
+    batches, states = [], []
+    for h in range(2):
+        it = host(h, 2)
+        batches.extend(itertools.islice(it, 2))
+        states.append(it.get_state())
+    for h in range(3):
+        it = host(h, 3)
+        it.set_state(spelt.experimental.VirtualShardIterDataset.merge_states(states))
+        batches.extend(it)
+    tokens = np.concatenate([b["tokens"][b["tokens_segment_ids"] > 0] for b in batches])
+    kept = [r for r in range(600) if r % 5 != 0]
+    np.testing.assert_array_equal(
+        np.sort(tokens), np.sort(np.concatenate([np.arange(r % 7 + 1) + 10 * r for r in kept]))
+    )

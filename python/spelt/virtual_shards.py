@@ -4,9 +4,9 @@ Beyond Grain (whose ``ElasticIterator`` takes only a MapDataset without ``filter
 cut into ``num_virtual_shards`` K virtual shards, and the user's pipeline (filter, packing,
 ``mix``, any IterDataset) runs on each shard separately, ``make_shard(ShardOptions(v, K))``. Of
 M hosts, host h owns the shards ``v`` with ``v % M == h`` and reads them round robin (one
-element of each in turn, skipping those exhausted), batched after that if asked. Its state is
-the state of each of its shards' pipelines plus whose turn is next, so a checkpoint of N hosts
-holds the K shard states; M other hosts each take the states of their own shards, from
+output of each in turn, skipping those exhausted; with ``batch_size``, each shard is batched
+first and its batches are read round robin). Its state is the state of each of its shards'
+pipelines plus whose turn is next, so a checkpoint of N hosts holds the K shard states; M other hosts each take the states of their own shards, from
 whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
 iterators' ``load``, which read every process's file).
 
@@ -15,12 +15,12 @@ after any number of changes of host count, every element of every shard's pipeli
 exactly once (nothing lost, nothing repeated), as long as all hosts of a checkpoint saved it
 (their steps may differ). With the same host count the order is exactly that of the
 uninterrupted run; after a change, each host continues its shards from their saved positions,
-round robin from its lowest shard not exhausted. Batches are cut after the interleave, so with
-``drop_remainder`` the last partial batch of each host is dropped.
+round robin from its lowest shard not exhausted. Batches are cut in each shard, so they are
+the same on every host count (with ``drop_remainder``, each shard's last partial batch is
+dropped, on every host count alike).
 
-The shard pipelines, their interleave and the batching are engine operations
-(``InterleaveIterDataset`` with one slot per owned shard, ``batch``); this module only builds
-them and translates states.
+The shard pipelines and their batching are engine pipelines; this module reads them round robin
+(one Python call per output: per batch with ``batch_size``) and gathers their states.
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from typing import Any, Callable, Sequence
 
 from spelt import _base
 from spelt import sharding
-from spelt.transformations import interleave as interleave_lib
 
 _SHARDS, _NEXT = "shards", "next_shard"
 _COUNT, _INDEX, _K = "shard_count", "shard_index", "num_virtual_shards"
@@ -93,48 +92,50 @@ def _check_state(state: Any) -> None:
 
 
 class VirtualShardDatasetIterator(_base.DatasetIterator):
-    """One host's iterator of a VirtualShardIterDataset: the engine's iterator of the
-    interleave of its shards' pipelines (then batched). Thread-safety: as the engine's
-    iterators (calls are serialised)."""
+    """One host's iterator of a VirtualShardIterDataset: the engine iterators of its shards'
+    pipelines, read round robin. Not thread-safe (one consumer)."""
 
     def __init__(self, ds: VirtualShardIterDataset):
         super().__init__()
         self._ds = ds
         self._owned = _owned(ds.shard_options, ds.num_virtual_shards)
-        self._shards = [ds.make_shard(v) for v in self._owned]
-        self._it = iter(ds.host_stream(self._shards))
-        self._start_states: dict[int, Any] = {}
+        shards = [ds.make_shard(v) for v in self._owned]
+        self._its = [iter(shard) for shard in shards]
+        # The shards' pipelines share their sources: close() closes each source once.
+        self._sources = list({id(s): s for d in shards for s in _base.closable_sources(d)}.values())
+        self._live = list(range(len(self._owned)))  # slots not exhausted, in shard order
+        self._turn = 0  # position in self._live of the shard read next
 
     def __next__(self) -> Any:
-        return next(self._it)
-
-    def _start_state(self, slot: int) -> Any:
-        if slot not in self._start_states:
-            self._start_states[slot] = iter(self._shards[slot]).get_state()
-        return self._start_states[slot]
+        live = self._live
+        while live:
+            try:
+                element = next(self._its[live[self._turn]])
+            except StopIteration:
+                del live[self._turn]
+                if self._turn == len(live):
+                    self._turn = 0
+                continue
+            self._turn = (self._turn + 1) % len(live)
+            return element
+        raise StopIteration
 
     def get_state(self) -> dict[str, Any]:
         """``{"num_virtual_shards": K, "shard_index": h, "shard_count": M, "next_shard": v,
         "shards": {str(v): {"exhausted": 0/1, "state": shard pipeline state}}}`` for this host's
-        shards; ``next_shard`` is the shard whose element comes next (-1: all exhausted). Small:
+        shards; ``next_shard`` is the shard whose output comes next (-1: all exhausted). Small:
         K / M shard-pipeline states."""
-        state = self._it.get_state()
-        per_slot = interleave_lib.per_dataset_states(state, len(self._owned), self._start_state)
-        open_slots = state["iterators_in_use_indices"]
-        cursor = state["next_index_in_cycle"]
-        next_shard = -1
-        for step in range(len(open_slots)):  # the first open slot not exhausted from the cursor
-            position = (cursor + step) % len(open_slots)
-            if not state["exhausted"][position]:
-                next_shard = self._owned[open_slots[position]]
-                break
+        live = set(self._live)
         options = self._ds.shard_options
         return {
             _K: self._ds.num_virtual_shards,
             _INDEX: options.shard_index,
             _COUNT: options.shard_count,
-            _NEXT: next_shard,
-            _SHARDS: {str(v): s for v, s in zip(self._owned, per_slot)},
+            _NEXT: self._owned[self._live[self._turn]] if self._live else -1,
+            _SHARDS: {
+                str(v): {"exhausted": int(slot not in live), "state": it.get_state()}
+                for slot, (v, it) in enumerate(zip(self._owned, self._its))
+            },
         }
 
     def set_state(self, state: dict[str, Any]) -> None:
@@ -159,10 +160,12 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
                 f" {self._ds.shard_options.shard_index} of {self._ds.shard_options.shard_count});"
                 " restore on another host count from merge_states() of all hosts' states"
             )
-        per_slot = [state[_SHARDS][str(v)] for v in self._owned]
-        live = [v for v, s in zip(self._owned, per_slot) if not s["exhausted"]]
-        cursor = live.index(state[_NEXT]) if state[_NEXT] in live else 0
-        self._it.set_state(interleave_lib.interleave_state(per_slot, len(per_slot), cursor))
+        shards = [state[_SHARDS][str(v)] for v in self._owned]
+        for it, shard in zip(self._its, shards):
+            it.set_state(shard["state"])
+        self._live = [slot for slot, shard in enumerate(shards) if not shard["exhausted"]]
+        next_slots = [p for p, slot in enumerate(self._live) if self._owned[slot] == state[_NEXT]]
+        self._turn = next_slots[0] if next_slots else 0
 
     def merge_process_states(self, states: dict[str, str]) -> str:
         """The state to restore from the files of a checkpoint written by another number of
@@ -178,10 +181,16 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
         return json.dumps(merge_states(parsed), indent=4)
 
     def start_prefetch(self) -> None:
-        self._it.start_prefetch()
+        for it in self._its:
+            it.start_prefetch()
 
     def close(self) -> None:
-        self._it.close()
+        """Closes the shards' iterators, then calls ``close()`` once on each plain data source
+        they read (as every Spelt iterator). Idempotent."""
+        for it in self._its:
+            _base.close_keeping_sources(it)
+        sources, self._sources = self._sources, []
+        _base.close_sources(sources)
 
 
 class VirtualShardIterDataset(_base.IterDataset):
@@ -198,19 +207,22 @@ class VirtualShardIterDataset(_base.IterDataset):
             (hosts then own K / M shards each).
         shard_options: this host's shard (``shard_index`` h of ``shard_count`` M; e.g.
             ``ShardByJaxProcess()``): it reads shards ``v % M == h``.
-        batch_size: if given, elements are batched (``batch``: leading dimension of this size)
-            after the interleave, and the state is taken between batches.
-        drop_remainder: drop this host's last partial batch (with ``batch_size``).
-        iter_buffer_size: elements each shard reads ahead on a thread of its own
-            (``InterleaveIterDataset``'s); 0 (default): read in ``next()``, no threads.
+        batch_size: if given, each shard's elements are batched (``batch``: leading dimension
+            of this size) in the shard: a batch holds consecutive elements of one shard, the
+            host reads its shards' batches round robin, and the batches are the same whatever
+            the host count. One Python call per batch rather than per element keeps the cost of
+            elasticity small (bench/bench_virtual_shards.py).
+        drop_remainder: drop each shard's last partial batch (with ``batch_size``): the same
+            batches are dropped on every host count.
 
     Raises:
         ValueError: ``num_virtual_shards`` < ``shard_count`` (a host would own no shard) or not
             positive, or ``batch_size`` not positive.
         TypeError: ``num_virtual_shards`` or ``batch_size`` is not an int.
 
-    Elements: those of the host's shards, one per shard in turn (shard order h, h + M, ...),
-    skipping exhausted shards; see the module docstring for the guarantees across restores.
+    Outputs: those of the host's shards' pipelines (batches of them with ``batch_size``), one
+    per shard in turn (shard order h, h + M, ...), skipping exhausted shards; see the module
+    docstring for the guarantees across restores.
     """
 
     def __init__(
@@ -221,7 +233,6 @@ class VirtualShardIterDataset(_base.IterDataset):
         *,
         batch_size: int | None = None,
         drop_remainder: bool = False,
-        iter_buffer_size: int = 0,
     ):
         super().__init__()
         for value, name in ((num_virtual_shards, "num_virtual_shards"), (batch_size, "batch_size")):
@@ -238,24 +249,19 @@ class VirtualShardIterDataset(_base.IterDataset):
         self.num_virtual_shards = num_virtual_shards
         self.shard_options = shard_options
         self._batch = (batch_size, drop_remainder)
-        self._iter_buffer_size = iter_buffer_size
 
     merge_states = staticmethod(merge_states)
 
     def make_shard(self, virtual_shard: int) -> Any:
-        """The pipeline of one virtual shard (``make_shard`` of the constructor)."""
-        return self._make_shard(sharding.ShardOptions(virtual_shard, self.num_virtual_shards))
-
-    def host_stream(self, shards: Sequence[Any]) -> _base.IterDataset:
-        """The engine pipeline over this host's shard pipelines: their interleave with one
-        slot per shard, then ``batch`` if a batch size was given."""
-        stream = interleave_lib.InterleaveIterDataset(
-            shards, cycle_length=len(shards), iter_buffer_size=self._iter_buffer_size
-        )
+        """The pipeline of one virtual shard: ``make_shard`` of the constructor, then ``batch``
+        if a batch size was given."""
+        shard = self._make_shard(sharding.ShardOptions(virtual_shard, self.num_virtual_shards))
+        if isinstance(shard, _base.MapDataset):
+            shard = shard.to_iter_dataset()
         batch_size, drop_remainder = self._batch
         if batch_size is not None:
-            stream = stream.batch(batch_size, drop_remainder=drop_remainder)
-        return stream
+            shard = shard.batch(batch_size, drop_remainder=drop_remainder)
+        return shard
 
     def __iter__(self) -> VirtualShardDatasetIterator:
         return VirtualShardDatasetIterator(self)

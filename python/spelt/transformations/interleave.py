@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any, Callable
+from typing import Any
 
 from spelt import _args
 from spelt import _base
@@ -55,66 +55,6 @@ def _iter_dataset(datasets: Any, index: int) -> _base.IterDataset:
     return ds.to_iter_dataset() if isinstance(ds, _base.MapDataset) else ds
 
 
-def per_dataset_states(
-    state: dict[str, Any], count: int, start_state: Callable[[int], Any]
-) -> list[dict[str, Any]]:
-    """The per-dataset states in an interleave state ``state`` of ``count`` datasets: one
-    ``{"exhausted": 0/1, "state": ...}`` per dataset (Grain's layout), the datasets in the cycle
-    with their states, the others at their future state or ``start_state(index)``."""
-    future, first_unopened = state["future_states"], state["next_index_in_datasets"]
-    indices = state["iterators_in_use_indices"]
-    shards: list[Any] = [None] * count
-    for i in range(count):
-        if i >= first_unopened:
-            start = future[i] if i in future else start_state(i)
-            shards[i] = {"exhausted": 0, "state": start}
-        elif i not in indices:  # exhausted and out of the cycle
-            shards[i] = {"exhausted": 1, "state": start_state(i)}
-    for index, it_state, exhausted in zip(
-        indices, state["iterators_in_use_states"], state["exhausted"]
-    ):
-        shards[index] = {"exhausted": exhausted, "state": it_state}
-    return shards
-
-
-def interleave_state(
-    per_dataset: Sequence[dict[str, Any]], cycle_length: int, next_index_in_cycle: int = 0
-) -> dict[str, Any]:
-    """The interleave state (Grain's keys) restoring per-dataset states (``per_dataset``,
-    possibly of another sharding; ``per_dataset_states``' layout): the first ``cycle_length`` datasets not exhausted fill the
-    cycle in index order, the others start from their states when opened; exhausted ones fill
-    what is left of the cycle. The next element comes from slot ``next_index_in_cycle``."""
-    cycle = min(cycle_length, len(per_dataset))
-    indices, states, exhausted, future = [], [], [], {}
-    for i, shard in enumerate(per_dataset):
-        if shard["exhausted"]:
-            continue
-        if len(indices) < cycle:
-            indices.append(i)
-            states.append(shard["state"])
-            exhausted.append(0)
-        elif shard["state"]:
-            future[i] = shard["state"]
-    for i, shard in enumerate(per_dataset):
-        if len(indices) >= cycle:
-            break
-        if shard["exhausted"]:
-            indices.append(i)
-            states.append(shard["state"])
-            exhausted.append(1)
-    # Past every dataset in the cycle, exhausted ones too (they are not opened again); a dataset
-    # not in the cycle is not exhausted, or the cycle is full of datasets that are not.
-    next_in_datasets = max(indices) + 1 if indices else 0
-    return {
-        "next_index_in_cycle": next_index_in_cycle,
-        "next_index_in_datasets": next_in_datasets,
-        "iterators_in_use_indices": indices,
-        "iterators_in_use_states": states,
-        "exhausted": exhausted,
-        "future_states": future,
-    }
-
-
 class InterleaveDatasetIterator(_base.NativeDatasetIterator):
     """The iterator of an InterleaveIterDataset: the engine's, whose state has Grain's keys
     (``future_states`` keyed by int dataset index: cpp/python/py_state.h), with Grain's
@@ -137,12 +77,57 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
     def get_shard_states(self) -> list[dict[str, Any]]:
         """One ``{"exhausted": 0/1, "state": ...}`` per dataset (Grain's layout): the datasets
         in the cycle with their states, the others at their start (or future) state."""
-        return per_dataset_states(self.get_state(), len(self._datasets), self._start_state)
+        state = self.get_state()
+        future, first_unopened = state["future_states"], state["next_index_in_datasets"]
+        indices = state["iterators_in_use_indices"]
+        shards: list[Any] = [None] * len(self._datasets)
+        for i in range(len(shards)):
+            if i >= first_unopened:
+                start = future[i] if i in future else self._start_state(i)
+                shards[i] = {"exhausted": 0, "state": start}
+            elif i not in indices:  # exhausted and out of the cycle
+                shards[i] = {"exhausted": 1, "state": self._start_state(i)}
+        for index, it_state, exhausted in zip(
+            indices, state["iterators_in_use_states"], state["exhausted"]
+        ):
+            shards[index] = {"exhausted": exhausted, "state": it_state}
+        return shards
 
     def set_shard_states(self, shard_states: Sequence[dict[str, Any]]) -> None:
         """Restores per-dataset states (from ``get_shard_states``, possibly of another
-        sharding): see ``interleave_state``."""
-        self.set_state(interleave_state(shard_states, self._cycle_length))
+        sharding): the first cycle_length datasets not exhausted fill the cycle, the others
+        start from their states when opened; exhausted ones fill what is left of the cycle."""
+        cycle = min(self._cycle_length, len(self._datasets))
+        indices, states, exhausted, future = [], [], [], {}
+        for i, shard in enumerate(shard_states):
+            if shard["exhausted"]:
+                continue
+            if len(indices) < cycle:
+                indices.append(i)
+                states.append(shard["state"])
+                exhausted.append(0)
+            elif shard["state"]:
+                future[i] = shard["state"]
+        for i, shard in enumerate(shard_states):
+            if len(indices) >= cycle:
+                break
+            if shard["exhausted"]:
+                indices.append(i)
+                states.append(shard["state"])
+                exhausted.append(1)
+        # Past every dataset in the cycle, exhausted ones too: they are not opened again. (A
+        # dataset past them is not exhausted, or the cycle is full of ones that are not.)
+        next_in_datasets = max(indices) + 1 if indices else 0
+        self.set_state(
+            {
+                "next_index_in_cycle": 0,
+                "next_index_in_datasets": next_in_datasets,
+                "iterators_in_use_indices": indices,
+                "iterators_in_use_states": states,
+                "exhausted": exhausted,
+                "future_states": future,
+            }
+        )
 
     def _get_next_index(self) -> int:
         self._single_dataset("get_next_index")
