@@ -101,6 +101,7 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
         self._owned = _owned(ds.shard_options, ds.num_virtual_shards)
         shards = [ds.make_shard(v) for v in self._owned]
         self._its = [iter(shard) for shard in shards]
+        self._nexts = [it.__next__ for it in self._its]
         # The shards' pipelines share their sources: close() closes each source once.
         self._sources = list({id(s): s for d in shards for s in _base.closable_sources(d)}.values())
         self._live = list(range(len(self._owned)))  # slots not exhausted, in shard order
@@ -109,14 +110,15 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
     def __next__(self) -> Any:
         live = self._live
         while live:
+            turn = self._turn
             try:
-                element = next(self._its[live[self._turn]])
+                element = self._nexts[live[turn]]()
             except StopIteration:
-                del live[self._turn]
-                if self._turn == len(live):
+                del live[turn]
+                if turn == len(live):
                     self._turn = 0
                 continue
-            self._turn = (self._turn + 1) % len(live)
+            self._turn = turn + 1 if turn + 1 < len(live) else 0
             return element
         raise StopIteration
 
