@@ -12,6 +12,7 @@ import collections
 import itertools
 import json
 import pathlib
+import threading
 
 import numpy as np
 import pytest
@@ -283,7 +284,7 @@ def test_checkpoint_files_of_different_virtual_shard_counts_are_refused(tmp_path
     with pytest.raises(ValueError, match="12 virtual shards, this dataset 6"):
         handler.restore(tmp_path, other)
     (tmp_path / "process_1-of-2.json").write_text(json.dumps({"global_next_index": 4}))
-    with pytest.raises(ValueError, match="checkpoint file process_1-of-2.json"):
+    with pytest.raises(ValueError, match="written by 2 processes"):
         handler.restore(tmp_path, _host("filter", 0, 1))
 
 
@@ -344,3 +345,51 @@ def test_docs_snippet_resumes_on_another_host_count(monkeypatch):
     np.testing.assert_array_equal(
         np.sort(tokens), np.sort(np.concatenate([np.arange(r % 7 + 1) + 10 * r for r in kept]))
     )
+
+
+@pytest.mark.parametrize("saved_on,restored_on", [(2, 1), (2, 3)])
+def test_checkpoint_files_restore_a_map_after_it_on_another_process_count(
+    tmp_path, monkeypatch, saved_on, restored_on
+):
+    """A map and a thread prefetch after a VirtualShardIterDataset keep its state, so their
+    files restore on another process count too (the files' rule, whatever the item)."""
+
+    def host(index, count):
+        ds = spelt.experimental.VirtualShardIterDataset(
+            _filter, K, spelt.sharding.ShardOptions(index, count)
+        )
+        return iter(
+            spelt.experimental.ThreadPrefetchIterDataset(
+                ds.map(lambda x: x + 1), prefetch_buffer_size=2
+            )
+        )
+
+    handler = spelt.checkpoint.CheckpointHandler()
+    seen = collections.Counter()
+    for h in range(saved_on):
+        _as_process(monkeypatch, h, saved_on)
+        it = host(h, saved_on)
+        seen.update(itertools.islice(it, 4 + h))
+        handler.save(tmp_path, it)
+    for h in range(restored_on):
+        _as_process(monkeypatch, h, restored_on)
+        it = handler.restore(tmp_path, host(h, restored_on))
+        seen.update(it)
+    expected = collections.Counter(x * 10 + 1 for x in range(100) if x % 7 != 3)
+    assert seen == expected
+
+
+def test_threads_sharing_an_iterator_get_each_output_once():
+    it = _host("mix", 0, 2)
+    expected = collections.Counter(_key(x) for x in _host("mix", 0, 2))
+    outputs: list = []
+
+    def consume():
+        outputs.extend(_key(x) for x in it)
+
+    threads = [threading.Thread(target=consume) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert collections.Counter(outputs) == expected

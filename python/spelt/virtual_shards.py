@@ -8,7 +8,7 @@ output of each in turn, skipping those exhausted; with ``batch_size``, each shar
 first and its batches are read round robin). Its state is the state of each of its shards'
 pipelines plus whose turn is next, so a checkpoint of N hosts holds the K shard states; M other hosts each take the states of their own shards, from
 whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
-iterators' ``load``, which read every process's file).
+iterators' ``load``, which merge every process's file: ``spelt._checkpoint_io``).
 
 Guarantees (docs/multihost.md, Resuming on another host count): over all hosts, before and
 after any number of changes of host count, every element of every shard's pipeline is read
@@ -25,14 +25,15 @@ The shard pipelines and their batching are engine pipelines; this module reads t
 
 from __future__ import annotations
 
-import json
-from typing import Any, Callable, Sequence
+import threading
+from typing import Any, Callable
 
 from spelt import _base
+from spelt import _checkpoint_io
 from spelt import sharding
 
-_SHARDS, _NEXT = "shards", "next_shard"
-_COUNT, _INDEX, _K = "shard_count", "shard_index", "num_virtual_shards"
+_K, _INDEX, _COUNT, _NEXT, _SHARDS = _checkpoint_io.VIRTUAL_SHARD_KEYS
+_check_state = _checkpoint_io.check_virtual_shard_state
 
 
 def _owned(shard_options: sharding.ShardOptions, num_virtual_shards: int) -> list[int]:
@@ -40,60 +41,11 @@ def _owned(shard_options: sharding.ShardOptions, num_virtual_shards: int) -> lis
     return list(range(shard_options.shard_index, num_virtual_shards, shard_options.shard_count))
 
 
-def merge_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """The state that restores hosts of any count from the states of all hosts of a checkpoint.
-
-    Args:
-        states: ``get_state()`` of every host's VirtualShardIterDataset iterator (one per host
-            of the checkpoint, in any order; their steps may differ).
-
-    Returns:
-        ``{"num_virtual_shards": K, "shard_index": None, "shard_count": N, "next_shard": -1,
-        "shards": {str(v): {"exhausted": 0/1, "state": ...} for every v < K}}``: pass it to
-        ``set_state`` of each new host's iterator, which takes its own shards' states.
-
-    Raises:
-        ValueError: a state is not a VirtualShardIterDataset state, the states have different
-            numbers of virtual shards, a shard is in two states, or a shard is in none (a host's
-            state is missing), naming the shards.
-    """
-    shards: dict[str, Any] = {}
-    counts = set()
-    for state in states:
-        _check_state(state)
-        counts.add((state[_K], state[_COUNT]))
-        repeated = sorted(set(shards) & set(state[_SHARDS]), key=int)
-        if repeated:
-            raise ValueError(
-                f"virtual shards {', '.join(repeated)} are in the states of two hosts: the"
-                " states are not those of one checkpoint"
-            )
-        shards.update(state[_SHARDS])
-    if len({k for k, _ in counts}) != 1:
-        raise ValueError(
-            f"the states have different numbers of virtual shards ({sorted(k for k, _ in counts)})"
-        )
-    ((num_virtual_shards, count), *_) = counts
-    missing = [str(v) for v in range(num_virtual_shards) if str(v) not in shards]
-    if missing:
-        raise ValueError(
-            f"virtual shards {', '.join(missing)} of {num_virtual_shards} are in no state: pass"
-            " the states of all the hosts that saved the checkpoint"
-        )
-    return {_K: num_virtual_shards, _INDEX: None, _COUNT: count, _NEXT: -1, _SHARDS: shards}
-
-
-def _check_state(state: Any) -> None:
-    keys = {_K, _INDEX, _COUNT, _NEXT, _SHARDS}
-    if not isinstance(state, dict) or set(state) != keys or not isinstance(state[_SHARDS], dict):
-        raise ValueError(
-            f"a VirtualShardIterDataset state is a dict with keys {sorted(keys)}, got {state!r}"
-        )
-
-
 class VirtualShardDatasetIterator(_base.DatasetIterator):
     """One host's iterator of a VirtualShardIterDataset: the engine iterators of its shards'
-    pipelines, read round robin. Not thread-safe (one consumer)."""
+    pipelines, read round robin. Thread-safety: ``next``, ``get_state``, ``set_state`` and
+    ``close`` are serialised (each output goes to exactly one caller), as every Spelt
+    iterator's."""
 
     def __init__(self, ds: VirtualShardIterDataset):
         super().__init__()
@@ -106,8 +58,13 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
         self._sources = list({id(s): s for d in shards for s in _base.closable_sources(d)}.values())
         self._live = list(range(len(self._owned)))  # slots not exhausted, in shard order
         self._turn = 0  # position in self._live of the shard read next
+        self._lock = threading.Lock()
 
     def __next__(self) -> Any:
+        with self._lock:
+            return self._next()
+
+    def _next(self) -> Any:
         live = self._live
         while live:
             turn = self._turn
@@ -127,6 +84,10 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
         "shards": {str(v): {"exhausted": 0/1, "state": shard pipeline state}}}`` for this host's
         shards; ``next_shard`` is the shard whose output comes next (-1: all exhausted). Small:
         K / M shard-pipeline states."""
+        with self._lock:
+            return self._state()
+
+    def _state(self) -> dict[str, Any]:
         live = set(self._live)
         options = self._ds.shard_options
         return {
@@ -150,6 +111,10 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
                 virtual shards, or lacks a shard of this host (naming them).
         """
         _check_state(state)
+        with self._lock:
+            self._restore(state)
+
+    def _restore(self, state: dict[str, Any]) -> None:
         num_virtual_shards = self._ds.num_virtual_shards
         if state[_K] != num_virtual_shards:
             raise ValueError(
@@ -169,19 +134,6 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
         next_slots = [p for p, slot in enumerate(self._live) if self._owned[slot] == state[_NEXT]]
         self._turn = next_slots[0] if next_slots else 0
 
-    def merge_process_states(self, states: dict[str, str]) -> str:
-        """The state to restore from the files of a checkpoint written by another number of
-        processes (``spelt._checkpoint_io.Redistributable``): ``merge_states`` of the files'
-        states, as JSON text. ValueError as ``merge_states``, naming the file of a bad state."""
-        parsed = []
-        for name, text in states.items():
-            try:
-                parsed.append(json.loads(text))
-                _check_state(parsed[-1])
-            except ValueError as e:  # json.JSONDecodeError too
-                raise ValueError(f"VirtualShardIterDataset checkpoint file {name}: {e}") from e
-        return json.dumps(merge_states(parsed), indent=4)
-
     def start_prefetch(self) -> None:
         for it in self._its:
             it.start_prefetch()
@@ -189,9 +141,10 @@ class VirtualShardDatasetIterator(_base.DatasetIterator):
     def close(self) -> None:
         """Closes the shards' iterators, then calls ``close()`` once on each plain data source
         they read (as every Spelt iterator). Idempotent."""
-        for it in self._its:
-            _base.close_keeping_sources(it)
-        sources, self._sources = self._sources, []
+        with self._lock:
+            for it in self._its:
+                _base.close_keeping_sources(it)
+            sources, self._sources = self._sources, []
         _base.close_sources(sources)
 
 
@@ -252,7 +205,7 @@ class VirtualShardIterDataset(_base.IterDataset):
         self.shard_options = shard_options
         self._batch = (batch_size, drop_remainder)
 
-    merge_states = staticmethod(merge_states)
+    merge_states = staticmethod(_checkpoint_io.merge_virtual_shard_states)
 
     def make_shard(self, virtual_shard: int) -> Any:
         """The pipeline of one virtual shard: ``make_shard`` of the constructor, then ``batch``
