@@ -219,3 +219,16 @@ def test_thread_safety():
     got = sorted(x for out in seen for x in out)
     assert got == sorted(ds)
     assert len(got) == 1500
+
+
+def test_shard_states_all_exhausted_restore_to_the_end():
+    """set_shard_states of datasets that are all exhausted (the shard states at the end of the
+    stream) resumes at the end: the exhausted datasets are not opened again."""
+    datasets = [spelt.MapDataset.range(3), spelt.MapDataset.range(2)]
+    it = iter(spelt.experimental.InterleaveIterDataset(datasets, cycle_length=2))
+    assert sorted(it) == [0, 0, 1, 1, 2]
+    shards = it.get_shard_states()
+    assert [s["exhausted"] for s in shards] == [1, 1]
+    restored = iter(spelt.experimental.InterleaveIterDataset(datasets, cycle_length=2))
+    restored.set_shard_states(shards)
+    assert list(restored) == []

@@ -6,8 +6,9 @@ test_orbax_elastic.py ACTION LIB API INDEX COUNT DIRECTORY``) that fakes its JAX
 and count as tests/test_orbax.py does; the files that the processes of a multi-process save
 would write into one item directory are gathered there. An ElasticIterator saved on N
 processes restores on M: across the union of the processes every element of the dataset is
-read exactly once, in the order of the new configuration. Any other iterator raises a
-ValueError that names what was saved and what is asked.
+read exactly once, in the order of the new configuration. So is every output of a
+VirtualShardIterDataset (a filtered mix over 12 virtual shards, processes saving at different
+steps). Any other iterator raises a ValueError that names what was saved and what is asked.
 """
 
 import json
@@ -39,6 +40,26 @@ def _device_put(g, index, count):
     import jax  # pylint: disable=import-outside-toplevel
 
     return iter(g.experimental.device_put(_elastic(g, index, count), jax.devices()[0]))
+
+
+def _virtual_shard(g, v):
+    """Virtual shard v of 12 of a filtered mix (for VirtualShardIterDataset, Spelt only)."""
+    shard = g.sharding.ShardOptions(v, 12)
+    a = _dataset(g)[shard.shard_index :: 12].to_iter_dataset().filter(lambda x: x % 5 != 0)
+    b = g.MapDataset.range(100, 130)[shard.shard_index :: 12].to_iter_dataset()
+    return g.IterDataset.mix([a, b], [0.5, 0.5])
+
+
+def _virtual(g, index, count):
+    """A VirtualShardIterDataset iterator: its checkpoint restores on any process count, each
+    process taking its virtual shards' states from the files that hold them."""
+    ds = g.experimental.VirtualShardIterDataset(
+        lambda s: _virtual_shard(g, s.shard_index),
+        12,
+        g.sharding.ShardOptions(index, count),
+        batch_size=2,
+    )
+    return iter(ds)
 
 
 def _plain(g, index, count):
@@ -75,11 +96,15 @@ def _step(action, lib, api, index, count, directory):
     elastic_item = iter(elastic) if lib == "grain" or api == "v1" else elastic
     plain = _plain(g, index, count)
     device_put = _device_put(g, index, count)
+    items = {"elastic": elastic_item, "plain": plain, "device_put": device_put}
+    if lib == "spelt":
+        items["virtual"] = _virtual(g, index, count)
     if action == "save":
         before = {"elastic": _flat(next(elastic_item) for _ in range(STEPS_BEFORE))}
         before["plain"] = [int(next(plain)) for _ in range(STEPS_BEFORE)]
         before["device_put"] = _flat(next(device_put) for _ in range(STEPS_BEFORE))
-        items = {"elastic": elastic_item, "plain": plain, "device_put": device_put}
+        if lib == "spelt":  # the processes save at different steps
+            before["virtual"] = _flat(next(items["virtual"]) for _ in range(STEPS_BEFORE + index))
         if api == "v1":
             ocp.experimental.v1.save_checkpointables(directory, items)
         else:
@@ -92,7 +117,7 @@ def _step(action, lib, api, index, count, directory):
                 )
         return before
     out = {}
-    for name, item in (("elastic", elastic_item), ("plain", plain), ("device_put", device_put)):
+    for name, item in items.items():
         try:
             if api == "v1":
                 ocp.experimental.v1.load_checkpointables(directory, {name: item})
@@ -140,6 +165,16 @@ def _elastic_order(index, count, start):
     return ds[: len(ds) // host_batch * host_batch]
 
 
+def _assert_virtual_once(before, outs):
+    """The VirtualShardIterDataset's outputs over the processes before the save and after the
+    restore are those of its 12 virtual shards, each once."""
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    union = [x for out in [*before, *outs] for x in out["virtual"]]
+    expected = [int(x) for v in range(12) for x in _virtual_shard(spelt, v)]
+    assert sorted(union) == sorted(expected)
+
+
 def _plain_error(out, saved, index, count):
     error = out["plain"]["error"]
     assert error.startswith("ValueError: File ")
@@ -164,6 +199,7 @@ def test_two_processes_restore_on_one(tmp_path):
     assert out["device_put"] == out["elastic"]
     error = _plain_error(out, 2, 0, 1)
     assert "process_0-of-2.json, process_1-of-2.json" in error
+    _assert_virtual_once(before, [out])
 
 
 def test_one_process_restores_on_two(tmp_path):
@@ -176,6 +212,7 @@ def test_one_process_restores_on_two(tmp_path):
         _plain_error(out, 1, index, 2)
     union = before["elastic"] + outs[0]["elastic"] + outs[1]["elastic"]
     assert sorted(union) == list(range(LENGTH))
+    _assert_virtual_once([before], outs)
 
 
 def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
@@ -188,6 +225,7 @@ def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
     )
     assert out["device_put"] == out["elastic"]  # its own load(): no item, the files' rule
     _plain_error(out, 2, 0, 1)
+    _assert_virtual_once(before, [out])
 
 
 def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
@@ -195,7 +233,8 @@ def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
     on one process (its ValueError: the file does not exist), Spelt can."""
     before, directory = _save("grain", "manager", 2, tmp_path)
     spelt_before, _ = _save("spelt", "manager", 2, tmp_path / "spelt")
-    assert before == spelt_before  # the same pipeline reads the same elements in both
+    # The same pipelines read the same elements in both (Grain has no VirtualShardIterDataset).
+    assert before == [{k: v for k, v in b.items() if k != "virtual"} for b in spelt_before]
     grain_out = _run("restore", "grain", "manager", 0, 1, directory)
     for name in ("elastic", "device_put"):
         assert "process_0-of-1.json does not exist" in grain_out[name]["error"]

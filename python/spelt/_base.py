@@ -502,10 +502,12 @@ class DatasetIterator(Iterator[T], abc.ABC):
     async def load(self, directory: Any) -> Awaitable[None]:
         """Orbax v1's checkpointable ``load`` (a coroutine, as Grain's): awaited, it returns the
         coroutine that reads ``directory/process_<i>-of-<n>.json`` and calls ``set_state`` with
-        it; ValueError if the file is missing. Do not use the iterator until that coroutine is
+        it; ValueError if the file is missing, unless the checkpoint was written by another
+        number of processes and the iterator can merge their files
+        (``_checkpoint_io.read_state``). Do not use the iterator until that coroutine is
         done."""
         return _checkpoint_io.background_load(
-            directory, lambda text: self.set_state(json.loads(text))
+            directory, lambda text: self.set_state(json.loads(text)), self
         )
 
     def start_prefetch(self) -> None:

@@ -5,9 +5,11 @@ of process ``i`` of ``n`` (``sharding.get_process_index_and_count()``, i.e. JAX'
 file ``<directory>/process_<i>-of-<n>.json``: the state's JSON with ``indent=4``, for
 DataLoader and Dataset iterators alike. A file written by Grain restores in Spelt and the
 reverse. A checkpoint written by another number of processes restores only into an iterator
-whose state is global (``Redistributable``: ElasticIterator) or from files that all hold an
-ElasticIterator position (a prefetch or ``device_put`` after an ElasticIterator); any other
-restore raises a ValueError naming what was saved and what is asked (docs/compatibility.md).
+whose state is global (``Redistributable``: ElasticIterator), from files that all hold an
+ElasticIterator position (a prefetch or ``device_put`` after an ElasticIterator), or from files
+that all hold VirtualShardIterDataset states (each process takes its own virtual shards' states
+from their union); any other restore raises a ValueError naming what was saved and what is
+asked (docs/compatibility.md).
 
 ``directory`` may be any path object with ``/`` and ``read_text``/``write_text``/``exists``
 (``pathlib.Path``, ``etils.epath.Path`` as Orbax passes it) or a ``str``/``os.PathLike``.
@@ -19,7 +21,7 @@ import json
 import os
 import pathlib
 import re
-from typing import Any, Awaitable, Callable, Protocol, runtime_checkable
+from typing import Any, Awaitable, Callable, Protocol, Sequence, runtime_checkable
 
 from spelt import sharding
 
@@ -91,6 +93,12 @@ def read_state(directory: Any, item: Any = None) -> str:
         # transformations after one that keep its state: prefetch, device_put, map), so it
         # restores on any number of processes as the ElasticIterator does.
         return merge_positions(texts)
+    if all(_is_virtual_shard_state(text) for text in texts.values()):
+        # The states of every virtual shard, in the files of the processes that owned them (of
+        # a VirtualShardIterDataset, or transformations after one that keep its state): each
+        # process of the new count takes its own shards' states from their union.
+        merged = merge_virtual_shard_states([json.loads(text) for text in texts.values()])
+        return json.dumps(merged, indent=4)
     what = "this iterator" if item is None else f"a {type(item).__name__}"
     raise ValueError(
         f"{missing}: the checkpoint in {path.parent} was written by {saved_count}"
@@ -98,7 +106,8 @@ def read_state(directory: Any, item: Any = None) -> str:
         f" The state of {what} is the position of its own process's"
         " shard, so it cannot be split over another number of processes without losing or"
         f" repeating elements. Restore with {saved_count} processes, or checkpoint a"
-        " pipeline whose state is global (spelt.experimental.ElasticIterator; see"
+        " pipeline whose state is global (spelt.experimental.ElasticIterator) or made of"
+        " virtual shards (spelt.experimental.VirtualShardIterDataset; see"
         " docs/compatibility.md, Checkpoints across process counts)."
     )
 
@@ -146,6 +155,81 @@ def merge_positions(states: dict[str, str]) -> str:
             " number of processes without losing or repeating elements"
         )
     return json.dumps({POSITION_KEY: next(iter(positions.values()))}, indent=4)
+
+
+# The state of a VirtualShardIterDataset iterator (spelt/virtual_shards.py): the states of one
+# process's virtual shards, {"num_virtual_shards": K, "shard_index": i, "shard_count": n,
+# "next_shard": v, "shards": {str(v): {"exhausted": 0/1, "state": ...}}}.
+VIRTUAL_SHARD_KEYS = _K, _INDEX, _COUNT, _NEXT, _SHARDS = (
+    "num_virtual_shards",
+    "shard_index",
+    "shard_count",
+    "next_shard",
+    "shards",
+)
+
+
+def merge_virtual_shard_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The state that restores hosts of any count from the states of all hosts of a checkpoint.
+
+    Args:
+        states: ``get_state()`` of every host's VirtualShardIterDataset iterator (one per host
+            of the checkpoint, in any order; their steps may differ).
+
+    Returns:
+        ``{"num_virtual_shards": K, "shard_index": None, "shard_count": N, "next_shard": -1,
+        "shards": {str(v): {"exhausted": 0/1, "state": ...} for every v < K}}``: pass it to
+        ``set_state`` of each new host's iterator, which takes its own shards' states.
+
+    Raises:
+        ValueError: a state is not a VirtualShardIterDataset state, the states have different
+            numbers of virtual shards, a shard is in two states, or a shard is in none (a host's
+            state is missing), naming the shards.
+    """
+    shards: dict[str, Any] = {}
+    counts = set()
+    for state in states:
+        check_virtual_shard_state(state)
+        counts.add((state[_K], state[_COUNT]))
+        repeated = sorted(set(shards) & set(state[_SHARDS]), key=int)
+        if repeated:
+            raise ValueError(
+                f"virtual shards {', '.join(repeated)} are in the states of two hosts: the"
+                " states are not those of one checkpoint"
+            )
+        shards.update(state[_SHARDS])
+    if len({k for k, _ in counts}) != 1:
+        raise ValueError(
+            f"the states have different numbers of virtual shards ({sorted(k for k, _ in counts)})"
+        )
+    if not counts:
+        raise ValueError("no VirtualShardIterDataset state to merge")
+    ((num_virtual_shards, count), *_) = counts
+    missing = [str(v) for v in range(num_virtual_shards) if str(v) not in shards]
+    if missing:
+        raise ValueError(
+            f"virtual shards {', '.join(missing)} of {num_virtual_shards} are in no state: pass"
+            " the states of all the hosts that saved the checkpoint"
+        )
+    return {_K: num_virtual_shards, _INDEX: None, _COUNT: count, _NEXT: -1, _SHARDS: shards}
+
+
+def check_virtual_shard_state(state: Any) -> None:
+    """ValueError if ``state`` is not a VirtualShardIterDataset state (naming its keys)."""
+    keys = set(VIRTUAL_SHARD_KEYS)
+    if not isinstance(state, dict) or set(state) != keys or not isinstance(state[_SHARDS], dict):
+        raise ValueError(
+            f"a VirtualShardIterDataset state is a dict with keys {sorted(keys)}, got {state!r}"
+        )
+
+
+def _is_virtual_shard_state(text: str) -> bool:
+    """Whether ``text`` is the JSON of a VirtualShardIterDataset state."""
+    try:
+        check_virtual_shard_state(json.loads(text))
+    except ValueError:  # json.JSONDecodeError too
+        return False
+    return True
 
 
 def _names(paths: Any) -> str:

@@ -21,7 +21,6 @@ The slicing, batching and read-ahead are engine operations (``MapDataset.slice``
 from __future__ import annotations
 
 import functools
-import json
 from typing import Any, Awaitable
 
 from spelt import _base
@@ -120,13 +119,6 @@ class _ElasticDatasetIterator(dataset.DatasetIterator):
                 different positions (not at the same step), naming each file's position.
         """
         return _checkpoint_io.merge_positions(states)
-
-    async def load(self, directory: Any) -> Awaitable[None]:
-        """Orbax v1's checkpointable ``load`` (a coroutine), as ``DatasetIterator.load``, from a
-        checkpoint written by any number of processes (see ``merge_process_states``)."""
-        return _checkpoint_io.background_load(
-            directory, lambda text: self.set_state(json.loads(text)), self
-        )
 
     def close(self) -> None:
         iterator, self._iterator = self._iterator, None

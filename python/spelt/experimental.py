@@ -52,6 +52,7 @@ from spelt.transformations.multithread_prefetch import multithread_prefetch
 from spelt.transformations.zip import ZipIterDataset, ZipMapDataset
 from spelt.transforms import FlatMap as FlatMapTransform
 from spelt.transforms import MapWithIndex as MapWithIndexTransform
+from spelt.virtual_shards import VirtualShardIterDataset
 
 
 def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
@@ -140,6 +141,7 @@ __all__ = [
     "TFRecordWriter",
     "ThreadPrefetchDatasetIterator",
     "ThreadPrefetchIterDataset",
+    "VirtualShardIterDataset",
     "WindowShuffleIterDataset",
     "WindowShuffleMapDataset",
     "WithOptionsIterDataset",

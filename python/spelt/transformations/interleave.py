@@ -108,7 +108,6 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
                 exhausted.append(0)
             elif shard["state"]:
                 future[i] = shard["state"]
-        next_in_datasets = max(indices) + 1 if indices else 0
         for i, shard in enumerate(shard_states):
             if len(indices) >= cycle:
                 break
@@ -116,6 +115,9 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
                 indices.append(i)
                 states.append(shard["state"])
                 exhausted.append(1)
+        # Past every dataset in the cycle, exhausted ones too: they are not opened again. (A
+        # dataset past them is not exhausted, or the cycle is full of ones that are not.)
+        next_in_datasets = max(indices) + 1 if indices else 0
         self.set_state(
             {
                 "next_index_in_cycle": 0,
