@@ -131,6 +131,19 @@ TEST(SequentialReadsTest, ReadsARemoteFileInWindowsAhead) {
   reads.Read(0, got.data(), 10);  // the windows ahead are being read when `reads` ends
 }
 
+TEST(SequentialReadsTest, SkipsForwardIntoAWindowReadAheadKeepingIt) {
+  const std::string bytes = Bytes(1000 * kKiB);
+  CountingFile file(bytes, /*high_latency=*/true, /*read_ahead=*/2 * 256 * kKiB);
+  internal::SequentialReads reads(file, /*window=*/256 * kKiB);
+  std::string got(10, '\0');
+  reads.Read(0, got.data(), got.size());  // windows at 0 (current), 256 and 512 KiB (ahead)
+  reads.Read(600 * kKiB, got.data(), got.size());  // in the window at 512: 256 is dropped
+  EXPECT_EQ(got, bytes.substr(600 * kKiB, got.size()));
+  reads.Read(900 * kKiB, got.data(), got.size());  // in the last window, read ahead meanwhile
+  EXPECT_EQ(got, bytes.substr(900 * kKiB, got.size()));
+  EXPECT_EQ(file.reads, 4);  // 0, 256, 512, 768: none read twice
+}
+
 TEST(SequentialReadsTest, KeepsTheReadAheadInFlightAtOnce) {
   const std::string bytes = Bytes(2000 * kKiB);
   for (const uint64_t read_ahead : {uint64_t{0}, 100 * kKiB, 3 * 100 * kKiB}) {

@@ -15,7 +15,9 @@ SequentialReads::SequentialReads(const RandomAccessFile& file, uint64_t window)
                           : static_cast<size_t>(std::max<uint64_t>(
                                 1, (file.ReadAheadBytes() + window_ - 1) / window_))) {}
 
-SequentialReads::~SequentialReads() { DropAhead(); }
+SequentialReads::~SequentialReads() {
+  for (Window& window : ahead_) Drop(window);
+}
 
 void SequentialReads::Read(uint64_t offset, char* dst, uint64_t n) {
   while (n > 0) {
@@ -35,9 +37,12 @@ void SequentialReads::Read(uint64_t offset, char* dst, uint64_t n) {
 
 void SequentialReads::Fill(uint64_t offset) {
   buffer_.clear();  // no stale bytes stay if a read throws
-  if (!ahead_.empty() &&
-      (offset < ahead_.front().offset || offset >= ahead_.front().offset + window_)) {
-    DropAhead();  // a jump: the windows ahead are not where the reader goes
+  // A jump: the windows ahead before the one holding `offset` (all of them if none does) are
+  // dropped; a forward skip keeps those after it.
+  while (!ahead_.empty() &&
+         (offset < ahead_.front().offset || offset >= ahead_.front().offset + window_)) {
+    Drop(ahead_.front());
+    ahead_.pop_front();
   }
   ReadAhead(offset, depth_ + 1);
   Window next = std::move(ahead_.front());
@@ -61,15 +66,12 @@ void SequentialReads::ReadAhead(uint64_t offset, size_t count) {
   }
 }
 
-void SequentialReads::DropAhead() {
-  for (Window& w : ahead_) {
-    BlockingWait([&] { w.bytes.wait(); });
-    try {
-      w.bytes.get();
-    } catch (...) {  // a window not used: its error is not this reader's
-    }
+void SequentialReads::Drop(Window& window) {
+  BlockingWait([&] { window.bytes.wait(); });
+  try {
+    window.bytes.get();
+  } catch (...) {  // a window not used: its error is not this reader's
   }
-  ahead_.clear();
 }
 
 }  // namespace spelt::internal

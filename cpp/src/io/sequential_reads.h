@@ -21,9 +21,9 @@ inline constexpr uint64_t kReadAheadBytes = uint64_t{8} << 20;
 // other threads meanwhile: as many as cover file.ReadAheadBytes() (at least one), each its own
 // ReadMany, all in flight at once, so that a slow store's round trips overlap. Memory: the
 // current window plus those ahead. Waits for a window go through BlockingWait
-// (spelt/blocking_wait.h), since its read may need the GIL. A read outside the current and
-// next windows (a jump) drops the windows ahead and starts again there. Other files are read
-// directly. Not thread-safe; `file` must outlive it. Throws what the file throws (an error of a
+// (spelt/blocking_wait.h), since its read may need the GIL. A read outside the current window
+// and those ahead (a jump) drops them and starts again there; a read in a later window ahead
+// drops only those before it. Other files are read directly. Not thread-safe; `file` must outlive it. Throws what the file throws (an error of a
 // window read ahead only if that window is used).
 class SequentialReads {
  public:
@@ -41,14 +41,14 @@ class SequentialReads {
     std::future<std::vector<char>> bytes;  // being read
   };
 
-  // Makes buffer_ the window at `offset` (the first one ahead if it starts there), then keeps
+  // Makes buffer_ the window at `offset` (the one ahead that holds it, if any), then keeps
   // depth_ windows after it in flight.
   void Fill(uint64_t offset);
   // Starts reading windows after the last one in flight (or from `offset` if none is) until
   // `count` are in flight or the file ends.
   void ReadAhead(uint64_t offset, size_t count);
-  // Waits for every window in flight and drops them (their errors too).
-  void DropAhead();
+  // Waits for `window` (in flight) and drops its bytes and its error.
+  static void Drop(Window& window);
 
   const RandomAccessFile& file_;
   uint64_t window_;  // 0: read directly
