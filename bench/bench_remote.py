@@ -1,11 +1,11 @@
-"""Reads from an object store with a round trip (issue 21): O1 and O3, and throughput against
-the round-trip time.
+"""Reads from and writes to an object store with a round trip (issue 21): O1-O4, and throughput
+against the round-trip time.
 
 Run alone with ``.venv/bin/python bench/bench_remote.py [-k PATTERN] [--reps N]``, or from
-``bench/bench.py`` (``make bench``). The store is ``static_s3.StaticS3``: a read-only S3
-endpoint on loopback over a local folder that answers every request after ``rtt`` (this
-machine's kernel lacks ``sch_netem``, so the round trip is added by the server, not by
-``tc netem`` on the wire). Spelt reads it through ``pyarrow.fs.S3FileSystem``.
+``bench/bench.py`` (``make bench``). The store is ``static_s3.StaticS3``: an S3 endpoint on
+loopback over a local folder that answers every request after ``rtt`` (this machine's kernel
+lacks ``sch_netem``, so the round trip is added by the server, not by ``tc netem`` on the
+wire). Spelt reads and writes it through ``pyarrow.fs.S3FileSystem``.
 
 **O1.** 1,024 records of 100 KiB in one ArrayRecord file (group_size 1, uncompressed).
 One batch is ``__getitems__`` of 128 random keys. Compared: the local file; the bucket at
@@ -17,8 +17,19 @@ the bound, >= 10x the s3fs loop.
 **Model.** The same batches at round trips of 0, 5, 10, 20 and 50 ms and in-flight limits of
 16 and 64, against ``min(local, in_flight x record / rtt)``.
 
+**O2.** A shuffled ``DataLoader`` (``IndexSampler(shuffle=True)``, ``Batch(128)``,
+``worker_count=0``, default ReadOptions) over the O1 file, one epoch per run, from the bucket at
+0 and 20 ms and from the local file. Goal: >= 0.5x the local MB/s at 20 ms.
+
 **O3.** A TFRecord file of 1 KiB records (64 MiB) read front to back with
-``TFRecordIterDataset`` from the bucket at 20 ms and locally. Goal: >= 0.5x the local MB/s.
+``TFRecordIterDataset`` locally, from the bucket at 0 ms, and at 20 ms with read-ahead
+(``spelt.config.remote_read_ahead_mib``) 0 (one 8 MiB window ahead: the reader before read-ahead
+was made deeper), 16, the default 32, and 64 MiB. Goal: >= 0.5x the local MB/s at 20 ms.
+
+**O4.** ``spelt convert`` of a Parquet file (``O4_BYTES``: 256 MiB of rows of a 16 KiB binary
+field and an int64 label; the issue's 1 GB scaled down for this machine's time) to 8 ArrayRecord
+shards (default options, zstd:3), written locally and into the bucket at 20 ms. Goal: the
+bucket within 1.5x of the local time.
 
 Each figure is the median of ``--reps`` repetitions (min-max shown), after one warm-up. The
 reader's CPU time per record (all its threads; the store runs in another process) is printed
@@ -29,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import os
 import random
 import statistics
@@ -46,6 +58,8 @@ RECORDS = 1024
 BATCH = 128
 TF_RECORD = 1024
 TF_BYTES = 64 << 20
+O4_BYTES = 256 << 20
+O4_ROW = 16 * 1024
 
 
 def _arrow(endpoint: str) -> pafs.S3FileSystem:
@@ -85,13 +99,21 @@ def _batches(source, reps_keys: list[list[int]]) -> Callable[[], int]:
     return run
 
 
-def o1_and_model(folder: str, reps: int, pattern: str) -> None:
-    os.makedirs(os.path.join(folder, "store"), exist_ok=True)
+def _o1_file(folder: str) -> str:
+    """The O1 file in the store's folder (bucket "store", key "o1"), written once."""
     local = os.path.join(folder, "store", "o1")
-    rng = random.Random(0)
-    with array_record.ArrayRecordWriter(local, "group_size:1,uncompressed") as w:
-        for i in range(RECORDS):
-            w.write(rng.randbytes(RECORD))
+    if not os.path.exists(local):
+        os.makedirs(os.path.join(folder, "store"), exist_ok=True)
+        rng = random.Random(0)
+        with array_record.ArrayRecordWriter(local, "group_size:1,uncompressed") as w:
+            for _ in range(RECORDS):
+                w.write(rng.randbytes(RECORD))
+    return local
+
+
+def o1_and_model(folder: str, reps: int, pattern: str) -> None:
+    local = _o1_file(folder)
+    rng = random.Random(1)
     keys = [rng.sample(range(RECORDS), BATCH) for _ in range(16)]
     print(f"O1: batches of {BATCH} random {RECORD // 1024} KiB records (ArrayRecord, group 1)")
     local_mb = _show(
@@ -161,6 +183,39 @@ def _s3fs_loop(endpoint: str, keys: list[int]) -> float:
     return 32 * size / (time.perf_counter() - start) / 1e6
 
 
+def o2(folder: str, reps: int) -> None:
+    local = _o1_file(folder)
+    print(f"O2: shuffled DataLoader, batches of {BATCH}, 0 workers, over the O1 file")
+    seeds = iter(range(10**9))
+
+    def epoch(source) -> Callable[[], int]:
+        def run() -> int:
+            sampler = grain.samplers.IndexSampler(
+                num_records=len(source),
+                shard_options=grain.sharding.NoSharding(),
+                shuffle=True,
+                num_epochs=1,
+                seed=next(seeds),
+            )
+            loader = grain.DataLoader(
+                data_source=source,
+                sampler=sampler,
+                operations=[grain.transforms.Batch(BATCH)],
+                worker_count=0,
+            )
+            return sum(batch.nbytes for batch in loader)
+
+        return run
+
+    local_mb = _show("local file", _rate(epoch(grain.sources.ArrayRecordDataSource(local)), reps))
+    for rtt_ms in (0, 20):  # 0 ms: what the store and the client carry on this machine
+        with _store(folder, rtt_ms / 1000) as store:
+            got = _show(f"bucket, {rtt_ms} ms", _rate(epoch(_remote_o1(store)), reps))
+            peak = store.stats()["peak"]
+        print(f"  (at most {peak} requests at once at the store)")
+    print(f"  -> {got / local_mb:.2f}x the local file at 20 ms (goal 0.5x)")
+
+
 def o3(folder: str, reps: int) -> None:
     os.makedirs(os.path.join(folder, "store"), exist_ok=True)
     local = os.path.join(folder, "store", "o3.tfrecord")
@@ -173,12 +228,88 @@ def o3(folder: str, reps: int) -> None:
     def read(path, fs=None) -> Callable[[], int]:
         return lambda: sum(len(r) for r in tfrecord.TFRecordIterDataset(path, filesystem=fs))
 
+    default = grain.config.remote_read_ahead_mib
     local_mb = _show("local file", _rate(read(local), reps))
-    for rtt_ms in (0, 20):  # 0 ms: what the store and the client carry on this machine
-        with _store(folder, rtt_ms / 1000) as store:
-            remote = read("s3://store/o3.tfrecord", _arrow(store.endpoint))
-            got = _show(f"bucket, {rtt_ms} ms", _rate(remote, reps))
-    print(f"  -> {got / local_mb:.2f}x the local file at 20 ms (goal 0.5x)")
+    with _store(folder, 0.0) as store:  # what the store and the client carry on this machine
+        zero_mb = _show(
+            f"bucket, 0 ms, read-ahead {default} MiB",
+            _rate(read("s3://store/o3.tfrecord", _arrow(store.endpoint)), reps),
+        )
+    with _store(folder, 0.020) as store:
+        remote = read("s3://store/o3.tfrecord", _arrow(store.endpoint))
+        rates = {}
+        for mib in sorted({0, 16, default, 64}):
+            grain.config.update("remote_read_ahead_mib", mib)
+            rates[mib] = _show(f"bucket, 20 ms, read-ahead {mib} MiB", _rate(remote, reps))
+        grain.config.update("remote_read_ahead_mib", default)
+    got, before = rates[default], rates[0]
+    print(
+        f"  -> at 20 ms with the default read-ahead: {got / local_mb:.2f}x the local file (goal"
+        f" 0.5x), {got / zero_mb:.2f}x the same store at 0 ms, {got / before:.1f}x one window"
+        " ahead"
+    )
+
+
+def o4(folder: str, reps: int) -> None:
+    import pyarrow as pa  # pylint: disable=import-outside-toplevel
+    import pyarrow.parquet as pq  # pylint: disable=import-outside-toplevel
+
+    from spelt import cli  # pylint: disable=import-outside-toplevel
+
+    parquet = os.path.join(folder, "o4.parquet")
+    rows = O4_BYTES // O4_ROW
+    rng = random.Random(4)
+    with pq.ParquetWriter(parquet, pa.schema([("data", pa.binary()), ("label", pa.int64())])) as w:
+        for start in range(0, rows, 4096):
+            n = min(4096, rows - start)
+            data = pa.array([rng.randbytes(O4_ROW) for _ in range(n)], pa.binary())
+            w.write_table(pa.table({"data": data, "label": pa.array(range(start, start + n))}))
+    size = os.path.getsize(parquet)
+    print(f"O4: spelt convert of {size / 2**20:.0f} MiB of Parquet ({rows} rows) to 8 shards")
+
+    runs = iter(range(10**9))
+
+    def convert(output: str) -> Callable[[], int]:
+        def run() -> int:  # a new prefix each time, as a new dataset is written
+            out, err = io.StringIO(), io.StringIO()  # the summary and the progress bar
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = cli.main(
+                    ["convert", parquet, "-o", f"{output}{next(runs)}", "--num-shards", "8"]
+                )
+            assert code == 0, err.getvalue()
+            return size
+
+        return run
+
+    local_mb = _show("local folder", _rate(convert(os.path.join(folder, "out", "o4-")), reps))
+    with _store(folder, 0.020) as store, _aws_env(store.endpoint):
+        got = _show("bucket, 20 ms", _rate(convert("s3://store/o4/train-"), reps))
+        requests = store.stats()["requests"]
+    print(
+        f"  -> the bucket takes {local_mb / got:.2f}x the local time (goal 1.5x; {requests}"
+        " requests at the store)"
+    )
+
+
+@contextlib.contextmanager
+def _aws_env(endpoint: str):
+    """The AWS environment variables pointed at ``endpoint`` (s3:// URIs resolve to it)."""
+    env = {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_ENDPOINT_URL": f"http://{endpoint}",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -190,8 +321,12 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory() as folder:
         if any(k in args.k for k in ("O1", "model")) or not args.k:
             o1_and_model(folder, args.reps, args.k)
+        if "O2" in args.k or not args.k:
+            o2(folder, args.reps)
         if "O3" in args.k or not args.k:
             o3(folder, args.reps)
+        if "O4" in args.k or not args.k:
+            o4(folder, args.reps)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ def test_update_takes_effect_in_a_plain_script():
         ("remote_max_in_flight", 0),
         ("remote_max_in_flight", 8.0),
         ("remote_retry_seconds", -1),
+        ("remote_read_ahead_mib", -1),
     ],
 )
 def test_update_rejects_wrong_types(name, value):
@@ -67,6 +68,7 @@ def test_update_rejects_wrong_types(name, value):
 def test_spelt_flags_for_remote_reads():
     assert spelt.config.remote_max_in_flight == 64
     assert spelt.config.remote_retry_seconds == 60
+    assert spelt.config.remote_read_ahead_mib == 32
     spelt.config.update("remote_max_in_flight", 1)
     try:
         assert spelt.config.get_or_default("remote_max_in_flight") == 1

@@ -250,3 +250,45 @@ def test_parquet_sources_read_from_the_bucket(fs, bucket, endpoint):
         source = pickle.loads(pickle.dumps(source))  # reopens in a worker
         assert source[49] == expected[49]
         assert list(grain.experimental.ParquetIterDataset(path, filesystem=fs)) == expected
+
+
+@pytest.mark.parametrize("read_ahead_mib,windows", [(0, 2), (16, 3)])
+def test_a_sequential_reader_keeps_its_read_ahead_in_flight(read_ahead_mib, windows):
+    """TFRecordIterDataset reads a remote file in windows of 8 MiB (1 MiB requests each), with
+    as many windows after the current one in flight as spelt.config.remote_read_ahead_mib
+    covers (at least one); no more start while the consumer stays in the first window."""
+    import threading
+    import time
+
+    from fsspec.implementations.memory import MemoryFileSystem
+
+    class Counting(MemoryFileSystem):
+        ranges: list[tuple[int, int]] = []
+        lock = threading.Lock()
+
+        def cat_file(self, path, start=None, end=None, **kwargs):
+            with self.lock:
+                self.ranges.append((start, end))
+            return super().cat_file(path, start, end, **kwargs)
+
+    fs = Counting(skip_instance_cache=True)
+    uri = f"memory://ahead/{read_ahead_mib}.tfrecord"
+    records = [bytes([i % 251]) * (64 << 10) for i in range(600)]  # 37.5 MiB: 5 windows
+    with tfrecord.TFRecordWriter(uri, filesystem=fs) as w:
+        for r in records:
+            w.write(r)
+    grain.config.update("remote_read_ahead_mib", read_ahead_mib)
+    try:
+        Counting.ranges.clear()
+        it = iter(tfrecord.TFRecordIterDataset(uri, filesystem=fs))
+        assert next(it) == records[0]
+        wanted = windows * 8  # the current window and those ahead, 8 requests each
+        deadline = time.monotonic() + 30
+        while len(Counting.ranges) <= wanted and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # time for one window too many
+        got = sorted(r for r in Counting.ranges if r != (0, 12))  # (0, 12): the header check
+        assert got == [(i << 20, (i + 1) << 20) for i in range(wanted)]
+        assert list(it) == records[1:]
+    finally:
+        grain.config.update("remote_read_ahead_mib", 32)

@@ -46,11 +46,13 @@ class PyRandomAccessFile final : public RandomAccessFile {
   PyRandomAccessFile(std::string uri, nb::handle handle)
       : path_(std::move(uri)),
         handle_(MakePyRef(handle)),
-        size_(nb::cast<uint64_t>(handle.attr("size"))) {}
+        size_(nb::cast<uint64_t>(handle.attr("size"))),
+        read_ahead_(nb::cast<uint64_t>(handle.attr("read_ahead"))) {}
 
   const std::string& path() const override { return path_; }
   uint64_t size() const override { return size_; }
   bool HighLatency() const override { return true; }  // object stores, and Python's cost
+  uint64_t ReadAheadBytes() const override { return read_ahead_; }
 
   void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
     const ReadRequest request{offset, n, dst};
@@ -90,6 +92,7 @@ class PyRandomAccessFile final : public RandomAccessFile {
   std::string path_;
   PyRef handle_;
   uint64_t size_;
+  uint64_t read_ahead_;
 };
 
 class PyWritableFile final : public WritableFile {

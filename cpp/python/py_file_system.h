@@ -13,8 +13,10 @@ namespace spelt::python {
 namespace nb = nanobind;
 
 // `files`, or null for None (then each URI opens by its scheme: local files). `files` has
-//   open_input(uri) -> object with `size` (int) and read_ranges(list of (offset, length))
-//     -> list of bytes-like, one per range (shorter only where the object ends);
+//   open_input(uri) -> object with `size` (int), `read_ahead` (int: bytes that sequential
+//     readers keep being read ahead, RandomAccessFile::ReadAheadBytes) and
+//     read_ranges(list of (offset, length)) -> list of bytes-like, one per range (shorter
+//     only where the object ends);
 //   open_output(uri) -> object with write(bytes), close() and discard() (abandon: the file
 //     is not left behind).
 // Each call takes the GIL for the call only; Python exceptions propagate (nb::python_error).

@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "io/sequential_reads.h"
@@ -75,29 +77,37 @@ TEST(PlanRangesTest, CopyFromRangesFillsEveryRequest) {
   }
 }
 
-// An in-memory file that counts its reads; high latency or not.
+// An in-memory file that counts its reads; high latency or not, with `read_ahead` bytes for
+// sequential readers. Reads at offsets of at least `gate_from` wait until `open_gate` is set.
 class CountingFile final : public RandomAccessFile {
  public:
-  CountingFile(std::string bytes, bool high_latency)
-      : bytes_(std::move(bytes)), high_latency_(high_latency) {}
+  CountingFile(std::string bytes, bool high_latency, uint64_t read_ahead = 0)
+      : bytes_(std::move(bytes)), high_latency_(high_latency), read_ahead_(read_ahead) {}
   const std::string& path() const override { return path_; }
   uint64_t size() const override { return bytes_.size(); }
   bool HighLatency() const override { return high_latency_; }
+  uint64_t ReadAheadBytes() const override { return read_ahead_; }
   void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
     ++reads;
+    if (offset >= gate_from) {
+      while (!open_gate) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
     if (offset + n > bytes_.size()) throw CorruptFileError(path_, bytes_.size(), "ends");
     std::memcpy(dst, bytes_.data() + offset, n);
   }
   mutable std::atomic<int> reads = 0;  // windows are read ahead on other threads
+  uint64_t gate_from = UINT64_MAX;
+  std::atomic<bool> open_gate = false;
 
  private:
   std::string path_ = "mem://f", bytes_;
   bool high_latency_;
+  uint64_t read_ahead_;
 };
 
 TEST(SequentialReadsTest, ReadsARemoteFileInWindowsAhead) {
   const std::string bytes = Bytes(1000 * kKiB);
-  CountingFile file(bytes, /*high_latency=*/true);
+  CountingFile file(bytes, /*high_latency=*/true, /*read_ahead=*/300 * kKiB);  // 2 windows
   std::string got(bytes.size(), '\0');
   {
     internal::SequentialReads reads(file, /*window=*/256 * kKiB);
@@ -111,14 +121,52 @@ TEST(SequentialReadsTest, ReadsARemoteFileInWindowsAhead) {
     reads.Read(100, big.data(), big.size());
     EXPECT_EQ(big, bytes.substr(100, big.size()));
     EXPECT_EQ(file.reads, 5);
-    reads.Read(5, got.data(), 10);  // behind the window: a new window there, one ahead of it
+    reads.Read(5, got.data(), 10);  // behind the window: a new window there, two ahead of it
     EXPECT_EQ(got.substr(0, 10), bytes.substr(5, 10));
-    // Not where the window read ahead starts: that window is dropped.
+    // Not where the windows read ahead start: they are dropped.
     EXPECT_THROW(reads.Read(bytes.size() - 5, got.data(), 10), CorruptFileError);
-    EXPECT_EQ(file.reads, 9);  // 6, 7 (ahead, dropped), 8 (the last 5 bytes), 9 (past the end)
+    EXPECT_EQ(file.reads, 10);  // 6-8 (at 5, two ahead), 9 (the last 5 bytes), 10 (past the end)
   }
   internal::SequentialReads reads(file, /*window=*/256 * kKiB);
-  reads.Read(0, got.data(), 10);  // the window ahead is being read when `reads` ends
+  reads.Read(0, got.data(), 10);  // the windows ahead are being read when `reads` ends
+}
+
+TEST(SequentialReadsTest, SkipsForwardIntoAWindowReadAheadKeepingIt) {
+  const std::string bytes = Bytes(1000 * kKiB);
+  CountingFile file(bytes, /*high_latency=*/true, /*read_ahead=*/2 * 256 * kKiB);
+  internal::SequentialReads reads(file, /*window=*/256 * kKiB);
+  std::string got(10, '\0');
+  reads.Read(0, got.data(), got.size());  // windows at 0 (current), 256 and 512 KiB (ahead)
+  reads.Read(600 * kKiB, got.data(), got.size());  // in the window at 512: 256 is dropped
+  EXPECT_EQ(got, bytes.substr(600 * kKiB, got.size()));
+  reads.Read(900 * kKiB, got.data(), got.size());  // in the last window, read ahead meanwhile
+  EXPECT_EQ(got, bytes.substr(900 * kKiB, got.size()));
+  EXPECT_EQ(file.reads, 4);  // 0, 256, 512, 768: none read twice
+}
+
+TEST(SequentialReadsTest, KeepsTheReadAheadInFlightAtOnce) {
+  const std::string bytes = Bytes(2000 * kKiB);
+  for (const uint64_t read_ahead : {uint64_t{0}, 100 * kKiB, 3 * 100 * kKiB}) {
+    CountingFile file(bytes, /*high_latency=*/true, read_ahead);
+    file.gate_from = 100 * kKiB;  // windows after the first wait until all ahead are asked for
+    internal::SequentialReads reads(file, /*window=*/100 * kKiB);
+    std::string got(kKiB, '\0');
+    reads.Read(0, got.data(), got.size());
+    const int expected = 1 + static_cast<int>(std::max<uint64_t>(1, read_ahead / (100 * kKiB)));
+    for (int i = 0; i < 10000 && file.reads < expected; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // time for one too many
+    EXPECT_EQ(file.reads, expected) << read_ahead;  // started together, none finished
+    file.open_gate = true;
+    std::string rest(bytes.size() - got.size(), '\0');
+    for (uint64_t at = got.size(); at < bytes.size(); at += rest.size() / 50) {
+      const uint64_t n = std::min<uint64_t>(rest.size() / 50, bytes.size() - at);
+      reads.Read(at, rest.data() + (at - got.size()), n);
+    }
+    EXPECT_EQ(got + rest, bytes);
+    EXPECT_EQ(file.reads, 20);  // each window once
+  }
 }
 
 TEST(SequentialReadsTest, ReadsALocalFileDirectly) {

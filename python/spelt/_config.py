@@ -10,11 +10,14 @@ the absl flag ``--grain_<name>``). Differences (docs/compatibility.md):
 * ``update()`` checks the value's type (bool, int, str or None, or one of the choices) and
   raises ValueError naming the flag; absl stores whatever it is given.
 
-Spelt adds two flags of its own (docs/remote.md), for reads of remote files (object stores):
+Spelt adds flags of its own (docs/remote.md), for reads of remote files (object stores):
 ``remote_max_in_flight`` (int >= 1, default 64), the most range requests of one process that
-wait on a store at once, and ``remote_retry_seconds`` (int >= 0, default 60), how long one
-request is retried after throttling, server errors or dropped connections. Both are per process:
-set them in each worker (``worker_init_fn``) where workers are spawned.
+wait on a store at once; ``remote_retry_seconds`` (int >= 0, default 60), how long one request
+is retried after throttling, server errors or dropped connections; and
+``remote_read_ahead_mib`` (int >= 0, default 32), how many MiB a reader that goes front to back
+(TFRecord, an index scan) keeps being read ahead of what it consumes, in windows of 8 MiB (at
+least one), for files opened after the change. All are per process: set them in each worker
+(``worker_init_fn``) where workers are spawned.
 
 No Grain flag changes what Spelt does today: the ``tf_*`` flags are for Grain's TensorFlow loaders,
 which Spelt does not have; ``py_debug_mode``, ``py_dataset_visualization_output_dir``,
@@ -74,6 +77,7 @@ _FLAGS = {
     # Spelt's own (spelt._remote_reads).
     "remote_max_in_flight": _Flag(int, 64, minimum=1),
     "remote_retry_seconds": _Flag(int, 60, minimum=0),
+    "remote_read_ahead_mib": _Flag(int, 32, minimum=0),
 }
 
 

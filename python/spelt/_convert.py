@@ -16,6 +16,8 @@ under their own names, and the plan and manifest are written as objects.
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import json
 import os
 import sys
@@ -52,14 +54,23 @@ class _Place:
         if self.files is None:
             os.makedirs(os.path.dirname(os.path.abspath(prefix)), exist_ok=True)
 
-    def exists(self, path: str) -> bool:
-        return os.path.exists(path) if self.files is None else self.files.is_file(path)
+    def existing(self, paths: Sequence[str]) -> list[str]:
+        """Those of ``paths`` that exist, in order (in a bucket, looked up concurrently: a
+        round trip each)."""
+        if self.files is None:
+            return [p for p in paths if os.path.exists(p)]
+        with concurrent.futures.ThreadPoolExecutor(len(paths)) as pool:
+            found = list(pool.map(self.files.is_file, paths))
+        return [p for p, there in zip(paths, found) if there]
 
-    def remove(self, path: str) -> None:
-        if self.files is not None:
-            self.files.remove(path)
-        elif os.path.exists(path):
-            os.remove(path)
+    def remove(self, paths: Sequence[str]) -> None:
+        """Removes those of ``paths`` that exist (in a bucket, concurrently)."""
+        if self.files is None:
+            for path in self.existing(paths):
+                os.remove(path)
+            return
+        with concurrent.futures.ThreadPoolExecutor(len(paths)) as pool:
+            list(pool.map(self.files.remove, paths))
 
     def partial(self, path: str) -> str:
         """The name to write ``path`` under until :meth:`finish`."""
@@ -131,6 +142,11 @@ def _records(inputs: Sequence[_convert_inputs.Input], start: int, stop: int) -> 
         first += len(item)
 
 
+def _finish_shard(place: _Place, writer: array_record.ArrayRecordWriter, path: str) -> None:
+    writer.close()
+    place.finish(path)
+
+
 def _shard_is_complete(place: _Place, path: str, num_records: int) -> bool:
     filesystem = None if place.files is None else place.files.filesystem
     try:
@@ -144,7 +160,7 @@ def _check_resumable(
 ) -> bool:
     """True to resume an interrupted conversion of this plan; ValueError if the output is
     there from another conversion."""
-    if place.exists(state):
+    if place.existing([state]):
         saved = place.read_json(state)
         if saved != plan:
             raise ValueError(
@@ -153,7 +169,7 @@ def _check_resumable(
                 " start again"
             )
         return True
-    existing = [p for p in shards + [prefix + ".manifest.json"] if place.exists(p)]
+    existing = place.existing(shards + [prefix + ".manifest.json"])
     if existing:
         raise ValueError(
             f"{existing[0]}: the output exists; pass --overwrite to replace it (or choose another"
@@ -188,12 +204,15 @@ def convert(
     manifest_path = prefix + ".manifest.json"
     place = _Place(prefix)
     if overwrite:
-        for path in [state, manifest_path] + shards:
-            place.remove(path)
+        place.remove([state, manifest_path] + shards)
     resume = _check_resumable(place, prefix, plan, shards, state)
     place.write_json(state, plan)
     counts = []
     progress = _progress(total, "convert")
+    # Each shard is finished (in a bucket: its last parts uploaded and the upload completed,
+    # round trips) on another thread while the next one is written.
+    closer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spelt-convert")
+    closing = []
     try:
         for shard, path in enumerate(shards):
             start, end = sharding.even_split(total, sharding.ShardOptions(shard, num_shards))
@@ -202,9 +221,11 @@ def convert(
                 progress.update(end - start)
                 continue
             filesystem = None if place.files is None else place.files.filesystem
-            with array_record.ArrayRecordWriter(
+            writer = array_record.ArrayRecordWriter(
                 place.partial(path), writer_options, filesystem=filesystem
-            ) as writer:
+            )
+            with contextlib.ExitStack() as on_error:
+                on_error.push(writer)  # an error abandons the shard (RecordWriter.__exit__)
                 pending = 0
                 for record in _records(inputs, start, end):
                     writer.write(record)
@@ -213,8 +234,12 @@ def convert(
                         progress.update(pending)
                         pending = 0
                 progress.update(pending)
-            place.finish(path)
+                on_error.pop_all()
+            closing.append(closer.submit(_finish_shard, place, writer, path))
+        for done in closing:
+            done.result()  # raises a close's error
     finally:
+        closer.shutdown(wait=True)
         progress.close()
     formats = {_convert_inputs.RECORD_FORMATS[item.kind] for item in inputs}
     schemas = [s["schema"] for s in sources]
@@ -230,5 +255,5 @@ def convert(
         **plan,
     }
     place.write_json(manifest_path, manifest)
-    place.remove(state)
+    place.remove([state])
     return manifest

@@ -184,6 +184,10 @@ class RangeReader:
         read: ``read(offset, length) -> bytes-like`` of one request (shorter where the
             object or the connection ends).
         lookup: ``lookup() -> identity`` of the object now; raises FileNotFoundError if gone.
+
+    Attributes:
+        read_ahead: bytes that libspelt's front-to-back readers keep being read ahead
+            (``spelt.config.remote_read_ahead_mib`` when opened; RandomAccessFile::ReadAheadBytes).
     """
 
     def __init__(
@@ -199,6 +203,7 @@ class RangeReader:
         self._identity = identity
         self._read = read
         self._lookup = lookup
+        self.read_ahead = _config.config.remote_read_ahead_mib << 20
 
     def read_ranges(self, ranges: Sequence[tuple[int, int]]) -> list[Any]:
         """The bytes of each ``(offset, length)``, requested concurrently (see the module)."""

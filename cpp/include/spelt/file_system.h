@@ -52,6 +52,10 @@ class RandomAccessFile {
   // reader should gather the reads of a batch into one ReadMany (all in flight at once)
   // rather than read on a few threads one after another. False for local files.
   virtual bool HighLatency() const { return false; }
+  // How many bytes a reader that goes front to back keeps being read ahead of the bytes it
+  // consumes on a HighLatency() file (several windows in flight at once, so that their round
+  // trips overlap); at least one window is read ahead. 0 for local files (read directly).
+  virtual uint64_t ReadAheadBytes() const { return 0; }
 
  protected:
   RandomAccessFile() = default;

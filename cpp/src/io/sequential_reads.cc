@@ -9,9 +9,15 @@
 namespace spelt::internal {
 
 SequentialReads::SequentialReads(const RandomAccessFile& file, uint64_t window)
-    : file_(file), window_(file.HighLatency() ? window : 0) {}
+    : file_(file),
+      window_(file.HighLatency() ? window : 0),
+      depth_(window_ == 0 ? 0
+                          : static_cast<size_t>(std::max<uint64_t>(
+                                1, (file.ReadAheadBytes() + window_ - 1) / window_))) {}
 
-SequentialReads::~SequentialReads() { TakeNext(false); }
+SequentialReads::~SequentialReads() {
+  for (Window& window : ahead_) Drop(window);
+}
 
 void SequentialReads::Read(uint64_t offset, char* dst, uint64_t n) {
   while (n > 0) {
@@ -30,36 +36,42 @@ void SequentialReads::Read(uint64_t offset, char* dst, uint64_t n) {
 }
 
 void SequentialReads::Fill(uint64_t offset) {
-  const bool ahead = next_.valid() && offset >= next_offset_ && offset < next_offset_ + next_size_;
-  const uint64_t ahead_offset = next_offset_;
   buffer_.clear();  // no stale bytes stay if a read throws
-  buffer_ = TakeNext(ahead);
-  if (ahead) {
-    buffer_offset_ = ahead_offset;
-  } else {
-    buffer_.resize(std::min(window_, file_.size() - offset));
-    file_.ReadAt(offset, buffer_.data(), buffer_.size());
-    buffer_offset_ = offset;
+  // A jump: the windows ahead before the one holding `offset` (all of them if none does) are
+  // dropped; a forward skip keeps those after it.
+  while (!ahead_.empty() &&
+         (offset < ahead_.front().offset || offset >= ahead_.front().offset + window_)) {
+    Drop(ahead_.front());
+    ahead_.pop_front();
   }
-  next_offset_ = buffer_offset_ + buffer_.size();
-  next_size_ = std::min(window_, file_.size() - next_offset_);
-  if (next_size_ == 0) return;
-  next_ = std::async(std::launch::async, [&file = file_, at = next_offset_, n = next_size_] {
-    std::vector<char> bytes(n);
-    file.ReadAt(at, bytes.data(), n);
-    return bytes;
-  });
+  ReadAhead(offset, depth_ + 1);
+  Window next = std::move(ahead_.front());
+  ahead_.pop_front();
+  BlockingWait([&] { next.bytes.wait(); });
+  buffer_ = next.bytes.get();
+  buffer_offset_ = next.offset;
+  ReadAhead(buffer_offset_ + buffer_.size(), depth_);
 }
 
-std::vector<char> SequentialReads::TakeNext(bool keep) {
-  if (!next_.valid()) return {};
-  BlockingWait([&] { next_.wait(); });
-  if (keep) return next_.get();
+void SequentialReads::ReadAhead(uint64_t offset, size_t count) {
+  uint64_t at = ahead_.empty() ? offset : ahead_.back().offset + window_;
+  while (ahead_.size() < count && at < file_.size()) {
+    const uint64_t n = std::min(window_, file_.size() - at);
+    ahead_.push_back({at, std::async(std::launch::async, [&file = file_, at, n] {
+                        std::vector<char> bytes(n);
+                        file.ReadAt(at, bytes.data(), n);
+                        return bytes;
+                      })});
+    at += n;
+  }
+}
+
+void SequentialReads::Drop(Window& window) {
+  BlockingWait([&] { window.bytes.wait(); });
   try {
-    next_.get();
+    window.bytes.get();
   } catch (...) {  // a window not used: its error is not this reader's
   }
-  return {};
 }
 
 }  // namespace spelt::internal

@@ -1,8 +1,9 @@
-// Internal: front-to-back reading of a RandomAccessFile, with large read-ahead on a remote one.
+// Internal: front-to-back reading of a RandomAccessFile, with deep read-ahead on a remote one.
 #ifndef SPELT_SRC_IO_SEQUENTIAL_READS_H_
 #define SPELT_SRC_IO_SEQUENTIAL_READS_H_
 
 #include <cstdint>
+#include <deque>
 #include <future>
 #include <vector>
 
@@ -16,11 +17,14 @@ inline constexpr uint64_t kReadAheadBytes = uint64_t{8} << 20;
 
 // Reads of a file that mostly move forward (a TFRecord reader, an index scan). A high-latency
 // file (RandomAccessFile::HighLatency) is read in windows of `window` bytes kept in memory, so
-// that many small reads cost one round trip, and the window after the current one is read on
-// another thread meanwhile (two windows of memory); waits for it go through BlockingWait
-// (spelt/blocking_wait.h), since that read may need the GIL. Other files are read directly.
-// Not thread-safe; `file` must outlive it. Throws what the file throws (an error of a window
-// read ahead only if that window is used).
+// that many small reads cost one round trip, and the windows after the current one are read on
+// other threads meanwhile: as many as cover file.ReadAheadBytes() (at least one), each its own
+// ReadMany, all in flight at once, so that a slow store's round trips overlap. Memory: the
+// current window plus those ahead. Waits for a window go through BlockingWait
+// (spelt/blocking_wait.h), since its read may need the GIL. A read outside the current window
+// and those ahead (a jump) drops them and starts again there; a read in a later window ahead
+// drops only those before it. Other files are read directly. Not thread-safe; `file` must outlive it. Throws what the file throws (an error of a
+// window read ahead only if that window is used).
 class SequentialReads {
  public:
   explicit SequentialReads(const RandomAccessFile& file, uint64_t window = kReadAheadBytes);
@@ -32,18 +36,26 @@ class SequentialReads {
   void Read(uint64_t offset, char* dst, uint64_t n);
 
  private:
-  // Makes buffer_ the window at `offset` (from the window read ahead if it holds `offset`),
-  // then starts reading the window after it.
+  struct Window {
+    uint64_t offset = 0;
+    std::future<std::vector<char>> bytes;  // being read
+  };
+
+  // Makes buffer_ the window at `offset` (the one ahead that holds it, if any), then keeps
+  // depth_ windows after it in flight.
   void Fill(uint64_t offset);
-  // Waits for the window being read ahead (if any) and returns it; empty if `keep` is false.
-  std::vector<char> TakeNext(bool keep);
+  // Starts reading windows after the last one in flight (or from `offset` if none is) until
+  // `count` are in flight or the file ends.
+  void ReadAhead(uint64_t offset, size_t count);
+  // Waits for `window` (in flight) and drops its bytes and its error.
+  static void Drop(Window& window);
 
   const RandomAccessFile& file_;
   uint64_t window_;  // 0: read directly
+  size_t depth_;  // windows read ahead of the current one
   std::vector<char> buffer_;
   uint64_t buffer_offset_ = 0;  // file offset of buffer_[0]
-  std::future<std::vector<char>> next_;  // the window at next_offset_, being read
-  uint64_t next_offset_ = 0, next_size_ = 0;
+  std::deque<Window> ahead_;  // consecutive windows from the end of buffer_ (or a jump's target)
 };
 
 }  // namespace spelt::internal
