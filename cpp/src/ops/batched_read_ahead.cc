@@ -1,6 +1,8 @@
-// to_iter_dataset().batch(n) as whole batches: the read-ahead threads compute batch k as
-// BatchMapDataset over the parent's indices [m + k*n, m + (k+1)*n), m being where the iterator
-// started or was restored, so the consumer thread only hands batches out. Without this, the
+// to_iter_dataset().batch(n) as whole batches: the read-ahead threads (or, with num_threads 0,
+// the consumer) compute batch k as BatchMapDataset over the parent's indices
+// [m + k*n, m + (k+1)*n), m being where the iterator started or was restored, so that the
+// source gathers it or the maps write it in place, and the consumer thread only hands batches
+// out. Without this, the
 // consumer took every element from the read-ahead and stacked them itself (M1 in
 // docs/benchmarks.md). An error in a batch hands over to the element-wise iterator restored at
 // that batch's start, which raises it at the same element with the same state.
@@ -25,6 +27,7 @@ class BatchedReadAheadIterator final : public DatasetIterator {
                            bool drop_remainder,
                            std::function<std::unique_ptr<DatasetIterator>()> elementwise)
       : parent_(std::move(parent)), length_(parent_->Length()), options_(options),
+        threads_(options.num_threads > 0 && options.prefetch_buffer_size > 0),
         batch_size_(batch_size), drop_remainder_(drop_remainder),
         elementwise_(std::move(elementwise)) {
     // prefetch_buffer_size counts elements: read ahead about as many, in whole batches.
@@ -69,12 +72,14 @@ class BatchedReadAheadIterator final : public DatasetIterator {
     MapNodePtr batches = MakeBatchMapNode(std::move(elements), batch_size_, drop_remainder_, {});
     const int64_t num_batches = batches->Length();
     batches_ = MakeOrderedIterator(num_batches, /*allow_nones=*/false,
-                                   MakeThreadPoolExecutor(std::move(batches), options_));
+                                   threads_ ? MakeThreadPoolExecutor(std::move(batches), options_)
+                                            : MakeInlineExecutor(std::move(batches)));
   }
 
   const MapNodePtr parent_;
   const int64_t length_;
   ReadOptions options_;
+  const bool threads_;  // read ahead on the pool; else computed by the consumer
   const int64_t batch_size_;
   const bool drop_remainder_;
   const std::function<std::unique_ptr<DatasetIterator>()> elementwise_;

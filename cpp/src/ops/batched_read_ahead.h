@@ -13,10 +13,11 @@
 namespace spelt::internal {
 
 // Batches of `batch_size` consecutive elements of `parent` (the last one partial unless
-// `drop_remainder`), stacked and read ahead on the process-wide pool: the elements, states and
+// `drop_remainder`), stacked and read ahead on the process-wide pool (computed in the calling
+// thread where `options` allow no threads): the elements, states and
 // errors of BatchIterDataset over PrefetchIterDataset (state {"next_index": n}, n the parent
 // elements consumed), which `elementwise()` makes and which takes over after an error.
-// REQUIRES: parent calls no Python (CallsPython()) and has no filter; options allow threads.
+// REQUIRES: parent calls no Python (CallsPython()) and has no filter.
 std::unique_ptr<DatasetIterator> MakeBatchedReadAheadIterator(
     MapNodePtr parent, ReadOptions options, int64_t batch_size, bool drop_remainder,
     std::function<std::unique_ptr<DatasetIterator>()> elementwise);

@@ -25,11 +25,12 @@ class PrefetchNode final : public IterNode {
                                          : MakeInlineExecutor(parent_),
                                IteratorName());
   }
-  // With threads, and elements never None (no filter, no Python), the threads stack batches.
+  // With elements never None (no filter, no Python), batches are computed whole (gathered
+  // by the source, written by the maps): by the threads, or by the consumer without them.
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
       int64_t batch_size, bool drop_remainder,
       std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
-    if (!Threads() || parent_->CallsPython() || parent_->Filters() || allow_nones_) return nullptr;
+    if (parent_->CallsPython() || parent_->Filters() || allow_nones_) return nullptr;
     return MakeBatchedReadAheadIterator(parent_, options_, batch_size, drop_remainder,
                                         std::move(elementwise));
   }
