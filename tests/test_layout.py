@@ -142,6 +142,7 @@ _CPP_LAYERS = {
             "stack.h",
             "source.h",
             "node.h",
+            "seeds.h",
             "read_options.h",
             "shard_options.h",
         },

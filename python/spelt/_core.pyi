@@ -41,9 +41,9 @@ class MapDataset:
     def name(self) -> str:
         """Grain's class name of the node, e.g. 'ShuffleMapDataset'."""
 
-    def default_seed(self) -> int | None:
+    def resolve_seed(self, seed: int | None, what: str) -> int:
         """
-        Grain's default seed for a random transformation on top (None if unseeded).
+        The seed of a random transformation `what` on top (spelt/seeds.h): `seed` if given (ValueError outside [0, 2**32)), else Grain's default seed derived from seed() upstream (ValueError if there is none).
         """
 
     def seed(self, words: Sequence[int]) -> MapDataset:
@@ -163,9 +163,9 @@ class IterDataset:
     def name(self) -> str:
         """Grain's class name of the node, e.g. 'ShuffleMapDataset'."""
 
-    def default_seed(self) -> int | None:
+    def resolve_seed(self, seed: int | None, what: str) -> int:
         """
-        Grain's default seed for a random transformation on top (None if unseeded).
+        The seed of a random transformation `what` on top (spelt/seeds.h): `seed` if given (ValueError outside [0, 2**32)), else Grain's default seed derived from seed() upstream (ValueError if there is none).
         """
 
     def seed(self, words: Sequence[int]) -> IterDataset:
