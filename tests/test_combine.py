@@ -298,6 +298,45 @@ def test_next_index_through_ops_matches_grain(build):
     assert_same(s_out, g_out)
 
 
+def test_next_index_of_one_interleaved_dataset_matches_grain():
+    # Grain's interleave asks its one dataset's iterator (and refuses with several).
+    def run(g):
+        batches = g.MapDataset.range(20).to_iter_dataset().batch(3)
+        it = iter(g.experimental.InterleaveIterDataset([batches], cycle_length=2))
+        out = [g.experimental.get_next_index(it), next(it), next(it)]
+        out.append(g.experimental.get_next_index(it))
+        g.experimental.set_next_index(it, 4)
+        out += [g.experimental.get_next_index(it), next(it)]
+        two = iter(g.experimental.InterleaveIterDataset([batches, batches], cycle_length=2))
+        for call in (g.experimental.get_next_index, lambda i: g.experimental.set_next_index(i, 1)):
+            with pytest.raises(NotImplementedError, match="more than one dataset"):
+                call(two)
+        return out
+
+    g_out, s_out = both(run)
+    assert_same(s_out, g_out)
+
+
+def test_next_index_after_a_filter_matches_grain():
+    # A filter cannot tell its next index; a counting op above it still counts its own
+    # elements (Grain's map_with_index reads its counter), but cannot move its parent.
+    def run(g):
+        kept = g.MapDataset.range(20).to_iter_dataset().filter(lambda x: x % 3 != 0)
+        it = iter(kept)
+        next(it)
+        for call in (g.experimental.get_next_index, lambda i: g.experimental.set_next_index(i, 1)):
+            with pytest.raises(NotImplementedError):
+                call(it)
+        counted = iter(kept.map_with_index(lambda i, x: (i, x)))
+        out = [next(counted), next(counted), g.experimental.get_next_index(counted)]
+        with pytest.raises(NotImplementedError):
+            g.experimental.set_next_index(counted, 5)
+        return out
+
+    g_out, s_out = both(run)
+    assert_same(s_out, g_out)
+
+
 def _twice(g):
     methods = {"max_fan_out": 2, "flat_map": lambda self, x: [x, x]}
     return type("Twice", (g.experimental.FlatMapTransform,), methods)()

@@ -22,13 +22,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "python" / "spelt"
 BENCH = ROOT / "bench"
 
-# Modules a transformation may import besides the bases: the engine, argument checks, the
-# index plans, and leaf modules with no dataset in them.
+# Modules a transformation may import besides the bases: the engine, argument checks, and
+# leaf modules with no dataset in them.
 _LEAVES = {
     "spelt._args",
     "spelt._callables",
     "spelt._core",
-    "spelt._index_plan",
     "spelt._tree",
     "spelt.element_spec",
     "spelt.options",
@@ -143,6 +142,7 @@ _CPP_LAYERS = {
             "stack.h",
             "source.h",
             "node.h",
+            "seeds.h",
             "read_options.h",
             "shard_options.h",
         },

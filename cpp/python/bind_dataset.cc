@@ -12,6 +12,7 @@
 #include "py_adapters.h"
 #include "py_value.h"
 #include "spelt/dataset_options.h"
+#include "spelt/seeds.h"
 
 using namespace nanobind::literals;
 
@@ -51,8 +52,12 @@ void BindTransformations(nb::class_<D>& cls) {
   };
   cls.def("name", [](const D& d) { return d.node()->Name(); },
           "Grain's class name of the node, e.g. 'ShuffleMapDataset'.")
-      .def("default_seed", [](const D& d) { return d.node()->DefaultSeed(); },
-           "Grain's default seed for a random transformation on top (None if unseeded).")
+      .def("resolve_seed", [](const D& d, std::optional<int64_t> seed, const char* what) {
+        return ResolveSeed(seed, *d.node(), what);
+      }, "seed"_a.none(), "what"_a,
+         "The seed of a random transformation `what` on top (spelt/seeds.h): `seed` if given "
+         "(ValueError outside [0, 2**32)), else Grain's default seed derived from seed() "
+         "upstream (ValueError if there is none).")
       .def("seed", [](const D& d, std::vector<uint32_t> words) {
         return d.Seed(AnySeed(std::move(words)));
       }, "words"_a, "Marks the node as the source of default seeds; the seed (any size) as its "

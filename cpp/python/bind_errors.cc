@@ -21,6 +21,10 @@ void RegisterErrors(nb::module_& m) {
   static nb::exception<CorruptImageError> corrupt_image(m, "CorruptImageError", PyExc_ValueError);
   // A sampler reading a shard that owns no records: Grain raises ZeroDivisionError there.
   static nb::exception<EmptyShardError> empty_shard(m, "EmptyShardError", PyExc_ZeroDivisionError);
+  // get/set_next_index on an iterator that cannot tell its next index (Grain raises
+  // NotImplementedError there).
+  static nb::exception<NextIndexUnsupported> next_index(m, "NextIndexUnsupported",
+                                                        PyExc_NotImplementedError);
   // Failures of the operating system (open, read, write) become OSError with their errno.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {
     try {

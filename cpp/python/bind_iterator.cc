@@ -87,6 +87,7 @@ nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool calls_python) 
 }
 
 void RegisterIterator(nb::module_& m) {
+  m.attr("NEXT_INDEX_KEY") = kNextIndexKey;
   nb::class_<Iterator>(m, "DatasetIterator",
                        "Iterator of an engine pipeline. Thread-safe: calls from several threads "
                        "run one at a time (a waiting thread does not hold the GIL), so each "
@@ -122,6 +123,22 @@ void RegisterIterator(nb::module_& m) {
         GilRelease release;
         self.get().SetState(s);
       }, "Restores a state of get_state(); ValueError if malformed or closed.")
+      .def("get_next_index", [](Iterator& self) {
+        Lock lock(self);
+        GilRelease release;
+        return self.get().GetNextIndex();
+      }, "The index of the element next() returns next, read from get_state() (Grain's "
+         "get_next_index: a batch counts batches, limit / random_map / map_with_index their "
+         "elements). NotImplementedError (NextIndexUnsupported) where the pipeline cannot tell "
+         "(after a filter, say); ValueError once closed.")
+      .def("set_next_index", [](Iterator& self, int64_t index) {
+        Lock lock(self);
+        GilRelease release;
+        self.get().SetNextIndex(index);
+      }, "Moves the iterator to return element `index` next, without reading any element "
+         "(Grain's set_next_index), through set_state: IndexError out of range; "
+         "NotImplementedError (NextIndexUnsupported) where the pipeline cannot move to an "
+         "index; ValueError once closed.", nb::arg("index"))
       .def("start_prefetch", [](Iterator& self) {
         Lock lock(self);
         GilRelease release;

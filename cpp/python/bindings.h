@@ -16,13 +16,15 @@ namespace nb = nanobind;
 // Python ones (std::invalid_argument -> ValueError, std::out_of_range -> IndexError,
 // std::system_error -> OSError with its errno, CorruptFileError -> spelt._core.CorruptFileError
 // (a ValueError), UnsupportedError -> spelt._core.UnsupportedError (a NotImplementedError),
-// EmptyShardError -> spelt._core.EmptyShardError (a ZeroDivisionError)).
+// EmptyShardError -> spelt._core.EmptyShardError (a ZeroDivisionError), NextIndexUnsupported ->
+// spelt._core.NextIndexUnsupported (a NotImplementedError)).
 void RegisterErrors(nb::module_& m);
 // bind_functions.cc: index_shuffle and stack.
 void RegisterFunctions(nb::module_& m);
 // bind_dataset.cc: MapDataset and IterDataset handles and their factories.
 void RegisterDatasets(nb::module_& m);
-// bind_iterator.cc: DatasetIterator, the engine iterator owned by Python.
+// bind_iterator.cc: DatasetIterator, the engine iterator owned by Python, and NEXT_INDEX_KEY
+// (the key of a position state, spelt/node.h).
 void RegisterIterator(nb::module_& m);
 // Wraps an engine iterator for Python (GIL handling as in bind_iterator.cc).
 nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool calls_python);

@@ -127,15 +127,6 @@ def data_source(source: Any, what: str, methods: tuple[str, ...] = ("__getitem__
     return source
 
 
-def check_seed(seed: Any, what: str) -> int:
-    """A 32-bit seed (shuffle, window shuffle). TypeError if not an int, ValueError if outside
-    [0, 2**32)."""
-    seed = int_arg(seed, f"{what}: seed")
-    if seed < 0 or seed >= 2**32:
-        raise ValueError(f"{what}: seed must be in [0, 2**32), got {seed}")
-    return seed
-
-
 def seed_words(seed: Any, what: str = "seed") -> list[int]:
     """The 32-bit words of a ``ds.seed()`` or ``random_map`` seed, least significant first: any
     non-negative int, as Grain (numpy's SeedSequence) accepts. TypeError if not an int,
@@ -149,22 +140,16 @@ def seed_words(seed: Any, what: str = "seed") -> list[int]:
     return words
 
 
-def _default_seed(parent_node: Any, what: str) -> int:
-    derived = parent_node.default_seed()
-    if derived is None:
-        raise ValueError(
-            f"{what} requires a seed: pass seed=... or call ds.seed(...) earlier in the pipeline"
-        )
-    return derived
-
-
 def resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:
-    """A 32-bit seed (shuffle): ``seed`` if given, else the default seed from ``ds.seed()``
-    upstream of the engine node ``parent_node``. ValueError if there is none."""
-    return _default_seed(parent_node, what) if seed is None else check_seed(seed, what)
+    """A 32-bit seed (shuffle), resolved by the engine (spelt/seeds.h): ``seed`` if given, else
+    the default seed from ``ds.seed()`` upstream of the engine node ``parent_node``. TypeError
+    if ``seed`` is neither an int nor None; ValueError if it is outside [0, 2**32) or there is
+    no default."""
+    seed = int_arg(seed, f"{what}: seed", optional=True)
+    return parent_node.resolve_seed(clamped(seed), what)
 
 
 def resolve_seed_words(seed: int | None, parent_node: Any, what: str) -> list[int]:
     """A seed of any size (random_map), as its 32-bit words: ``seed`` if given, else the
-    default seed from ``ds.seed()`` upstream of ``parent_node``."""
-    return [_default_seed(parent_node, what)] if seed is None else seed_words(seed, what)
+    default seed from ``ds.seed()`` upstream of ``parent_node`` (resolved by the engine)."""
+    return [parent_node.resolve_seed(None, what)] if seed is None else seed_words(seed, what)

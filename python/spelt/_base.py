@@ -29,7 +29,6 @@ from spelt import _args
 from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
-from spelt import _index_plan as index_plan_lib
 from spelt import dataset_options
 from spelt import element_spec
 from spelt import options as options_lib
@@ -278,11 +277,6 @@ class MapDataset(_Transformations, Generic[T], abc.ABC):
     def __iter__(self) -> DatasetIterator:
         return self.to_iter_dataset().__iter__()
 
-    def _index_plan(self) -> index_plan_lib.IndexPlan:
-        """As the parent of an IterDataset operation, read in order as ``to_iter_dataset()``
-        reads it (``IterDataset._stream_nodes``)."""
-        return index_plan_lib.IndexPlan()
-
     # Transformations.
     def shuffle(self, seed: int | None = None) -> MapDataset:
         """Global shuffle, a new permutation each epoch (epoch e uses seed + e), by Grain's
@@ -384,11 +378,6 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
     def __iter__(self) -> DatasetIterator:
         tracked = self._tracked_iterator(self)  # debug mode or STAGE_TIMING: count per stage
         return NativeDatasetIterator(engine_iterator(self), self) if tracked is None else tracked
-
-    def _index_plan(self) -> index_plan_lib.IndexPlan | None:
-        """How the state of this dataset's iterators encodes the index of their next element
-        (Grain's get_next_index / set_next_index); None where Grain's iterator cannot tell."""
-        return None
 
     @classmethod
     def mix(
@@ -528,21 +517,22 @@ class Unpicklable:
 
 
 class NativeDatasetIterator(Unpicklable, DatasetIterator):
-    """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout."""
+    """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout; the
+    engine's iterator answers Grain's get_next_index / set_next_index itself (each operation
+    of the pipeline reads its next index from its state: spelt/node.h)."""
 
     def __init__(
         self, it: Any, ds: IterDataset | None = None, tracker: Any = None, *, pipeline: Any = None
     ):
         """it: the engine's iterator; ds: the dataset it iterates (None: an iterator over
-        another iterator, whose next index it cannot tell). Only ds's index plan is kept: the
-        dataset itself would keep its worker pools alive. tracker: the execution summary's
-        Tracker of its stages, if tracked (spelt/_summary.py). pipeline: the dataset whose data
-        sources ``close()`` closes, if not ds (:func:`closable_sources`)."""
+        another iterator), not kept: it would keep its worker pools alive. tracker: the
+        execution summary's Tracker of its stages, if tracked (spelt/_summary.py). pipeline:
+        the dataset whose data sources ``close()`` closes, if not ds
+        (:func:`closable_sources`)."""
         super().__init__()
         if tracker is not None:
             self._spelt_tracker = tracker
         self._it = it
-        self._index_plan = None if ds is None else index_plan_lib.of(ds)
         self._closed = False
         self._closed_state: dict[str, Any] | None = None
         pipeline = ds if pipeline is None else pipeline
@@ -564,14 +554,11 @@ class NativeDatasetIterator(Unpicklable, DatasetIterator):
         self._it.set_state(state)
 
     def _get_next_index(self) -> int:
-        if self._index_plan is None:
-            return super()._get_next_index()
-        return self._index_plan.next_index(self.get_state())
+        return self._it.get_next_index()
 
     def _set_next_index(self, index: int) -> None:
-        if self._index_plan is None:
-            return super()._set_next_index(index)
-        self.set_state(self._index_plan.state_at(index, self.get_state()))
+        index = _args.int_arg(index, "set_next_index: index", bool_ok=True)
+        self._it.set_next_index(_args.clamped(index))
 
     def start_prefetch(self) -> None:
         if self._closed:
@@ -663,7 +650,7 @@ class OpIterDataset(_Op, IterDataset):
     """A transformation of one parent IterDataset (``_core.IterDataset`` methods)."""
 
 
-class WithOptionsIterDataset(index_plan_lib.SameIndex, ParentSpec, IterDataset):
+class WithOptionsIterDataset(ParentSpec, IterDataset):
     """``parent`` with ``options`` for the whole pipeline (merged with options set further
     down; the latest set value wins). Output and state are the parent's (Grain's
     WithOptionsIterDataset)."""

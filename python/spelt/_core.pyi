@@ -19,6 +19,9 @@ class CorruptImageError(ValueError):
 class EmptyShardError(ZeroDivisionError):
     pass
 
+class NextIndexUnsupported(NotImplementedError):
+    pass
+
 def index_shuffle(index: int, max_index: int, seed: int, rounds: int = 4) -> int:
     """
     Grain's index_shuffle: position of `index` in a permutation of [0, max_index] (spelt/random.h).
@@ -38,9 +41,9 @@ class MapDataset:
     def name(self) -> str:
         """Grain's class name of the node, e.g. 'ShuffleMapDataset'."""
 
-    def default_seed(self) -> int | None:
+    def resolve_seed(self, seed: int | None, what: str) -> int:
         """
-        Grain's default seed for a random transformation on top (None if unseeded).
+        The seed of a random transformation `what` on top (spelt/seeds.h): `seed` if given (ValueError outside [0, 2**32)), else Grain's default seed derived from seed() upstream (ValueError if there is none).
         """
 
     def seed(self, words: Sequence[int]) -> MapDataset:
@@ -160,9 +163,9 @@ class IterDataset:
     def name(self) -> str:
         """Grain's class name of the node, e.g. 'ShuffleMapDataset'."""
 
-    def default_seed(self) -> int | None:
+    def resolve_seed(self, seed: int | None, what: str) -> int:
         """
-        Grain's default seed for a random transformation on top (None if unseeded).
+        The seed of a random transformation `what` on top (spelt/seeds.h): `seed` if given (ValueError outside [0, 2**32)), else Grain's default seed derived from seed() upstream (ValueError if there is none).
         """
 
     def seed(self, words: Sequence[int]) -> IterDataset:
@@ -225,6 +228,8 @@ def with_filter_thresholds(dataset: IterDataset, warn_set: bool, warn: float | N
     The thresholds a pipeline sets for itself, over those of the iterator that makes it (spelt/dataset_options.h WithFilterThresholds).
     """
 
+NEXT_INDEX_KEY: str = 'next_index'
+
 class DatasetIterator:
     """
     Iterator of an engine pipeline. Thread-safe: calls from several threads run one at a time (a waiting thread does not hold the GIL), so each element goes to exactly one caller and get_state() is always the position between two elements. A call from inside the pipeline's own callables raises RuntimeError.
@@ -238,6 +243,16 @@ class DatasetIterator:
 
     def set_state(self, arg: object, /) -> None:
         """Restores a state of get_state(); ValueError if malformed or closed."""
+
+    def get_next_index(self) -> int:
+        """
+        The index of the element next() returns next, read from get_state() (Grain's get_next_index: a batch counts batches, limit / random_map / map_with_index their elements). NotImplementedError (NextIndexUnsupported) where the pipeline cannot tell (after a filter, say); ValueError once closed.
+        """
+
+    def set_next_index(self, index: int) -> None:
+        """
+        Moves the iterator to return element `index` next, without reading any element (Grain's set_next_index), through set_state: IndexError out of range; NotImplementedError (NextIndexUnsupported) where the pipeline cannot move to an index; ValueError once closed.
+        """
 
     def start_prefetch(self) -> None:
         """

@@ -34,7 +34,6 @@ from spelt import _base
 from spelt import _callables
 from spelt import _checkpoint_io
 from spelt import _core
-from spelt import _index_plan
 from spelt import dataset_options
 from spelt import operations as operations_lib
 from spelt import options as options_lib
@@ -188,7 +187,7 @@ class _NoneElement:
 NONE_ELEMENT = _NoneElement()
 
 
-class _NoneElementsIterDataset(_index_plan.SameIndex, _base.ParentSpec, _base.OpIterDataset):
+class _NoneElementsIterDataset(_base.ParentSpec, _base.OpIterDataset):
     """The DataLoader's stream after its per-record operations, with each NONE_ELEMENT turned
     into None by the engine (``_core.IterDataset.marker_as_none``: an identity check in C++, no
     Python call per record). Output and state are otherwise the parent's."""
@@ -408,7 +407,7 @@ class DataLoader:
     def _to_loader_state(self, dataset_state: dict[str, Any]) -> dict[str, Any]:
         if self._native_checkpointing:
             return dataset_state
-        n = dataset_state["next_index"]
+        n = dataset_state[_core.NEXT_INDEX_KEY]
         s, count = self._shard_options.shard_index, self._shard_options.shard_count
         workers = self._multiprocessing_options.num_workers
         virtual = max(workers, 1)
@@ -482,7 +481,7 @@ class DataLoader:
                 "or skip records. Restore a checkpoint taken after a multiple of worker_count "
                 "batches, or with worker_count=0 (docs/compatibility.md)."
             )
-        return {"next_index": n}
+        return {_core.NEXT_INDEX_KEY: n}
 
 
 class DataLoaderIterator:

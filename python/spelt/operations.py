@@ -26,6 +26,7 @@ from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 
+from spelt import _core
 from spelt import _tree
 from spelt import dataset
 from spelt import record
@@ -274,7 +275,7 @@ class _OperationDatasetIterator(dataset.DatasetIterator):
     def _records(self) -> Iterator[record.Record]:
         for element in self._parent:
             self._seen += 1
-            local = self._parent.get_state().get("next_index", self._seen) - 1
+            local = self._parent.get_state().get(_core.NEXT_INDEX_KEY, self._seen) - 1
             yield record.Record(self._ds.metadata(local), element)
 
     def __next__(self) -> Any:
@@ -285,7 +286,7 @@ class _OperationDatasetIterator(dataset.DatasetIterator):
 
     def set_state(self, state: dict[str, Any]) -> None:
         self._parent.set_state(state)
-        self._seen = state.get("next_index", 0)
+        self._seen = state.get(_core.NEXT_INDEX_KEY, 0)
         self._outputs = self._ds.run(self._records())  # drops a group of the old position
 
     def close(self) -> None:

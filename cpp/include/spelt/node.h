@@ -24,6 +24,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,17 @@ namespace spelt {
 
 // Iterator state: a JSON value in Grain's layout for the same pipeline (keys in Grain's order).
 using State = nlohmann::ordered_json;
+
+// The key of a position state {"next_index": n}: the first n elements of a MapDataset read in
+// order (Grain's PrefetchDatasetIterator: to_iter_dataset, mp_prefetch, the DataLoader).
+inline constexpr char kNextIndexKey[] = "next_index";
+
+// Grain's get_next_index / set_next_index on an iterator that cannot tell the index of its next
+// element (after a filter, a shuffle window, a mix, ...). Python's NotImplementedError.
+class NextIndexUnsupported : public std::logic_error {
+ public:
+  using std::logic_error::logic_error;
+};
 
 // Length of an infinite MapDataset (Grain uses sys.maxsize).
 inline constexpr int64_t kInfiniteLength = std::numeric_limits<int64_t>::max();
@@ -152,6 +164,23 @@ class DatasetIterator {
   // iterators over other iterators pass it on to them, as Grain's do. The default (sources)
   // does nothing. Idempotent.
   virtual void StartPrefetch() {}
+
+  // Grain's get_next_index / set_next_index, read from and written into states, so that an
+  // iterator over another (thread prefetch, interleave) answers for states its parent is no
+  // longer in. NextIndexOf: the index of the element that an iterator in `state` (a GetState()
+  // of this iterator) returns next, counted in this iterator's elements. StateAtIndex: the
+  // state of an iterator in `state` moved to return element `index` next, reached without
+  // reading any element (SetState() then checks its range). Both read only what the iterator
+  // was made with, never its position, so they may be called while another thread drives it.
+  // The defaults throw NextIndexUnsupported; an operation overrides them where it can tell:
+  // positions (to_iter_dataset) read and write {"next_index": n}, batch scales its parent's
+  // index by the batch size, map passes its parent's through, limit / random_map /
+  // map_with_index count their elements.
+  virtual int64_t NextIndexOf(const State& state) const;
+  virtual State StateAtIndex(int64_t index, const State& state) const;
+  // NextIndexOf(GetState()) and SetState(StateAtIndex(index, GetState())).
+  int64_t GetNextIndex() const { return NextIndexOf(GetState()); }
+  void SetNextIndex(int64_t index) { SetState(StateAtIndex(index, GetState())); }
 };
 
 class IterNode : public DatasetNode {

@@ -1,5 +1,5 @@
-// The public dataset handles (spelt/dataset.h): argument checks, default seeds, and dispatch
-// to the node factories of cpp/src/ops/.
+// The public dataset handles (spelt/dataset.h): argument checks, seeds (spelt/seeds.h), and
+// dispatch to the node factories of cpp/src/ops/.
 #include "spelt/dataset.h"
 
 #include <stdexcept>
@@ -28,6 +28,7 @@
 #include "ops/source_dataset.h"
 #include "ops/to_iter_dataset.h"
 #include "ops/window_shuffle.h"
+#include "spelt/seeds.h"
 #include "ops/zip.h"
 
 namespace spelt {
@@ -35,24 +36,6 @@ namespace {
 
 using internal::IterNodePtr;
 using internal::MapNodePtr;
-
-// The default seed derived from ds.seed() upstream of `parent`; throws if there is none.
-uint32_t DefaultSeedOf(const DatasetNode& parent, const char* what) {
-  if (auto derived = parent.DefaultSeed()) return *derived;
-  throw std::invalid_argument(std::string(what) +
-                              ": no seed given and no upstream dataset has one; pass seed= "
-                              "or call .seed(...) earlier in the pipeline");
-}
-
-// A 32-bit seed: the explicit one if given, else the default seed.
-uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, const char* what) {
-  return seed ? CheckSeed(*seed, what) : DefaultSeedOf(parent, what);
-}
-
-// A random_map seed (any size): the explicit one if given, else the default seed.
-AnySeed ResolveAnySeed(std::optional<AnySeed> seed, const DatasetNode& parent) {
-  return seed ? std::move(*seed) : AnySeed(DefaultSeedOf(parent, "random_map"));
-}
 
 // Grain's message for MapDataset.batch over a node that may discard elements, naming the first
 // discarding ancestor found as Grain searches (depth first, last parent first).

@@ -1,5 +1,5 @@
 // What every node shares (spelt/node.h): the flags and default seed derived from the parents,
-// and MapNode's element-by-element GetMany.
+// MapNode's element-by-element GetMany, and the iterators that cannot tell their next index.
 #include <deque>
 #include <utility>
 #include <vector>
@@ -48,6 +48,18 @@ void MapNode::GetMany(std::span<const int64_t> indices,
                       std::vector<std::optional<Value>>* out) const {
   out->reserve(out->size() + indices.size());
   for (const int64_t index : indices) out->push_back(Get(index));
+}
+
+int64_t DatasetIterator::NextIndexOf(const State& /*state*/) const {
+  throw NextIndexUnsupported(
+      "get_next_index is not supported by this iterator: its last operation cannot tell the "
+      "index of its next element");
+}
+
+State DatasetIterator::StateAtIndex(int64_t /*index*/, const State& /*state*/) const {
+  throw NextIndexUnsupported(
+      "set_next_index is not supported by this iterator: its last operation cannot move to an "
+      "index without reading");
 }
 
 }  // namespace spelt

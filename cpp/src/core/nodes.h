@@ -20,6 +20,9 @@ inline std::optional<Value> NoneAsFiltered(Value v) {
   return v;
 }
 
+// The key under which an operation's state holds its parent's (limit, repeat, rebatch, ...).
+inline constexpr char kParentKey[] = "parent";
+
 // state.cc: reading fields of a State with clear errors (std::invalid_argument naming the
 // node and the field; std::out_of_range for an integer beyond int64, e.g. 2**63).
 const State& StateField(const State& state, const char* field, const char* node);
@@ -28,6 +31,13 @@ int64_t StateInt(const State& state, const char* field, const char* node);
 // std::out_of_range (Python's IndexError) with Grain's message (PrefetchDatasetIterator) if
 // it is not in [0, length], including integers beyond int64 (which arrive as JSON doubles).
 int64_t StateNextIndex(const State& state, int64_t length, const char* node);
+// The position state {"next_index": next_index} (kNextIndexKey).
+State PositionState(int64_t next_index);
+// For operations whose state is {"parent": parent's state, count_key: elements returned}
+// (limit, random_map, map_with_index): where set_next_index moves them, the parent moved to
+// `index` as well (DatasetIterator::StateAtIndex).
+State CountedStateAt(const DatasetIterator& parent, int64_t index, const State& state,
+                     const char* count_key, const char* node);
 
 }  // namespace spelt::internal
 

@@ -38,19 +38,27 @@ int64_t StateInt(const State& state, const char* field, const char* node) {
 }
 
 int64_t StateNextIndex(const State& state, int64_t length, const char* node) {
-  const State& v = StateField(state, "next_index", node);
+  const State& v = StateField(state, kNextIndexKey, node);
   // An integer beyond int64: JSON unsigned, or a double of magnitude >= 2**63 (no fraction).
   const bool huge = (v.is_number_unsigned() &&
                      v.get<uint64_t>() > uint64_t{std::numeric_limits<int64_t>::max()}) ||
                     (v.is_number_float() && std::isfinite(v.get<double>()) &&
                      std::fabs(v.get<double>()) >= 0x1p63);
-  const int64_t n = huge ? -1 : StateInt(state, "next_index", node);
+  const int64_t n = huge ? -1 : StateInt(state, kNextIndexKey, node);
   if (huge || n < 0 || n > length) {
     throw std::out_of_range("Checkpoint `next_index` " + (huge ? v.dump() : std::to_string(n)) +
                             " is out of range for dataset of length " + std::to_string(length) +
                             ".");
   }
   return n;
+}
+
+State PositionState(int64_t next_index) { return State{{kNextIndexKey, next_index}}; }
+
+State CountedStateAt(const DatasetIterator& parent, int64_t index, const State& state,
+                     const char* count_key, const char* node) {
+  return State{{kParentKey, parent.StateAtIndex(index, StateField(state, kParentKey, node))},
+               {count_key, index}};
 }
 
 }  // namespace spelt::internal

@@ -1,7 +1,7 @@
 // The ordered iterator of spelt/executor.h: chunks of consecutive indices computed by an
 // executor, handed out in index order. State: {"next_index": n} (Grain's
 // PrefetchDatasetIterator layout), the indices consumed up to and including the last element
-// returned; chunks in flight never count.
+// returned; chunks in flight never count. Its next index is n.
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
@@ -46,11 +46,18 @@ class OrderedIterator final : public DatasetIterator {
     }
   }
 
-  State GetState() const override { return State{{"next_index", next_index_}}; }
+  State GetState() const override { return internal::PositionState(next_index_); }
 
   void SetState(const State& state) override {
     next_index_ = internal::StateNextIndex(state, length_, kName);
     Restart();
+  }
+
+  int64_t NextIndexOf(const State& state) const override {
+    return internal::StateInt(state, kNextIndexKey, kName);
+  }
+  State StateAtIndex(int64_t index, const State& /*state*/) const override {
+    return internal::PositionState(index);
   }
 
  private:

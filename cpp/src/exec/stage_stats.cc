@@ -83,6 +83,10 @@ class ProfiledIterator final : public DatasetIterator {
   void StartPrefetch() override { inner_->StartPrefetch(); }
   State GetState() const override { return inner_->GetState(); }
   void SetState(const State& state) override { inner_->SetState(state); }
+  int64_t NextIndexOf(const State& state) const override { return inner_->NextIndexOf(state); }
+  State StateAtIndex(int64_t index, const State& state) const override {
+    return inner_->StateAtIndex(index, state);
+  }
 
  private:
   std::unique_ptr<DatasetIterator> inner_;

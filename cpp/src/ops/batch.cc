@@ -5,6 +5,8 @@
 // BatchMapDataset reads the elements of all the batches of a chunk with one parent GetMany.
 #include <algorithm>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
 #include "ops/batch.h"
 #include "ops/get_many.h"
@@ -152,6 +154,13 @@ class BatchIterator final : public DatasetIterator {
     pending_.clear();
     parent_->SetState(state);
   }
+  // The state is the parent's, so is its index, in parent elements.
+  int64_t NextIndexOf(const State& state) const override {
+    return BatchesBefore(parent_->NextIndexOf(state), batch_size_);
+  }
+  State StateAtIndex(int64_t index, const State& state) const override {
+    return parent_->StateAtIndex(FirstOfBatch(index, batch_size_), state);
+  }
 
  private:
   std::unique_ptr<DatasetIterator> parent_;
@@ -191,6 +200,19 @@ class BatchIterNode final : public IterNode {
 };
 
 }  // namespace
+
+int64_t BatchesBefore(int64_t parent_index, int64_t batch_size) {
+  return parent_index / batch_size + (parent_index % batch_size > 0 ? 1 : 0);
+}
+
+int64_t FirstOfBatch(int64_t index, int64_t batch_size) {
+  int64_t first = 0;
+  if (__builtin_mul_overflow(index, batch_size, &first)) {
+    throw std::out_of_range("set_next_index: batch " + std::to_string(index) + " of " +
+                            std::to_string(batch_size) + " elements starts beyond 2**63 - 1");
+  }
+  return first;
+}
 
 MapNodePtr MakeBatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder,
                             BatchFn fn) {

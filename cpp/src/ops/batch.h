@@ -12,6 +12,12 @@ MapNodePtr MakeBatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_rem
 IterNodePtr MakeBatchIterNode(IterNodePtr parent, int64_t batch_size, bool drop_remainder,
                               BatchFn fn);
 
+// Grain's BatchDatasetIterator get/set_next_index: the batches that hold the parent's first
+// `parent_index` elements (ceil(parent_index / batch_size)), and the parent index of the first
+// element of batch `index` (index * batch_size; std::out_of_range beyond int64).
+int64_t BatchesBefore(int64_t parent_index, int64_t batch_size);
+int64_t FirstOfBatch(int64_t index, int64_t batch_size);
+
 }  // namespace spelt::internal
 
 #endif  // SPELT_SRC_OPS_BATCH_H_

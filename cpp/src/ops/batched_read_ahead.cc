@@ -55,13 +55,21 @@ class BatchedReadAheadIterator final : public DatasetIterator {
 
   State GetState() const override {
     if (fallback_) return fallback_->GetState();
-    return State{{"next_index", next_index_}};
+    return PositionState(next_index_);
   }
 
   void SetState(const State& state) override {
     const int64_t n = StateNextIndex(state, length_, kName);
     fallback_.reset();
     Start(n);
+  }
+
+  // The element-wise iterator's state is the same position: both batch a position's index.
+  int64_t NextIndexOf(const State& state) const override {
+    return BatchesBefore(StateInt(state, kNextIndexKey, kName), batch_size_);
+  }
+  State StateAtIndex(int64_t index, const State& /*state*/) const override {
+    return PositionState(FirstOfBatch(index, batch_size_));
   }
 
  private:

@@ -15,6 +15,8 @@
 // has started; restoring drops them (and none are made after StopThreadPrefetching()).
 // Every dataset's iterator checks the DatasetOptions of the interleave's iterator (its filter
 // thresholds), whenever and on whichever thread it is made.
+// Next index (Grain's): only with one dataset, that dataset's, read from its state (0 before
+// it is opened) by a new iterator of it, so that the slots are never touched.
 #include "ops/interleave.h"
 
 #include <algorithm>
@@ -33,6 +35,8 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "InterleaveIterDataset";
+constexpr char kStatesKey[] = "iterators_in_use_states";
+constexpr char kExhaustedKey[] = "exhausted";
 
 using Options = IterDataset::InterleaveOptions;
 using Prefetched = std::unique_ptr<ThreadPrefetchIterator>;
@@ -111,8 +115,8 @@ class InterleaveIterator final : public DatasetIterator {
     return State{{"next_index_in_cycle", next_in_cycle_},
                  {"next_index_in_datasets", next_in_datasets_},
                  {"iterators_in_use_indices", std::move(indices)},
-                 {"iterators_in_use_states", std::move(states)},
-                 {"exhausted", std::move(exhausted)},
+                 {kStatesKey, std::move(states)},
+                 {kExhaustedKey, std::move(exhausted)},
                  {"future_states", std::move(future)}};
   }
 
@@ -120,8 +124,8 @@ class InterleaveIterator final : public DatasetIterator {
     const int64_t next_in_cycle = StateInt(state, "next_index_in_cycle", kName);
     const int64_t next_in_datasets = StateInt(state, "next_index_in_datasets", kName);
     const State& indices = StateField(state, "iterators_in_use_indices", kName);
-    const State& states = StateField(state, "iterators_in_use_states", kName);
-    const State& exhausted = StateField(state, "exhausted", kName);
+    const State& states = StateField(state, kStatesKey, kName);
+    const State& exhausted = StateField(state, kExhaustedKey, kName);
     const int64_t n = static_cast<int64_t>(slots_.size());
     if (!indices.is_array() || !states.is_array() || !exhausted.is_array() ||
         static_cast<int64_t>(indices.size()) != n || static_cast<int64_t>(states.size()) != n ||
@@ -170,12 +174,45 @@ class InterleaveIterator final : public DatasetIterator {
     }
   }
 
+  int64_t NextIndexOf(const State& state) const override {
+    const State& only = OnlyDatasetState(state, "get_next_index");
+    return only.is_null() ? 0 : OnlyDatasetIterator()->NextIndexOf(only);
+  }
+
+  // The state with the one dataset's iterator (from its start if not yet opened) moved to
+  // `index` and not exhausted.
+  State StateAtIndex(int64_t index, const State& state) const override {
+    const State& only = OnlyDatasetState(state, "set_next_index");
+    const Prefetched reader = OnlyDatasetIterator();
+    State out = state;
+    out[kStatesKey][0] = reader->StateAtIndex(index, only.is_null() ? reader->GetState() : only);
+    out[kExhaustedKey] = State::array({0});
+    return out;
+  }
+
  private:
   struct Slot {
     Prefetched it;                        // null: not opened, or exhausted
     int64_t index = 0;                    // dataset read in this slot
     std::optional<State> exhausted_state;  // of the slot's exhausted iterator
   };
+
+  // Grain's rule: get/set_next_index only for an interleave of one dataset.
+  const State& OnlyDatasetState(const State& state, const char* what) const {
+    if (datasets_->count != 1) {
+      throw NextIndexUnsupported(std::string(what) +
+                                 " is not supported for InterleaveDatasetIterator with more "
+                                 "than one dataset.");
+    }
+    const State& states = StateField(state, kStatesKey, kName);
+    if (!states.is_array() || states.size() != 1) {
+      throw std::invalid_argument(std::string(kName) + ": '" + kStatesKey +
+                                  "' must be a list of 1 entry");
+    }
+    return states[0];
+  }
+
+  Prefetched OnlyDatasetIterator() const { return datasets_->Make(0, false, *options_); }
 
   bool AnyInUse() const {
     for (const Slot& slot : slots_) {

@@ -2,12 +2,16 @@
 // MapWithIndexIterDataset (Grain's map.py).
 // States: map passes the parent's state through; random_map is
 // {"parent": ..., "index_for_rng": k} and map_with_index {"parent": ..., "counter": k}, where
-// k counts the elements the iterator has taken from its parent.
+// k counts the elements the iterator has taken from its parent. Next index (Grain's): map's is
+// its parent's, random_map's and map_with_index's is k.
 #include "ops/iter_map.h"
 #include "core/iter_op_node.h"
 
 namespace spelt::internal {
 namespace {
+
+constexpr char kIndexForRngKey[] = "index_for_rng";  // random_map's count
+constexpr char kCounterKey[] = "counter";            // map_with_index's count
 
 class MapIterator final : public DatasetIterator {
  public:
@@ -21,6 +25,10 @@ class MapIterator final : public DatasetIterator {
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override { return parent_->GetState(); }
   void SetState(const State& state) override { parent_->SetState(state); }
+  int64_t NextIndexOf(const State& state) const override { return parent_->NextIndexOf(state); }
+  State StateAtIndex(int64_t index, const State& state) const override {
+    return parent_->StateAtIndex(index, state);
+  }
 
  private:
   std::unique_ptr<DatasetIterator> parent_;
@@ -41,7 +49,7 @@ class CountingIterator final : public DatasetIterator {
   }
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent", parent_->GetState()}, {field_, counter_}};
+    return State{{kParentKey, parent_->GetState()}, {field_, counter_}};
   }
   void SetState(const State& state) override {
     const int64_t k = StateInt(state, field_, name_);
@@ -49,8 +57,12 @@ class CountingIterator final : public DatasetIterator {
       throw std::invalid_argument(std::string(name_) + ": state field '" + field_ +
                                   "' must be >= 0, got " + std::to_string(k));
     }
-    parent_->SetState(StateField(state, "parent", name_));
+    parent_->SetState(StateField(state, kParentKey, name_));
     counter_ = k;
+  }
+  int64_t NextIndexOf(const State& state) const override { return StateInt(state, field_, name_); }
+  State StateAtIndex(int64_t index, const State& state) const override {
+    return CountedStateAt(*parent_, index, state, field_, name_);
   }
 
  private:
@@ -86,7 +98,7 @@ IterNodePtr MakeIterRandomMapNode(IterNodePtr parent, RandomMapFn fn, const AnyS
           r.SetCounter({0, 0, 0, static_cast<uint64_t>(k)});
           return fn(std::move(v), r);
         };
-        return MakeCounting(std::move(p), std::move(call), "index_for_rng", kName);
+        return MakeCounting(std::move(p), std::move(call), kIndexForRngKey, kName);
       });
 }
 
@@ -94,7 +106,7 @@ IterNodePtr MakeIterMapWithIndexNode(IterNodePtr parent, MapWithIndexFn fn) {
   constexpr const char* kName = "MapWithIndexIterDataset";
   return std::make_shared<IterOpNode>(
       std::move(parent), kName, [fn = std::move(fn)](auto p) {
-        return MakeCounting(std::move(p), fn, "counter", kName);
+        return MakeCounting(std::move(p), fn, kCounterKey, kName);
       });
 }
 

@@ -1,6 +1,6 @@
 // LimitIterDataset: the first `count` elements of the parent stream (Grain's limit.py).
 // State: {"parent": parent state, "count_elements_read": n}. Past the limit the parent is not
-// read again.
+// read again. Next index (Grain's): n.
 #include "ops/limit.h"
 
 #include "core/iter_op_node.h"
@@ -9,6 +9,7 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "LimitIterDataset";
+constexpr char kCountKey[] = "count_elements_read";
 
 class LimitIterator final : public DatasetIterator {
  public:
@@ -22,13 +23,19 @@ class LimitIterator final : public DatasetIterator {
   }
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent", parent_->GetState()}, {"count_elements_read", read_}};
+    return State{{kParentKey, parent_->GetState()}, {kCountKey, read_}};
   }
   void SetState(const State& state) override {
-    const int64_t n = StateInt(state, "count_elements_read", kName);
+    const int64_t n = StateInt(state, kCountKey, kName);
     if (n < 0) throw std::invalid_argument(std::string(kName) + ": negative count_elements_read");
-    parent_->SetState(StateField(state, "parent", kName));
+    parent_->SetState(StateField(state, kParentKey, kName));
     read_ = n;
+  }
+  int64_t NextIndexOf(const State& state) const override {
+    return StateInt(state, kCountKey, kName);
+  }
+  State StateAtIndex(int64_t index, const State& state) const override {
+    return CountedStateAt(*parent_, index, state, kCountKey, kName);
   }
 
  private:

@@ -24,7 +24,9 @@ namespace spelt::internal {
 // Next(). An error of the parent is raised by the Next() that reaches it, after every element
 // before it; the next Next() asks the parent again, and the state is then the parent's after
 // the error (past the failing element where the parent steps past it), so that a checkpoint
-// taken there restores to what this iterator yields next. Waits go through BlockingWait
+// taken there restores to what this iterator yields next. The next index is the parent's, read
+// from this iterator's state (NextIndexOf never touches the parent's position, so the
+// producer thread may run meanwhile). Waits go through BlockingWait
 // (spelt/blocking_wait.h). Used by one thread at a time, like every DatasetIterator.
 class ThreadPrefetchIterator final : public DatasetIterator {
  public:
@@ -35,6 +37,10 @@ class ThreadPrefetchIterator final : public DatasetIterator {
   State GetState() const override { return state_; }
   void SetState(const State& state) override;
   void StartPrefetch() override;
+  int64_t NextIndexOf(const State& state) const override { return parent_->NextIndexOf(state); }
+  State StateAtIndex(int64_t index, const State& state) const override {
+    return parent_->StateAtIndex(index, state);
+  }
   // Blocks until the producer thread, if any, has stopped; for StopThreadPrefetching().
   void WaitForProducerToStop();
 

@@ -10,7 +10,6 @@ from typing import Any, Sequence
 from spelt import _args
 from spelt import _base
 from spelt import _core
-from spelt import _index_plan
 
 
 class _BatchStr:
@@ -26,7 +25,7 @@ class BatchMapDataset(_BatchStr, _base.BatchSpec, _base.OpMapDataset):
     _build = staticmethod(_core.MapDataset.batch)
 
 
-class BatchIterDataset(_index_plan.BatchIndex, _BatchStr, _base.BatchSpec, _base.OpIterDataset):
+class BatchIterDataset(_BatchStr, _base.BatchSpec, _base.OpIterDataset):
     """Args: (batch_size, drop_remainder, batch_fn or None). State: the parent's."""
 
     _build = staticmethod(_core.IterDataset.batch)

@@ -14,7 +14,6 @@ from spelt import _args
 from spelt import _base
 from spelt import _core
 from spelt import dataset_options
-from spelt import _index_plan as index_plan_lib
 from spelt import element_spec
 
 
@@ -128,30 +127,6 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
                 "future_states": future,
             }
         )
-
-    def _get_next_index(self) -> int:
-        self._single_dataset("get_next_index")
-        it_state = self.get_state()["iterators_in_use_states"][0]
-        return 0 if it_state is None else self._only_plan().next_index(it_state)
-
-    def _set_next_index(self, index: int) -> None:
-        self._single_dataset("set_next_index")
-        state = self.get_state()
-        it_state = state["iterators_in_use_states"][0] or self._start_state(0)
-        it_state = self._only_plan().state_at(index, it_state)
-        self.set_state(dict(state, iterators_in_use_states=[it_state], exhausted=[0]))
-
-    def _only_plan(self) -> Any:
-        plan = index_plan_lib.of(_iter_dataset(self._datasets, 0))
-        if plan is None:
-            raise NotImplementedError("the interleaved dataset cannot tell its next index")
-        return plan
-
-    def _single_dataset(self, what: str) -> None:
-        if len(self._datasets) != 1:
-            raise NotImplementedError(
-                f"{what} is not supported for InterleaveDatasetIterator with more than one dataset."
-            )
 
     def __str__(self) -> str:
         return self._name.replace("InterleaveIterDataset", "InterleaveDatasetIterator")

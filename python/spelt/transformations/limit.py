@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from spelt import _args
 from spelt import _base
-from spelt import _index_plan
 
 
-class LimitIterDataset(_index_plan.CountedIndex, _base.ParentSpec, _base.IterDataset):
+class LimitIterDataset(_base.ParentSpec, _base.IterDataset):
     """The first ``count`` elements of ``parent``. State: ``{"parent", "count_elements_read"}``.
     ValueError if count <= 0 (Grain's message)."""
 

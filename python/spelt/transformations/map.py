@@ -18,7 +18,6 @@ from typing import Any
 from spelt import _base
 from spelt import _callables
 from spelt import _core
-from spelt import _index_plan
 
 
 def _transform(ds: Any) -> Any:
@@ -87,7 +86,7 @@ class MapWithIndexMapDataset(_base.TransformSpec, _base.OpMapDataset):
         return node if node is not None else super()._make_node()
 
 
-class MapIterDataset(_ImageOps, _index_plan.SameIndex, _base.TransformSpec, _base.OpIterDataset):
+class MapIterDataset(_ImageOps, _base.TransformSpec, _base.OpIterDataset):
     """State: the parent's."""
 
     _build = staticmethod(_core.IterDataset.map)
@@ -96,9 +95,7 @@ class MapIterDataset(_ImageOps, _index_plan.SameIndex, _base.TransformSpec, _bas
     _join_build = staticmethod(_core.IterDataset.image_map)
 
 
-class RandomMapIterDataset(
-    _ImageOps, _index_plan.RngCount, _base.TransformSpec, _base.OpIterDataset
-):
+class RandomMapIterDataset(_ImageOps, _base.TransformSpec, _base.OpIterDataset):
     """State: ``{"parent", "index_for_rng"}`` (Grain's)."""
 
     _build = staticmethod(_core.IterDataset.random_map)
@@ -107,7 +104,7 @@ class RandomMapIterDataset(
     _join_build = staticmethod(_core.IterDataset.image_map)
 
 
-class MapWithIndexIterDataset(_index_plan.Counter, _base.TransformSpec, _base.OpIterDataset):
+class MapWithIndexIterDataset(_base.TransformSpec, _base.OpIterDataset):
     """State: ``{"parent", "counter"}`` (Grain's)."""
 
     _build = staticmethod(_core.IterDataset.map_with_index)

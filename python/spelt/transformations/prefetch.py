@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any, Callable
 from spelt import _args
 from spelt import _base
 from spelt import _core
-from spelt import _index_plan
 from spelt import options as options_lib
 
 if TYPE_CHECKING:
@@ -61,9 +60,6 @@ class PrefetchIterDataset(_base.ParentSpec, _base.IterDataset):
         return (
             f"PrefetchIterDataset(read_options={self.read_options}, allow_nones={self.allow_nones})"
         )
-
-    def _index_plan(self) -> _index_plan.IndexPlan:
-        return _index_plan.IndexPlan()
 
 
 class ProcessPrefetchIterDataset(PrefetchIterDataset):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from spelt import _base
 from spelt import _core
-from spelt import _index_plan
 
 
 class SeedMapDataset(_base.ParentSpec, _base.OpMapDataset):
@@ -17,7 +16,7 @@ class SeedMapDataset(_base.ParentSpec, _base.OpMapDataset):
     _no_stage = True
 
 
-class SeedIterDataset(_index_plan.SameIndex, _base.ParentSpec, _base.OpIterDataset):
+class SeedIterDataset(_base.ParentSpec, _base.OpIterDataset):
     """Args: (seed as its 32-bit words, least significant first,). Its iterator's state is its
     parent's, so ``get_next_index`` / ``set_next_index`` go through it (Grain's seed() returns
     a copy of the dataset, whose iterator is the parent's)."""

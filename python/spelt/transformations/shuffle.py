@@ -37,7 +37,7 @@ class WindowShuffleMapDataset(_base.ParentSpec, _base.MapDataset):
     def __init__(self, parent: _base.MapDataset, *, window_size: int, seed: int):
         super().__init__(parent)
         self._window_size = _window_size(window_size)
-        self._seed = _args.check_seed(seed, "WindowShuffleMapDataset")
+        self._seed = _args.clamped(_args.int_arg(seed, "WindowShuffleMapDataset: seed"))
         self.engine_node  # argument errors surface here  # pylint: disable=pointless-statement
 
     def _make_node(self):
@@ -62,7 +62,7 @@ class WindowShuffleIterDataset(_base.ParentSpec, _base.IterDataset):
     def __init__(self, parent: _base.IterDataset, *, window_size: int, seed: int):
         super().__init__(parent)
         self._window_size = _window_size(window_size)
-        self._seed = _args.check_seed(seed, "WindowShuffleIterDataset")
+        self._seed = _args.clamped(_args.int_arg(seed, "WindowShuffleIterDataset: seed"))
         self.engine_node  # pylint: disable=pointless-statement
 
     def _make_node(self):

@@ -9,7 +9,6 @@ from typing import Any
 from spelt import _args
 from spelt import _base
 from spelt import _core
-from spelt import _index_plan
 
 
 def _buffer_size(value: Any) -> int:
@@ -19,7 +18,7 @@ def _buffer_size(value: Any) -> int:
     return value
 
 
-class ThreadPrefetchIterDataset(_index_plan.SameIndex, _base.ParentSpec, _base.IterDataset):
+class ThreadPrefetchIterDataset(_base.ParentSpec, _base.IterDataset):
     """``parent`` read ahead by a thread of each iterator, up to ``prefetch_buffer_size``
     elements (0: no thread; ``next()`` reads the parent).
 
