@@ -17,6 +17,7 @@
 
 #include "spelt/dataset.h"
 #include "spelt/random.h"
+#include "spelt/sampler.h"
 #include "spelt/source.h"
 #include "spelt/value.h"
 #include "test_util.h"
@@ -200,6 +201,26 @@ TEST(MapDatasetBatchTest, SourceGatheredBatchesEqualStackedRows) {
   const std::vector<Value> slow_all = Drain(*slow.ToIter(Threads(2, 8)).MakeIterator());
   EXPECT_EQ(fast_all, slow_all);
   EXPECT_EQ(plain->gathered_.load(), 0);
+}
+
+// The DataLoader's first stage (SamplerDataset) hands a batch's record keys to a source that
+// gathers, with and without read threads (to_iter_dataset().batch(n) computes whole batches
+// either way): the batches of stacking its rows.
+TEST(MapDatasetBatchTest, SamplerDatasetBatchesAreGatheredByTheSource) {
+  const auto gathering = std::make_shared<RowSource>(true);
+  const auto plain = std::make_shared<RowSource>(false);
+  const auto sampler =
+      std::make_shared<IndexSampler>(10, ShardOptions{}, /*shuffle=*/true, 2, /*seed=*/3);
+  for (const ReadOptions options : {Threads(2, 8), ReadOptions{0, 0}}) {
+    const int before = gathering->gathered_.load();
+    const std::vector<Value> fast =
+        Drain(*SamplerDataset(sampler, gathering, {}).ToIter(options).Batch(4).MakeIterator());
+    const std::vector<Value> slow =
+        Drain(*SamplerDataset(sampler, plain, {}).ToIter(options).Batch(4).MakeIterator());
+    EXPECT_EQ(fast, slow);
+    EXPECT_EQ(fast.size(), 5u);
+    EXPECT_EQ(gathering->gathered_.load() - before, 5);
+  }
 }
 
 // to_iter_dataset().batch(n) with read-ahead threads computes whole batches on the threads

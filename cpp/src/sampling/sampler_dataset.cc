@@ -1,6 +1,7 @@
 // SamplerMapDataset (spelt/sampler.h): the DataLoader's first stage, as Grain 0.2.18's
 // _SamplerMapDataset (grain/_src/python/data_loader.py). A chunk computes its record keys
-// with one Sampler::RecordKeys, then reads them with one RandomAccessSource::GetMany.
+// with one Sampler::RecordKeys, then reads them with one RandomAccessSource::GetMany (or, for
+// a batch, one RandomAccessSource::GetStacked where the source gathers).
 #include <exception>
 #include <stdexcept>
 
@@ -33,11 +34,15 @@ class SamplerNode final : public MapNode {
   std::optional<Value> Get(int64_t index) const override {
     return source_->Get(sampler_->RecordKey(options_.GlobalIndex(index)));
   }
+  // The records gathered straight into one batch by a source that can (an in-memory array).
+  std::optional<Value> GetStacked(std::span<const int64_t> indices) const override {
+    std::vector<int64_t> keys;
+    sampler_->RecordKeys(Globals(indices), &keys);
+    return source_->GetStacked(keys);
+  }
   void GetMany(std::span<const int64_t> indices,
                std::vector<std::optional<Value>>* out) const override {
-    std::vector<int64_t> globals;
-    globals.reserve(indices.size());
-    for (const int64_t index : indices) globals.push_back(options_.GlobalIndex(index));
+    const std::vector<int64_t> globals = Globals(indices);
     std::vector<int64_t> keys;
     std::exception_ptr key_error;
     try {
@@ -59,6 +64,14 @@ class SamplerNode final : public MapNode {
   }
 
  private:
+  // The sampler indices of this shard's `indices`.
+  std::vector<int64_t> Globals(std::span<const int64_t> indices) const {
+    std::vector<int64_t> globals;
+    globals.reserve(indices.size());
+    for (const int64_t index : indices) globals.push_back(options_.GlobalIndex(index));
+    return globals;
+  }
+
   std::shared_ptr<const Sampler> sampler_;
   std::shared_ptr<const RandomAccessSource> source_;
   ShardOptions options_;
