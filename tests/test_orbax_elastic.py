@@ -156,11 +156,16 @@ def _save(lib, api, count, tmp_path):
     return before, tmp_path / "p0"
 
 
-def _elastic_order(index, count, start):
-    """What host `index` of `count` reads from global position `start` (Grain's rule)."""
+def _dataset_list():
+    """The elements of _dataset, read in this process with Spelt."""
     import spelt  # pylint: disable=import-outside-toplevel
 
-    ds = list(_dataset(spelt))[start + index :: count]
+    return [int(x) for x in _dataset(spelt)]
+
+
+def _elastic_order(index, count, start):
+    """What host `index` of `count` reads from global position `start` (Grain's rule)."""
+    ds = _dataset_list()[start + index :: count]
     host_batch = GLOBAL_BATCH // count
     return ds[: len(ds) // host_batch * host_batch]
 
@@ -230,9 +235,18 @@ def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
 
 def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
     """Grain 0.2.18's ElasticIterator writes the same files; Grain itself cannot restore them
-    on one process (its ValueError: the file does not exist), Spelt can."""
+    on one process (its ValueError: the file does not exist), Spelt can. On the same process
+    count each restores the other's checkpoint, through Grain's Orbax handler and Spelt's: the
+    ElasticIterators, device_put after them and the plain Dataset iterators continue where
+    they were saved."""
     before, directory = _save("grain", "manager", 2, tmp_path)
-    spelt_before, _ = _save("spelt", "manager", 2, tmp_path / "spelt")
+    spelt_before, spelt_directory = _save("spelt", "manager", 2, tmp_path / "spelt")
+    for index in range(2):
+        for lib, saved_by_other in (("grain", spelt_directory), ("spelt", directory)):
+            out = _run("restore", lib, "manager", index, 2, saved_by_other)
+            assert out["elastic"] == _elastic_order(index, 2, GLOBAL_BATCH * STEPS_BEFORE), lib
+            assert out["device_put"] == out["elastic"], lib
+            assert out["plain"] == list(_dataset_list()[index::2][STEPS_BEFORE:]), lib
     # The same pipelines read the same elements in both (Grain has no VirtualShardIterDataset).
     assert before == [{k: v for k, v in b.items() if k != "virtual"} for b in spelt_before]
     grain_out = _run("restore", "grain", "manager", 0, 1, directory)
@@ -241,6 +255,19 @@ def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
     out = _run("restore", "spelt", "manager", 0, 1, directory)
     assert out["elastic"] == _elastic_order(0, 1, GLOBAL_BATCH * STEPS_BEFORE)
     assert out["device_put"] == out["elastic"]
+
+
+def test_grain_checkpoint_of_one_process_restores_in_spelt_on_two(tmp_path):
+    """Grain 0.2.18's one file of an ElasticIterator restores on two Spelt processes: each
+    reads the global position from it and continues with its share, every element once."""
+    (before,), directory = _save("grain", "manager", 1, tmp_path)
+    outs = [_run("restore", "spelt", "manager", i, 2, directory) for i in range(2)]
+    for index, out in enumerate(outs):
+        assert out["elastic"] == _elastic_order(index, 2, GLOBAL_BATCH * STEPS_BEFORE)
+        assert out["device_put"] == out["elastic"]
+    assert sorted(before["elastic"] + outs[0]["elastic"] + outs[1]["elastic"]) == list(
+        range(LENGTH)
+    )
 
 
 def test_different_positions_are_refused(tmp_path, monkeypatch):

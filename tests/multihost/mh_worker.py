@@ -6,13 +6,15 @@ LIB is ``spelt`` or ``grain``. ACTION ``save`` reads ``SAVE_AT`` global steps of
 pipelines, all sharded by ``ShardByJaxProcess``: a DataLoader (``loader``; ``loader_mp`` with
 one worker process), a Dataset-API pipeline (``ds``) and ElasticIterators over a MapDataset
 (``elastic``; ``elastic_mp`` with one worker process; ``elastic_dp`` moved to the devices by
-``experimental.device_put``). It saves their states with Orbax, then reads to the end.
-``restore`` restores every pipeline from the latest checkpoint (same process count) and reads
-to the end; ``restore-elastic`` does so for the ElasticIterators on any process count. Each
-step's host batch is assembled into a global array with
-``jax.make_array_from_process_local_data`` on a 1-D mesh over all processes' devices, and
-gathered back so that every process records the global batch. The records are written as JSON
-to OUT_JSON.
+``experimental.device_put``); with Spelt also a filtered and mixed pipeline cut into virtual
+shards (``virtual``: ``experimental.VirtualShardIterDataset``, Grain has none). It saves their
+states with Orbax, then reads to the end. ``restore`` restores every pipeline from the latest
+checkpoint (same process count) and reads to the end; ``restore-elastic`` does so for the
+ElasticIterators and ``virtual`` on any process count. Each step's host batch is assembled
+into a global array with ``jax.make_array_from_process_local_data`` on a 1-D mesh over all
+processes' devices, and gathered back so that every process records the global batch (not
+for ``virtual``, whose hosts own shards of different lengths and so end at different steps:
+its host batches only). The records are written as JSON to OUT_JSON.
 """
 
 import json
@@ -25,6 +27,9 @@ SAVE_AT = 2  # global steps read before the checkpoint
 # number of processes. The others restore on the number that saved them.
 ELASTIC = ("elastic", "elastic_mp", "elastic_dp")
 SAME_COUNT = ("loader", "loader_mp", "ds")
+# Spelt only: restores on any number of processes, records host batches only (see above).
+VIRTUAL = ("virtual",)
+VIRTUAL_SHARDS = 12  # a multiple of 1, 2, 3 and 4 processes
 
 
 def _init(process_id, num_processes, port):
@@ -67,6 +72,16 @@ def resume_on_any_host_count(grain, ocp, ckpt_dir):
             )
     # end of snippet
     return it
+
+
+def virtual_shard(g, shard):
+    """The pipeline of one virtual shard of ``virtual``: a filtered shard of LENGTH records
+    mixed with a shard of LENGTH // 2 others (1000 and up). Its outputs, over all
+    VIRTUAL_SHARDS shards, are what the hosts must read once each."""
+    part = slice(shard.shard_index, None, shard.shard_count)
+    kept = g.MapDataset.range(LENGTH).shuffle(seed=13)[part].to_iter_dataset()
+    others = g.MapDataset.range(1000, 1000 + LENGTH // 2)[part].to_iter_dataset()
+    return g.IterDataset.mix([kept.filter(lambda r: r % 4 != 1), others], [0.6, 0.4])
 
 
 def _pipelines(g, jax, ocp, names, ckpt_dir):
@@ -120,6 +135,12 @@ def _pipelines(g, jax, ocp, names, ckpt_dir):
         # iterator (iter() returns it).
         "elastic": elastic,
         "elastic_dp": elastic_dp,
+        "virtual": lambda: g.experimental.VirtualShardIterDataset(
+            lambda shard: virtual_shard(g, shard),
+            VIRTUAL_SHARDS,
+            g.sharding.ShardByJaxProcess(),
+            batch_size=2,
+        ),
     }
     its = {}
     for name in names:
@@ -173,12 +194,14 @@ def _step(jax, name, it, out):
         assert isinstance(local, jax.Array), type(local)
         assert local.sharding.device_set == set(jax.local_devices()), local.sharding
     out[name]["local"].append([int(x) for x in local])
-    out[name]["global"].append(_global_batch(jax, local))
+    if name not in VIRTUAL:
+        out[name]["global"].append(_global_batch(jax, local))
     return True
 
 
 def _read_to_end(jax, its, out):
-    """Reads every pipeline to its end (each host's shard has the same number of steps)."""
+    """Reads every pipeline to its end (each host's shard has the same number of steps, but
+    for ``virtual``, which makes no collective call)."""
     for name, it in its.items():
         while _step(jax, name, it, out):
             pass
@@ -218,8 +241,9 @@ def main(lib, action, process_id, num_processes, port, ckpt_dir, out_json):
     else:
         import spelt as g  # pylint: disable=import-outside-toplevel
 
-    names = {"restore-elastic": ELASTIC, "grain-orbax-elastic": ("elastic",)}.get(
-        action, ELASTIC + SAME_COUNT
+    spelt_only = VIRTUAL if lib == "spelt" else ()
+    names = {"restore-elastic": ELASTIC + spelt_only, "grain-orbax-elastic": ("elastic",)}.get(
+        action, ELASTIC + SAME_COUNT + spelt_only
     )
     by_hand = lib == "grain" and action == "restore-elastic"
     its = _pipelines(g, jax, ocp, names, ckpt_dir + "-none" if by_hand else ckpt_dir)

@@ -1,11 +1,13 @@
 """Multi-host JAX end to end (issue 22): N local ``jax.distributed`` processes on loopback (CPU,
 gloo) run tests/multihost/mh_worker.py. Each shards six pipelines with ``ShardByJaxProcess``
 (DataLoaders with 0 and 1 worker processes, a Dataset-API pipeline, and ElasticIterators over
-a MapDataset: plain, with a worker process, and through ``experimental.device_put``),
+a MapDataset: plain, with a worker process, and through ``experimental.device_put``), and
+a filtered, mixed pipeline cut into virtual shards (``experimental.VirtualShardIterDataset``),
 assembles global batches with ``jax.make_array_from_process_local_data``, saves with Orbax at
 step SAVE_AT and reads on. Restore runs continue from the checkpoint: every pipeline on the
-same count (2 -> 2), the ElasticIterators on another one (2 -> 1, 2 -> 3, 4 -> 2). Checked:
-every record exactly once across the union of hosts (records lost and repeated: 0 and 0),
+same count (2 -> 2), the ElasticIterators and the virtual shards on another one (2 -> 1,
+2 -> 3, 4 -> 2). Checked: every record (for the virtual shards: every output of every shard's
+pipeline) exactly once across the union of hosts (records lost and repeated: 0 and 0),
 resumed batches equal to the uninterrupted ones, and the same global batches as Grain 0.2.18
 (which restores on another count only by hand, not through Orbax). Each case starts at most 4
 JAX processes (and one worker process each for the ``_mp`` pipelines).
@@ -41,14 +43,14 @@ import mh_worker
 WORKER = Path(__file__).with_name("mh_worker.py")
 DOC = Path(__file__).parents[2] / "docs" / "multihost.md"
 TIMEOUT_S = 120
-ELASTIC, SAME_COUNT = mh_worker.ELASTIC, mh_worker.SAME_COUNT
+ELASTIC, SAME_COUNT, VIRTUAL = mh_worker.ELASTIC, mh_worker.SAME_COUNT, mh_worker.VIRTUAL
 # (processes that saved, processes that restore): the pipelines restored. docs/multihost.md's
 # table lists these (test_docs_table_is_what_is_tested).
 RESTORES = {
-    (2, 2): SAME_COUNT + ELASTIC,
-    (2, 1): ELASTIC,
-    (2, 3): ELASTIC,
-    (4, 2): ELASTIC,
+    (2, 2): SAME_COUNT + ELASTIC + VIRTUAL,
+    (2, 1): ELASTIC + VIRTUAL,
+    (2, 3): ELASTIC + VIRTUAL,
+    (4, 2): ELASTIC + VIRTUAL,
 }
 
 
@@ -118,18 +120,35 @@ def runs(tmp_path_factory):
     return get
 
 
-def _lost_repeated(records):
-    """(records of the pipeline never read, records read more than once) over ``records``."""
+def _expected(name):
+    """Every record of pipeline ``name``, sorted: range(LENGTH), or for ``virtual`` the outputs
+    of its virtual shards' pipelines, each built here on its own."""
+    if name not in VIRTUAL:
+        return list(range(mh_worker.LENGTH))
+    import spelt  # pylint: disable=import-outside-toplevel
+
+    shards = [
+        spelt.sharding.ShardOptions(v, mh_worker.VIRTUAL_SHARDS)
+        for v in range(mh_worker.VIRTUAL_SHARDS)
+    ]
+    return sorted(int(x) for shard in shards for x in mh_worker.virtual_shard(spelt, shard))
+
+
+def _lost_repeated(records, name):
+    """(records of pipeline ``name`` never read, records read more than once) over ``records``."""
     seen = set(records)
-    return len(set(range(mh_worker.LENGTH)) - seen), len(records) - len(seen)
+    return len(set(_expected(name)) - seen), len(records) - len(seen)
 
 
 def _check_exactly_once(results, name):
     """Every record of the pipeline once across hosts: in the hosts' local batches and in the
-    global batches (all processes see the same global batches)."""
+    global batches (all processes see the same global batches; ``virtual`` has none)."""
     local = [x for r in results for b in r[name]["local"] for x in b]
-    assert _lost_repeated(local) == (0, 0), name
-    assert sorted(local) == list(range(mh_worker.LENGTH)), name
+    assert _lost_repeated(local, name) == (0, 0), name
+    assert sorted(local) == _expected(name), name
+    if name in VIRTUAL:
+        assert all(r[name]["global"] == [] for r in results), name
+        return
     for r in results[1:]:
         assert r[name]["global"] == results[0][name]["global"], name
     flat = [x for b in results[0][name]["global"] for x in b]
@@ -140,12 +159,21 @@ def _installed_grain():
     return _installed("grain")
 
 
+def test_virtual_shard_pipeline_is_filtered_and_mixed():
+    """What ``virtual`` reads: both sources of the mix, the first filtered."""
+    records = _expected("virtual")
+    assert len(records) == len(set(records)) > mh_worker.LENGTH // 2
+    assert {x for x in records if x < 1000} <= {r for r in range(mh_worker.LENGTH) if r % 4 != 1}
+    assert any(x >= 1000 for x in records)
+
+
 @pytest.mark.parametrize("count", [2, 4])
 def test_hosts_every_record_once_and_global_batches(runs, count):
     results = runs("spelt", "save", count)
     assert [r["process"] for r in results] == [[i, count] for i in range(count)]
-    for name in SAME_COUNT + ELASTIC:
+    for name in SAME_COUNT + ELASTIC + VIRTUAL:
         _check_exactly_once(results, name)
+    for name in SAME_COUNT + ELASTIC:
         for r in results:
             assert len(r[name]["local"]) == mh_worker.LENGTH // mh_worker.GLOBAL_BATCH, name
             for local, glob in zip(r[name]["local"], r[name]["global"]):
@@ -181,20 +209,26 @@ def test_restore_on_same_host_count(runs):
             for batch in r
             for x in batch
         ]
-        assert _lost_repeated(local) == (0, 0), name
+        assert _lost_repeated(local, name) == (0, 0), name
 
 
 @pytest.mark.parametrize("saved,count", [p for p in RESTORES if p[0] != p[1]])
 def test_elastic_restore_on_another_host_count(runs, saved, count):
-    """ElasticIterators: a checkpoint of SAVED processes restores on COUNT through Orbax. Each
-    later global step holds the same records as the uninterrupted run (in the new hosts'
-    order), and over the union of hosts, before and after, each record is read once."""
+    """ElasticIterators and virtual shards: a checkpoint of SAVED processes restores on COUNT
+    through Orbax, and over the union of hosts, before and after, each record is read once.
+    ElasticIterators: each later global step holds the same records as the uninterrupted run
+    (in the new hosts' order). Virtual shards: the batches are those of the uninterrupted run
+    (cut inside each shard), read by other hosts."""
     results = runs("spelt", "save", saved)
     restored = runs("spelt", "restore-elastic", count, saved)
     assert [r["process"] for r in restored] == [[i, count] for i in range(count)]
     k = mh_worker.SAVE_AT
     for name in RESTORES[saved, count]:
         _check_exactly_after_restore(results, restored, name, k)
+    for name in VIRTUAL:
+        batches = sorted(b for r in restored for b in r[name]["local"])
+        assert batches == sorted(b for r in results for b in r[name]["local"][k:]), name
+    for name in ELASTIC:
         expected = results[0][name]["global"][k:]
         assert [sorted(b) for b in restored[0][name]["global"]] == [sorted(b) for b in expected]
         for r in restored:
@@ -208,7 +242,7 @@ def _check_exactly_after_restore(results, restored, name, k):
     """Local records of every host before the save and of every new host after: each once."""
     local = [x for r in results for b in r[name]["local"][:k] for x in b]
     local += [x for r in restored for b in r[name]["local"] for x in b]
-    assert _lost_repeated(local) == (0, 0), name
+    assert _lost_repeated(local, name) == (0, 0), name
     for r in restored[1:]:
         assert r[name]["global"] == restored[0][name]["global"], name
 
@@ -228,7 +262,7 @@ def test_same_restore_as_grain_on_same_host_count(runs):
     if not _installed_grain():
         pytest.skip("needs grain")
     ours, theirs = runs("spelt", "restore", 2), runs("grain", "restore", 2)
-    for name in RESTORES[2, 2]:
+    for name in SAME_COUNT + ELASTIC:
         for a, b in zip(ours, theirs):
             assert a[name] == b[name], name
 
@@ -243,7 +277,7 @@ def test_same_elastic_restore_as_grain_by_hand(runs, saved, count):
         pytest.skip("needs grain")
     ours = runs("spelt", "restore-elastic", count, saved)
     theirs = runs("grain", "restore-elastic", count, saved)
-    for name in RESTORES[saved, count]:
+    for name in ELASTIC:
         for a, b in zip(ours, theirs):
             assert a[name] == b[name], name
 
