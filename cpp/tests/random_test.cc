@@ -132,6 +132,31 @@ TEST(IndexShuffleTest, SingleElement) {
   EXPECT_EQ(IndexShuffle(0, 0, 123456, 1024), 0u);
 }
 
+TEST(IndexShuffleTest, ManyEqualsOneAtATime) {
+  // Block sizes from the smallest (16 bits) to the largest (64), cycles of every length, runs
+  // that are not a multiple of the lanes, and the most rounds.
+  const uint64_t max_indices[] = {0,       1,       9,          65535,       65536,
+                                  69999,   1 << 20, (1u << 31) + 5, uint64_t{1} << 40,
+                                  ~uint64_t{0} >> 3, ~uint64_t{0}};
+  for (const uint64_t max_index : max_indices) {
+    for (const uint32_t rounds : {4u, 6u, 1024u}) {
+      std::vector<uint64_t> indices;
+      for (uint64_t i = 0; i < 37 && i <= max_index; ++i) {
+        indices.push_back(max_index < 37 ? i : max_index - i * (max_index / 37));
+      }
+      std::vector<uint64_t> out(indices.size());
+      IndexShuffleMany(indices, max_index, 7 + rounds, out, rounds);
+      for (size_t i = 0; i < indices.size(); ++i) {
+        ASSERT_EQ(out[i], IndexShuffle(indices[i], max_index, 7 + rounds, rounds))
+            << "index " << indices[i] << " max_index " << max_index << " rounds " << rounds;
+      }
+    }
+  }
+  std::vector<uint64_t> out(2);
+  EXPECT_THROW(IndexShuffleMany(std::vector<uint64_t>{1, 10}, 9, 0, out), std::invalid_argument);
+  EXPECT_THROW(IndexShuffleMany(std::vector<uint64_t>{1}, 9, 0, out), std::invalid_argument);
+}
+
 TEST(IndexShuffleTest, GrainDatasetShuffle) {
   // grain MapDataset.range(10).seed(42).shuffle() shuffles with seed 3329053876.
   const std::vector<uint64_t> expected = {1, 7, 6, 9, 0, 8, 4, 5, 3, 2};

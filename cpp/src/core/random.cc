@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -114,22 +115,28 @@ AnySeed::AnySeed(std::vector<uint32_t> words) : words_(std::move(words)) {
   if (words_.empty()) throw std::invalid_argument("seed: no seed words");
 }
 
-uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_t rounds) {
+namespace {
+
+void CheckShuffleArguments(uint32_t rounds) {
   if (rounds % 2 != 0 || rounds < kMinRounds || rounds > kMaxRounds) {
     throw std::invalid_argument("IndexShuffle: rounds must be an even integer in [" +
                                 std::to_string(kMinRounds) + ", " +
                                 std::to_string(kMaxRounds) +
                                 "], got " + std::to_string(rounds));
   }
+}
+
+void CheckShuffleIndex(uint64_t index, uint64_t max_index) {
   if (index > max_index) {
     throw std::invalid_argument("IndexShuffle: index must be in [0, max_index], got index " +
                                 std::to_string(index) + " and max_index " +
                                 std::to_string(max_index));
   }
-  if (max_index == 0) return 0;
+}
 
-  // The key schedule depends only on (seed, rounds): kept per thread for the next call, which
-  // is usually the next index of the same permutation (a shuffle reads a chunk of one epoch).
+// The key schedule of (seed, rounds), kept per thread for the next call, which is usually of
+// the same permutation (a shuffle reads a chunk of one epoch).
+const uint32_t* ShuffleKeys(uint32_t seed, uint32_t rounds) {
   thread_local struct {
     uint32_t seed = 0, rounds = 0;  // rounds 0: nothing kept yet
     uint32_t keys[kMaxRounds];
@@ -139,7 +146,69 @@ uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_
     schedule.seed = seed;
     schedule.rounds = rounds;
   }
-  const BlockCipher cipher(schedule.keys, rounds, BlockBits(max_index) / 2);
+  return schedule.keys;
+}
+
+// IndexShuffleMany's lanes: kLanes indices encrypted side by side as 32-bit halves (a block
+// has at most 64 bits) in GCC/Clang vector types (SSE2 or AVX2 instructions, whichever the
+// build targets). Cycles have different lengths: a lane whose value has re-entered
+// [0, max_index] hands out its result and takes the next index, so that no lane idles until
+// the last index of the run (a lane with nothing left computes on unused).
+constexpr int kLanes = 8;
+using Lanes = uint32_t __attribute__((vector_size(4 * kLanes)));
+using LaneMask = int32_t __attribute__((vector_size(4 * kLanes)));
+
+void ShuffleLanes(std::span<const uint64_t> indices, uint64_t max_index, const uint32_t* keys,
+                  uint32_t rounds, int word_bits, uint64_t* out) {
+  const uint32_t mask = static_cast<uint32_t>((uint64_t{1} << word_bits) - 1);
+  const Lanes masks = Lanes{} + mask;
+  const Lanes max_left = Lanes{} + static_cast<uint32_t>(max_index >> word_bits);
+  const Lanes max_right = Lanes{} + (static_cast<uint32_t>(max_index) & mask);
+  // y ^= F(x) ^ key, F as BlockCipher's (the mask taken once: it distributes over & and ^).
+  // Vectors pass by reference: by value they would change the ABI between SSE2 and AVX.
+  const auto round = [&](const Lanes& x, Lanes& y, uint32_t key) {
+    const Lanes rotl1 = (x << 1) | (x >> (word_bits - 1));
+    const Lanes rotl2 = (x << 2) | (x >> (word_bits - 2));
+    const Lanes rotl8 = (x << 8) | (x >> (word_bits - 8));
+    y ^= (((rotl1 & rotl8) ^ rotl2) & masks) ^ (key & mask);
+  };
+  uint32_t left[kLanes], right[kLanes];
+  size_t slot[kLanes];  // where each lane's result goes; indices.size(): nothing
+  size_t next = 0;
+  const auto load = [&](int j) {
+    const uint64_t value = next < indices.size() ? indices[next] : 0;
+    left[j] = static_cast<uint32_t>(value >> word_bits);
+    right[j] = static_cast<uint32_t>(value) & mask;
+    slot[j] = next < indices.size() ? next++ : indices.size();
+  };
+  for (int j = 0; j < kLanes; ++j) load(j);
+  for (size_t remaining = indices.size(); remaining > 0;) {
+    Lanes l, r;
+    std::memcpy(&l, left, sizeof(l));
+    std::memcpy(&r, right, sizeof(r));
+    for (uint32_t i = 0; i < rounds; i += 2) {
+      round(r, l, keys[i]);
+      round(l, r, keys[i + 1]);
+    }
+    const LaneMask inside = (l < max_left) | ((l == max_left) & (r <= max_right));
+    std::memcpy(left, &l, sizeof(l));
+    std::memcpy(right, &r, sizeof(r));
+    for (int j = 0; j < kLanes; ++j) {
+      if (inside[j] == 0 || slot[j] == indices.size()) continue;
+      out[slot[j]] = (uint64_t{left[j]} << word_bits) | right[j];
+      --remaining;
+      load(j);
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_t rounds) {
+  CheckShuffleArguments(rounds);
+  CheckShuffleIndex(index, max_index);
+  if (max_index == 0) return 0;
+  const BlockCipher cipher(ShuffleKeys(seed, rounds), rounds, BlockBits(max_index) / 2);
   // Cycle walking: the cipher permutes [0, 2^bits); following a cycle from `index` until it
   // re-enters [0, max_index] gives a permutation of [0, max_index].
   uint64_t value = index;
@@ -147,6 +216,23 @@ uint64_t IndexShuffle(uint64_t index, uint64_t max_index, uint32_t seed, uint32_
     value = cipher.Encrypt(value);
   } while (value > max_index);
   return value;
+}
+
+void IndexShuffleMany(std::span<const uint64_t> indices, uint64_t max_index, uint32_t seed,
+                      std::span<uint64_t> out, uint32_t rounds) {
+  CheckShuffleArguments(rounds);
+  if (out.size() != indices.size()) {
+    throw std::invalid_argument("IndexShuffleMany: " + std::to_string(indices.size()) +
+                                " indices but room for " + std::to_string(out.size()));
+  }
+  for (const uint64_t index : indices) CheckShuffleIndex(index, max_index);
+  if (max_index == 0) {
+    std::fill(out.begin(), out.end(), 0);
+    return;
+  }
+  const uint32_t* keys = ShuffleKeys(seed, rounds);
+  const int word_bits = BlockBits(max_index) / 2;
+  ShuffleLanes(indices, max_index, keys, rounds, word_bits, out.data());
 }
 
 // ---------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 #include <exception>
 #include <optional>
 #include <span>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -49,13 +50,18 @@ class IndexMapNode : public MapNode {
     return parent_->Get(ParentIndex(index));
   }
   void GetMany(std::span<const int64_t> indices, Elements* out) const final {
-    auto [mapped, error] = MapIndices(indices, [this](int64_t i) { return ParentIndex(i); });
+    std::vector<int64_t> mapped(indices.size());
+    std::exception_ptr error = Capture([&] { ParentIndices(indices, mapped); });
+    if (error) {  // the parent reads the indices before the failing one
+      std::tie(mapped, error) =
+          MapIndices(indices, [this](int64_t i) { return ParentIndex(i); });
+    }
     parent_->GetMany(mapped, out);
     if (error) std::rethrow_exception(error);
   }
   std::optional<Value> GetStacked(std::span<const int64_t> indices) const final {
     std::vector<int64_t> mapped(indices.size());
-    for (size_t i = 0; i < indices.size(); ++i) mapped[i] = ParentIndex(indices[i]);
+    ParentIndices(indices, mapped);
     return parent_->GetStacked(mapped);
   }
 
@@ -63,6 +69,12 @@ class IndexMapNode : public MapNode {
   explicit IndexMapNode(MapNodePtr parent) : MapNode({parent}), parent_(std::move(parent)) {}
   // The parent's index for `index`; throws as Get() does before reading (e.g. when empty).
   virtual int64_t ParentIndex(int64_t index) const = 0;
+  // out[i] = ParentIndex(indices[i]) for each i (out.size() == indices.size()); a node
+  // overrides it where many indices are mapped faster together (shuffle). Throws as
+  // ParentIndex does for any of them (what `out` then holds is unspecified).
+  virtual void ParentIndices(std::span<const int64_t> indices, std::span<int64_t> out) const {
+    for (size_t i = 0; i < indices.size(); ++i) out[i] = ParentIndex(indices[i]);
+  }
   const MapNodePtr& parent() const { return parent_; }
 
  private:

@@ -2,6 +2,7 @@
 // (epoch e uses seed + e mod 2^32), O(1) memory (Grain's shuffle.py). An infinite parent is
 // shuffled as one epoch of kInfiniteLength indices, as Grain does.
 #include <stdexcept>
+#include <vector>
 
 #include "ops/shuffle.h"
 #include "ops/get_many.h"
@@ -25,6 +26,25 @@ class ShuffleNode final : public IndexMapNode {
     const auto shuffled = static_cast<int64_t>(
         IndexShuffle(static_cast<uint64_t>(pos), static_cast<uint64_t>(length_ - 1), epoch_seed));
     return shuffled + epoch * length_;
+  }
+
+  // Runs of one epoch shuffled together (IndexShuffleMany).
+  void ParentIndices(std::span<const int64_t> indices, std::span<int64_t> out) const override {
+    if (length_ == 0 && !indices.empty()) ParentIndex(indices[0]);  // throws
+    std::vector<uint64_t> positions(indices.size()), shuffled(indices.size());
+    for (size_t begin = 0, end; begin < indices.size(); begin = end) {
+      const int64_t epoch = indices[begin] / length_;
+      for (end = begin; end < indices.size() && indices[end] / length_ == epoch; ++end) {
+        positions[end] = static_cast<uint64_t>(indices[end] % length_);
+      }
+      const auto run = std::span(shuffled).subspan(begin, end - begin);
+      IndexShuffleMany(std::span(positions).subspan(begin, end - begin),
+                       static_cast<uint64_t>(length_ - 1),
+                       static_cast<uint32_t>(seed_ + static_cast<uint64_t>(epoch)), run);
+      for (size_t i = begin; i < end; ++i) {
+        out[i] = static_cast<int64_t>(shuffled[i]) + epoch * length_;
+      }
+    }
   }
 
   uint32_t seed_;

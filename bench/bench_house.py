@@ -1,0 +1,304 @@
+"""H1-H3 (issue 19): this build against an earlier one, side by side in one run.
+
+Run with ``.venv/bin/python bench/bench_house.py --baseline PYTHON [-k PATTERN] [--reps N]``,
+where PYTHON is the interpreter of a virtual environment with the earlier build installed
+(for example ``git worktree add ../base c184897 && make -C ../base python``, then
+``../base/.venv/bin/python``). Without ``--baseline`` only this build is measured. Each
+repetition is a fresh child process of one build running one case; the builds alternate
+(this, baseline, this, ...), so that drift of the machine hits both. Only public API (Grain's
+names) is used, so the same case code runs on both builds.
+
+Cases (records: ``{"image": uint8[784], "label": int64}`` rows of an in-memory source; a
+Python map that spins for ~50 us, calibrated once by the parent and passed to every child):
+
+* **H1**: ``DataLoader(operations=[Map(~50 us), Batch(64)], worker_count=2)``, shuffled. The
+  consumer process's CPU time per record (all its threads, ``getrusage``) and records/s.
+  Goal: CPU per record at most half of the baseline's, records/s not lower.
+* **H2**: ``MapDataset.source(src).map(~50 us).to_iter_dataset().batch(64)
+  .mp_prefetch(MultiprocessingOptions(num_workers=2))``. The worker processes' CPU time per
+  element (every process below the consumer, ``/proc/PID/stat``) minus the map's own CPU
+  time per call (measured in the child). Goal: at most half of the baseline's.
+* **H3**: a 70,000 x 785 uint8 array, shuffled, batch 128, no workers, on three faces:
+  ``DataLoader(operations=[Batch(128)], worker_count=0)``, ``MapDataset...shuffle()
+  .to_iter_dataset().batch(128)`` and ``MapDataset...shuffle().batch(128)``; each as a ratio
+  to one numpy fancy-index gather per batch of the same indices, timed in the same child.
+  Goal: each face at least 0.5x the gather.
+
+Steady state is timed from the 10th batch to the end of the epoch; start-up (building the
+pipeline to its first batch) is reported apart. Reported: the medians over repetitions, and
+this build / baseline for each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+
+import proc_stats
+
+MAP_US = 50.0
+H12_RECORDS = 12_800
+H3_SHAPE = (70_000, 785)
+STEADY_FROM = 10  # batches read before steady-state timing starts
+H3_REPS = 5  # alternating gather / face epochs in one child
+CASES = ("H1", "H2", "H3")
+
+
+class MnistLikeRows:
+    """`num_records` records {"image": uint8[784], "label": int64}; stable repr."""
+
+    def __init__(self, num_records: int):
+        rng = np.random.default_rng(0)
+        self._images = rng.integers(0, 256, (num_records, 784), np.uint8)
+        self._labels = rng.integers(0, 10, num_records)
+
+    def __len__(self) -> int:
+        return len(self._images)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return {"image": self._images[index], "label": self._labels[index]}
+
+    def __repr__(self) -> str:
+        return f"MnistLikeRows({len(self)})"
+
+
+class Spin:
+    """A Python map that spins `rounds` loop iterations (about MAP_US) and returns its input."""
+
+    def __init__(self, rounds: int):
+        self.rounds = rounds
+
+    def __call__(self, element: Any) -> Any:
+        for _ in range(self.rounds):
+            pass
+        return element
+
+
+def calibrate_rounds() -> int:
+    """Rounds of Spin that take about MAP_US of CPU here."""
+    rounds = 1000
+    for _ in range(3):
+        spin, start = Spin(rounds), time.process_time()
+        for _ in range(2000):
+            spin(None)
+        rounds = max(1, round(rounds * MAP_US / ((time.process_time() - start) / 2000 * 1e6)))
+    return rounds
+
+
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _descendants_cpu_s() -> float:
+    """CPU seconds of every live process below this one (utime + stime, all threads)."""
+    total = 0
+    for pid in proc_stats.descendants(os.getpid()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _timed_epoch(
+    make: Callable[[], Any], count: Callable[[Any], int], batches: int
+) -> dict[str, float]:
+    """Builds and reads one epoch of `batches` batches: start-up seconds (to the first batch),
+    and over the steady part (from the STEADY_FROM-th batch to the STEADY_FROM-th before the
+    end, while worker processes still live and read ahead as much as at its start) records/s
+    and the consumer's and its descendants' CPU microseconds per record."""
+    start = time.perf_counter()
+    iterator = iter(make())
+    marks = []  # (seconds, consumer CPU, descendants' CPU, records) at both ends
+    records = 0
+    for i, batch in enumerate(iterator, 1):
+        records += count(batch)
+        if i == 1:
+            startup_s = time.perf_counter() - start
+        if i in (STEADY_FROM, batches - STEADY_FROM):
+            marks.append((time.perf_counter(), _cpu_s(), _descendants_cpu_s(), records))
+    if i != batches:
+        raise AssertionError(f"{i} batches, expected {batches}")
+    (t0, cpu0, child0, records0), (t1, cpu1, child1, records1) = marks
+    steady = records1 - records0
+    del iterator
+    return {
+        "startup_s": startup_s,
+        "records_per_s": steady / (t1 - t0),
+        "consumer_cpu_us": (cpu1 - cpu0) / steady * 1e6,
+        "workers_cpu_us": (child1 - child0) / steady * 1e6,
+    }
+
+
+def _rows(batch: Any) -> int:
+    return len(batch["label"]) if isinstance(batch, dict) else len(batch)
+
+
+def run_h1(g: Any, rounds: int) -> dict[str, float]:
+    source = MnistLikeRows(H12_RECORDS)
+
+    class SpinMap(g.transforms.Map):
+        def __init__(self):
+            self._spin = Spin(rounds)
+
+        def map(self, element):
+            return self._spin(element)
+
+    def make():
+        sampler = g.samplers.IndexSampler(
+            num_records=len(source),
+            shuffle=True,
+            seed=0,
+            num_epochs=1,
+            shard_options=g.sharding.NoSharding(),
+        )
+        return g.DataLoader(
+            data_source=source,
+            sampler=sampler,
+            operations=[SpinMap(), g.transforms.Batch(64)],
+            worker_count=2,
+        )
+
+    return _timed_epoch(make, _rows, H12_RECORDS // 64)
+
+
+def _map_cpu_us(rounds: int) -> float:
+    spin, start = Spin(rounds), time.process_time()
+    for _ in range(2000):
+        spin(None)
+    return (time.process_time() - start) / 2000 * 1e6
+
+
+def run_h2(g: Any, rounds: int) -> dict[str, float]:
+    source = MnistLikeRows(H12_RECORDS)
+
+    def make():
+        ds = g.MapDataset.source(source).seed(0).shuffle().map(Spin(rounds))
+        ds = ds.to_iter_dataset().batch(64)
+        return ds.mp_prefetch(g.multiprocessing.MultiprocessingOptions(num_workers=2))
+
+    result = _timed_epoch(make, _rows, H12_RECORDS // 64)
+    map_us = statistics.median(_map_cpu_us(rounds) for _ in range(3))
+    result["map_cpu_us"] = map_us
+    result["workers_outside_map_us"] = result["workers_cpu_us"] - map_us
+    return result
+
+
+def run_h3(g: Any) -> dict[str, float]:
+    array = np.random.default_rng(0).integers(0, 256, H3_SHAPE, np.uint8)
+    faces = {
+        "DataLoader": lambda: g.DataLoader(
+            data_source=array,
+            sampler=g.samplers.IndexSampler(
+                num_records=len(array),
+                shuffle=True,
+                seed=0,
+                num_epochs=1,
+                shard_options=g.sharding.NoSharding(),
+            ),
+            operations=[g.transforms.Batch(128)],
+            worker_count=0,
+        ),
+        "to_iter_dataset().batch": lambda: (
+            g.MapDataset.source(array).seed(0).shuffle().to_iter_dataset().batch(128)
+        ),
+        "MapDataset.batch": lambda: g.MapDataset.source(array).seed(0).shuffle().batch(128),
+    }
+    order = np.random.default_rng(1).permutation(len(array))
+    indices = [order[i : i + 128] for i in range(0, len(order), 128)]
+    ratios: dict[str, list[float]] = {}
+    for _ in range(H3_REPS):
+        for name, make in faces.items():
+            gather = _timed_epoch(lambda: (array[i] for i in indices), len, len(indices))
+            face = _timed_epoch(make, len, len(indices))
+            for key, value in (
+                ("startup_s", face["startup_s"]),
+                ("/ gather", face["records_per_s"] / gather["records_per_s"]),
+                ("/ gather (CPU time)", gather["consumer_cpu_us"] / face["consumer_cpu_us"]),
+            ):
+                ratios.setdefault(f"{name} {key}", []).append(value)
+    return {key: statistics.median(values) for key, values in ratios.items()}
+
+
+def child(case: str, rounds: int) -> dict[str, float]:
+    import spelt
+
+    runs = {"H1": lambda: run_h1(spelt, rounds), "H2": lambda: run_h2(spelt, rounds)}
+    runs["H3"] = lambda: run_h3(spelt)
+    return runs[case]()
+
+
+def run_child(python: str, case: str, rounds: int) -> dict[str, float]:
+    out = subprocess.run(
+        [python, os.path.abspath(__file__), "--child", case, "--rounds", str(rounds)],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=os.path.dirname(os.path.abspath(__file__)),
+        timeout=600,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+_GOALS = {
+    "H1": ("consumer_cpu_us", "at most 0.5x"),
+    "H2": ("workers_outside_map_us", "at most 0.5x"),
+}
+
+
+def report(case: str, builds: dict[str, list[dict[str, float]]]) -> None:
+    keys = list(next(iter(builds.values()))[0])
+    print(f"\n{case}: medians over {len(next(iter(builds.values())))} runs each")
+    print(f"  {'':32}" + "".join(f"{name:>16}" for name in builds) + "   this / baseline")
+    for key in keys:
+        medians = {name: statistics.median(r[key] for r in runs) for name, runs in builds.items()}
+        row = f"  {key:32}" + "".join(f"{m:16.4g}" for m in medians.values())
+        if len(medians) == 2:
+            this, base = medians.values()
+            row += f"   {this / base:.2f}x" if base else ""
+        print(row)
+    if case in _GOALS:
+        print(f"  goal: {_GOALS[case][0]} {_GOALS[case][1]} of the baseline")
+    else:
+        print("  goal: each face / gather >= 0.5")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--baseline", help="python of a venv with the earlier build")
+    parser.add_argument("-k", default="", help="run only the cases whose name contains this")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        print(json.dumps(child(args.child, args.rounds)))
+        return
+    rounds = calibrate_rounds()
+    pythons = {"this": sys.executable}
+    if args.baseline:
+        pythons["baseline"] = args.baseline
+    print(f"bench_house: load {os.getloadavg()[0]:.1f}, map of {rounds} rounds (~{MAP_US} us)")
+    for case in (c for c in CASES if args.k in c):
+        builds: dict[str, list[dict[str, float]]] = {name: [] for name in pythons}
+        for _ in range(args.reps):
+            for name, python in pythons.items():
+                builds[name].append(run_child(python, case, rounds))
+        report(case, builds)
+    print(f"\nload at the end {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()
