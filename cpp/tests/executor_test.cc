@@ -75,6 +75,18 @@ TEST(InlineExecutorTest, ChunksGrowFromOneToTheMaximum) {
   EXPECT_EQ(node->sizes(), (std::vector<int64_t>{1, 2, 4, 8, 16, 16, 16, 16, 16, 5}));
 }
 
+TEST(ThreadPoolExecutorTest, ChunksSubmittedBeforeAnElementIsSeenAreSmall) {
+  // 7 chunks go in flight before the first is taken (prefetch 448 / chunks of 64), and one
+  // more as it is: until an element's size is known they hold 8 elements each, then 64.
+  auto node = std::make_shared<RecordingNode>(200, -1);
+  auto it = MakeOrderedIterator(200, false, MakeThreadPoolExecutor(node, ReadOptions{1, 448}));
+  EXPECT_EQ(DrainInts(*it).size(), 200u);
+  const std::vector<int64_t> sizes = node->sizes();  // in submission order: one runner
+  ASSERT_GE(sizes.size(), 8u);
+  EXPECT_EQ(std::vector<int64_t>(sizes.begin(), sizes.begin() + 8), std::vector<int64_t>(8, 8));
+  EXPECT_EQ(*std::max_element(sizes.begin(), sizes.end()), 64);
+}
+
 TEST(ThreadPoolExecutorTest, RejectsBadOptions) {
   auto node = std::make_shared<RecordingNode>(10, -1);
   EXPECT_THROW(MakeThreadPoolExecutor(node, ReadOptions{0, 10}), std::invalid_argument);

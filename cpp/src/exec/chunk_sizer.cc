@@ -10,6 +10,7 @@ namespace spelt::internal {
 int64_t ChunkSizer::Next() {
   int64_t size = next_;
   next_ = std::min(2 * next_, max_);
+  if (element_bytes_ < 0) return std::min(size, kUnsizedChunk);
   if (element_bytes_ > 0) size = std::clamp<int64_t>(kChunkBytes / element_bytes_, 1, size);
   return size;
 }

@@ -1,7 +1,9 @@
 // Internal: the chunk sizes of an executor (spelt/executor.h). Sizes double from `first` up to
 // `max` elements, so the first elements come after little work, and are capped by bytes:
 // once a chunk has been taken, later chunks hold about kChunkBytes of output (at least one
-// element). Large elements (a batch of images, 1 MB and more) are then computed one or a few
+// element); until then at most kUnsizedChunk elements (an iterator submits several chunks
+// before it takes the first: 7 of 64 batches of 100 KB were 45 MB, most of a short epoch,
+// written before the first was read). Large elements (a batch of images, 1 MB and more) are then computed one or a few
 // at a time, as a plain loop would: a chunk of 64 such batches is 50 MB written before the
 // first is read, which misses the caches and, once freed, returns its pages to the kernel
 // (glibc trims the heap above 2x its mmap threshold), so every chunk faults them in again.
@@ -19,6 +21,8 @@ class ChunkSizer {
  public:
   // About this many output bytes per chunk once an element's size is known.
   static constexpr int64_t kChunkBytes = int64_t{1} << 20;
+  // At most this many elements per chunk while no element's size is known.
+  static constexpr int64_t kUnsizedChunk = 8;
 
   // REQUIRES: 1 <= first <= max.
   ChunkSizer(int64_t first, int64_t max) : next_(first), max_(max) {}
@@ -31,7 +35,7 @@ class ChunkSizer {
 
  private:
   int64_t next_, max_;
-  int64_t element_bytes_ = 0;  // 0: not known yet
+  int64_t element_bytes_ = -1;  // -1: not known yet (0 for elements of no array bytes)
 };
 
 }  // namespace spelt::internal
