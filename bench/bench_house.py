@@ -24,8 +24,11 @@ Python map that spins for ~50 us, calibrated once by the parent and passed to ev
   to one numpy fancy-index gather per batch of the same indices, timed in the same child.
   Goal: each face at least 0.5x the gather.
 
-Steady state is timed from the 10th batch to the end of the epoch; start-up (building the
-pipeline to its first batch) is reported apart. Reported: the medians over repetitions, and
+H1 and H2 are timed in steady state, from the 10th batch to the 10th before the end (worker
+processes take seconds to start); H3 over whole epochs (start-up takes milliseconds, and a
+read-ahead deep enough to compute most of an epoch before its 10th batch would hide its work
+from a steady-state window). Start-up (building the pipeline to its first batch) is reported
+apart. Reported: the medians over repetitions, and
 this build / baseline for each.
 """
 
@@ -112,33 +115,39 @@ def _descendants_cpu_s() -> float:
     return total / os.sysconf("SC_CLK_TCK")
 
 
+def _cpu_marks() -> tuple[float, float, float]:
+    return time.perf_counter(), _cpu_s(), _descendants_cpu_s()
+
+
 def _timed_epoch(
-    make: Callable[[], Any], count: Callable[[Any], int], batches: int
+    make: Callable[[], Any], count: Callable[[Any], int], batches: int, steady: bool
 ) -> dict[str, float]:
     """Builds and reads one epoch of `batches` batches: start-up seconds (to the first batch),
-    and over the steady part (from the STEADY_FROM-th batch to the STEADY_FROM-th before the
-    end, while worker processes still live and read ahead as much as at its start) records/s
-    and the consumer's and its descendants' CPU microseconds per record."""
-    start = time.perf_counter()
+    records/s and the consumer's and its descendants' CPU microseconds per record, over the
+    whole epoch or, with `steady`, from the STEADY_FROM-th batch to the STEADY_FROM-th before
+    the end (while worker processes still live and read ahead as much as at its start)."""
+    start = _cpu_marks()
     iterator = iter(make())
-    marks = []  # (seconds, consumer CPU, descendants' CPU, records) at both ends
+    marks = [] if steady else [(*start, 0)]  # (seconds, consumer CPU, descendants' CPU, records)
     records = 0
     for i, batch in enumerate(iterator, 1):
         records += count(batch)
         if i == 1:
-            startup_s = time.perf_counter() - start
-        if i in (STEADY_FROM, batches - STEADY_FROM):
-            marks.append((time.perf_counter(), _cpu_s(), _descendants_cpu_s(), records))
+            startup_s = time.perf_counter() - start[0]
+        if steady and i in (STEADY_FROM, batches - STEADY_FROM):
+            marks.append((*_cpu_marks(), records))
     if i != batches:
         raise AssertionError(f"{i} batches, expected {batches}")
+    if not steady:
+        marks.append((*_cpu_marks(), records))
     (t0, cpu0, child0, records0), (t1, cpu1, child1, records1) = marks
-    steady = records1 - records0
+    n = records1 - records0
     del iterator
     return {
         "startup_s": startup_s,
-        "records_per_s": steady / (t1 - t0),
-        "consumer_cpu_us": (cpu1 - cpu0) / steady * 1e6,
-        "workers_cpu_us": (child1 - child0) / steady * 1e6,
+        "records_per_s": n / (t1 - t0),
+        "consumer_cpu_us": (cpu1 - cpu0) / n * 1e6,
+        "workers_cpu_us": (child1 - child0) / n * 1e6,
     }
 
 
@@ -171,7 +180,7 @@ def run_h1(g: Any, rounds: int) -> dict[str, float]:
             worker_count=2,
         )
 
-    return _timed_epoch(make, _rows, H12_RECORDS // 64)
+    return _timed_epoch(make, _rows, H12_RECORDS // 64, steady=True)
 
 
 def _map_cpu_us(rounds: int) -> float:
@@ -189,7 +198,7 @@ def run_h2(g: Any, rounds: int) -> dict[str, float]:
         ds = ds.to_iter_dataset().batch(64)
         return ds.mp_prefetch(g.multiprocessing.MultiprocessingOptions(num_workers=2))
 
-    result = _timed_epoch(make, _rows, H12_RECORDS // 64)
+    result = _timed_epoch(make, _rows, H12_RECORDS // 64, steady=True)
     map_us = statistics.median(_map_cpu_us(rounds) for _ in range(3))
     result["map_cpu_us"] = map_us
     result["workers_outside_map_us"] = result["workers_cpu_us"] - map_us
@@ -221,8 +230,10 @@ def run_h3(g: Any) -> dict[str, float]:
     ratios: dict[str, list[float]] = {}
     for _ in range(H3_REPS):
         for name, make in faces.items():
-            gather = _timed_epoch(lambda: (array[i] for i in indices), len, len(indices))
-            face = _timed_epoch(make, len, len(indices))
+            gather = _timed_epoch(
+                lambda: (array[i] for i in indices), len, len(indices), steady=False
+            )
+            face = _timed_epoch(make, len, len(indices), steady=False)
             for key, value in (
                 ("startup_s", face["startup_s"]),
                 ("/ gather", face["records_per_s"] / gather["records_per_s"]),
