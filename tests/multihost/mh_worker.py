@@ -116,7 +116,8 @@ def virtual_shards_with_workers(grain):
     ).mp_prefetch(grain.MultiprocessingOptions(num_workers=1))  # 1 worker process per shard
     it = iter(ds)
     # end of snippet
-    stages = [shard.parents[0] for shard in ds.parents]  # each shard's records: in a worker
+    # Each shard (batch of packing of to_iter_dataset) reads its records from a worker process.
+    stages = [shard.parents[0].parents[0] for shard in ds.parents]
     assert all(type(s).__name__ == "ProcessPrefetchIterDataset" for s in stages), stages
     assert ds.num_virtual_shards == PACK_SHARDS
     return it
