@@ -6,11 +6,11 @@ cut into ``num_virtual_shards`` K virtual shards, and the user's pipeline (filte
 M hosts, host h owns the shards ``v`` with ``v % M == h`` and reads them round robin (one
 output of each in turn, skipping those exhausted; with ``batch_size``, each shard is batched
 first and its batches are read round robin). Its state is the state of each of its shards'
-pipelines plus whose turn is next, so a checkpoint of N hosts holds the K shard states; M other hosts each take the states of their own shards, from
-whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
+pipelines plus whose turn is next, so a checkpoint of N hosts holds the K shard states; M
+other hosts each take the states of their own shards, from whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
 iterators' ``load``, which merge every process's file: ``spelt._checkpoint_io``).
 
-Guarantees (docs/multihost.md, Resuming on another host count): over all hosts, before and
+Guarantees (docs/multihost.md, Resuming any pipeline: virtual shards): over all hosts, before and
 after any number of changes of host count, every element of every shard's pipeline is read
 exactly once (nothing lost, nothing repeated), as long as all hosts of a checkpoint saved it
 (their steps may differ). With the same host count the order is exactly that of the
