@@ -42,7 +42,7 @@ test-python: python
 	  --ignore=tests/wheel
 
 # Multi-host JAX alone (docs/multihost.md): up to 4 local jax.distributed processes (CPU, gloo)
-# per case, about 1.5-2.5 minutes on 2 cores. Part of test-python (so of `make test` and
+# per case, about 2-3 minutes on 2 cores. Part of test-python (so of `make test` and
 # .ci/run) too.
 test-multihost: python
 	$(PY) -m pytest -q tests/multihost

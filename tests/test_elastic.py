@@ -85,6 +85,7 @@ def _consume(iterators, steps):
 
 
 RESIZES = {  # name: (hosts before, global batch before, hosts after, global batch after, steps)
+    "2_to_1": (2, 4, 1, 4, [0, 3, 9]),
     "4_to_2": (4, 8, 2, 4, [0, 1, 5, 11]),
     "4_to_8": (4, 8, 8, 16, [0, 2, 6, 12]),
     "2_to_3": (2, 4, 3, 6, [0, 3, 9, 24]),

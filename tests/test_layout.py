@@ -162,7 +162,11 @@ _CPP_LAYERS = {
         {"executor.h", "stage_stats.h", "dataset_options.h"},
         {"base", "core", "handles"},
     ),
-    "ops": ({"ops"}, {"packing.h", "thread_prefetch.h"}, {"base", "core", "handles", "exec"}),
+    "ops": (
+        {"ops"},
+        {"packing.h", "thread_prefetch.h", "virtual_shards.h"},
+        {"base", "core", "handles", "exec"},
+    ),
     "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "handles", "exec", "ops"}),
     "api": ({"api"}, set(), {"base", "core", "handles", "exec", "ops", "sampling"}),
 }

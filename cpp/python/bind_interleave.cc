@@ -1,10 +1,13 @@
-// InterleaveIterDataset in spelt._core (python/spelt/transformations/interleave.py; ops/interleave.cc).
+// Reading several streams in turn, in spelt._core: InterleaveIterDataset
+// (python/spelt/transformations/interleave.py; ops/interleave.cc) and the round robin over a
+// host's virtual shards (python/spelt/virtual_shards.py; spelt/virtual_shards.h).
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "gil.h"
 #include "py_value.h"
+#include "spelt/virtual_shards.h"
 
 using namespace nanobind::literals;
 
@@ -38,6 +41,12 @@ void RegisterInterleave(nb::module_& m) {
      "make_iter_buffer_size"_a, "iter_buffer_size"_a,
      "Grain's InterleaveIterDataset over `count` datasets; dataset_at(i) -> IterDataset is "
      "called (with the GIL) each time dataset i's iterator is made.");
+  m.def("virtual_shards", [](std::vector<IterDataset> shards, int64_t num_virtual_shards,
+                             int64_t shard_index, int64_t shard_count) {
+    return VirtualShards(std::move(shards), num_virtual_shards, shard_index, shard_count);
+  }, "shards"_a, "num_virtual_shards"_a, "shard_index"_a, "shard_count"_a,
+     "One host's round robin over its virtual shards' pipelines (shards h, h + M, ... < K, in "
+     "that order; spelt/virtual_shards.h).");
 }
 
 }  // namespace spelt::python

@@ -483,6 +483,11 @@ def interleave_lazy(count: int, dataset_at: Callable, cycle_length: int, num_mak
     Grain's InterleaveIterDataset over `count` datasets; dataset_at(i) -> IterDataset is called (with the GIL) each time dataset i's iterator is made.
     """
 
+def virtual_shards(shards: Sequence[IterDataset], num_virtual_shards: int, shard_index: int, shard_count: int) -> IterDataset:
+    """
+    One host's round robin over its virtual shards' pipelines (shards h, h + M, ... < K, in that order; spelt/virtual_shards.h).
+    """
+
 class ImageOp:
     """One spelt.vision transform for the native path."""
 

@@ -6,11 +6,11 @@ cut into ``num_virtual_shards`` K virtual shards, and the user's pipeline (filte
 M hosts, host h owns the shards ``v`` with ``v % M == h`` and reads them round robin (one
 output of each in turn, skipping those exhausted; with ``batch_size``, each shard is batched
 first and its batches are read round robin). Its state is the state of each of its shards'
-pipelines plus whose turn is next, so a checkpoint of N hosts holds the K shard states; M other hosts each take the states of their own shards, from
-whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
+pipelines plus whose turn is next, so a checkpoint of N hosts holds the K shard states; M
+other hosts each take the states of their own shards, from whichever host's file held them (``merge_states``, or Orbax's ``CheckpointRestore`` and the
 iterators' ``load``, which merge every process's file: ``spelt._checkpoint_io``).
 
-Guarantees (docs/multihost.md, Resuming on another host count): over all hosts, before and
+Guarantees (docs/multihost.md, Resuming any pipeline: virtual shards): over all hosts, before and
 after any number of changes of host count, every element of every shard's pipeline is read
 exactly once (nothing lost, nothing repeated), as long as all hosts of a checkpoint saved it
 (their steps may differ). With the same host count the order is exactly that of the
@@ -19,133 +19,19 @@ round robin from its lowest shard not exhausted. Batches are cut in each shard, 
 the same on every host count (with ``drop_remainder``, each shard's last partial batch is
 dropped, on every host count alike).
 
-The shard pipelines and their batching are engine pipelines; this module reads them round robin
-(one Python call per output: per batch with ``batch_size``) and gathers their states.
+The shard pipelines, their batching and the round robin are one engine pipeline
+(``_core.virtual_shards``, cpp/src/ops/virtual_shards.cc, which also reads and writes the
+state): reading a batch costs the same Python call as reading one of the plain pipeline.
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from spelt import _base
 from spelt import _checkpoint_io
+from spelt import _core
 from spelt import sharding
-
-_K, _INDEX, _COUNT, _NEXT, _SHARDS = _checkpoint_io.VIRTUAL_SHARD_KEYS
-_check_state = _checkpoint_io.check_virtual_shard_state
-
-
-def _owned(shard_options: sharding.ShardOptions, num_virtual_shards: int) -> list[int]:
-    """The virtual shards of one host: ``range(shard_index, K, shard_count)``."""
-    return list(range(shard_options.shard_index, num_virtual_shards, shard_options.shard_count))
-
-
-class VirtualShardDatasetIterator(_base.DatasetIterator):
-    """One host's iterator of a VirtualShardIterDataset: the engine iterators of its shards'
-    pipelines, read round robin. Thread-safety: ``next``, ``get_state``, ``set_state`` and
-    ``close`` are serialised (each output goes to exactly one caller), as every Spelt
-    iterator's."""
-
-    def __init__(self, ds: VirtualShardIterDataset):
-        super().__init__()
-        self._ds = ds
-        self._owned = _owned(ds.shard_options, ds.num_virtual_shards)
-        shards = [ds.make_shard(v) for v in self._owned]
-        self._its = [iter(shard) for shard in shards]
-        self._nexts = [it.__next__ for it in self._its]
-        # The shards' pipelines share their sources: close() closes each source once.
-        self._sources = list({id(s): s for d in shards for s in _base.closable_sources(d)}.values())
-        self._live = list(range(len(self._owned)))  # slots not exhausted, in shard order
-        self._turn = 0  # position in self._live of the shard read next
-        self._lock = threading.Lock()
-
-    def __next__(self) -> Any:
-        with self._lock:
-            return self._next()
-
-    def _next(self) -> Any:
-        live = self._live
-        while live:
-            turn = self._turn
-            try:
-                element = self._nexts[live[turn]]()
-            except StopIteration:
-                del live[turn]
-                if turn == len(live):
-                    self._turn = 0
-                continue
-            self._turn = turn + 1 if turn + 1 < len(live) else 0
-            return element
-        raise StopIteration
-
-    def get_state(self) -> dict[str, Any]:
-        """``{"num_virtual_shards": K, "shard_index": h, "shard_count": M, "next_shard": v,
-        "shards": {str(v): {"exhausted": 0/1, "state": shard pipeline state}}}`` for this host's
-        shards; ``next_shard`` is the shard whose output comes next (-1: all exhausted). Small:
-        K / M shard-pipeline states."""
-        with self._lock:
-            return self._state()
-
-    def _state(self) -> dict[str, Any]:
-        live = set(self._live)
-        options = self._ds.shard_options
-        return {
-            _K: self._ds.num_virtual_shards,
-            _INDEX: options.shard_index,
-            _COUNT: options.shard_count,
-            _NEXT: self._owned[self._live[self._turn]] if self._live else -1,
-            _SHARDS: {
-                str(v): {"exhausted": int(slot not in live), "state": it.get_state()}
-                for slot, (v, it) in enumerate(zip(self._owned, self._its))
-            },
-        }
-
-    def set_state(self, state: dict[str, Any]) -> None:
-        """Restores this host's shards from ``state``: this host's own state (same host count:
-        resumes exactly where it was), or one holding the shards of every host (``merge_states``,
-        from any host count: resumes each shard where it was, round robin from the lowest).
-
-        Raises:
-            ValueError: ``state`` is not a VirtualShardIterDataset state, has another number of
-                virtual shards, or lacks a shard of this host (naming them).
-        """
-        _check_state(state)
-        with self._lock:
-            self._restore(state)
-
-    def _restore(self, state: dict[str, Any]) -> None:
-        num_virtual_shards = self._ds.num_virtual_shards
-        if state[_K] != num_virtual_shards:
-            raise ValueError(
-                f"the state has {state[_K]} virtual shards, this dataset {num_virtual_shards}"
-            )
-        missing = [str(v) for v in self._owned if str(v) not in state[_SHARDS]]
-        if missing:
-            raise ValueError(
-                f"the state lacks virtual shards {', '.join(missing)} of this host (shard"
-                f" {self._ds.shard_options.shard_index} of {self._ds.shard_options.shard_count});"
-                " restore on another host count from merge_states() of all hosts' states"
-            )
-        shards = [state[_SHARDS][str(v)] for v in self._owned]
-        for it, shard in zip(self._its, shards):
-            it.set_state(shard["state"])
-        self._live = [slot for slot, shard in enumerate(shards) if not shard["exhausted"]]
-        next_slots = [p for p, slot in enumerate(self._live) if self._owned[slot] == state[_NEXT]]
-        self._turn = next_slots[0] if next_slots else 0
-
-    def start_prefetch(self) -> None:
-        for it in self._its:
-            it.start_prefetch()
-
-    def close(self) -> None:
-        """Closes the shards' iterators, then calls ``close()`` once on each plain data source
-        they read (as every Spelt iterator). Idempotent."""
-        with self._lock:
-            for it in self._its:
-                _base.close_keeping_sources(it)
-            sources, self._sources = self._sources, []
-        _base.close_sources(sources)
 
 
 class VirtualShardIterDataset(_base.IterDataset):
@@ -156,7 +42,8 @@ class VirtualShardIterDataset(_base.IterDataset):
             virtual shard v (an IterDataset, or a MapDataset read with ``to_iter_dataset()``),
             e.g. ``lambda s: ds[s.shard_index::s.shard_count].to_iter_dataset().filter(f)``.
             The shards' pipelines must be disjoint and deterministic (the same elements in the
-            same order each time they are built); called once per owned shard per iterator.
+            same order each time they are built); called once per owned shard, here (every
+            iterator of the dataset reads the same shard pipelines from their start).
         num_virtual_shards: K, fixed for the life of the job (checkpoints restore only with the
             same K); at least the largest host count, best a multiple of every host count used
             (hosts then own K / M shards each).
@@ -177,7 +64,15 @@ class VirtualShardIterDataset(_base.IterDataset):
 
     Outputs: those of the host's shards' pipelines (batches of them with ``batch_size``), one
     per shard in turn (shard order h, h + M, ...), skipping exhausted shards; see the module
-    docstring for the guarantees across restores.
+    docstring for the guarantees across restores. Its parents are the host's shard pipelines,
+    so ``mp_prefetch`` after it computes each shard's MapDataset part (below its
+    ``to_iter_dataset``) in worker processes, ``num_workers`` per shard, and the state stays
+    that of the shards (any worker count restores it). Its iterator is an engine iterator:
+    ``next``, ``get_state``, ``set_state`` and ``close`` are serialised (each output goes to
+    exactly one caller); ``set_state`` raises ValueError for a state that is not a
+    VirtualShardIterDataset state, has another number of virtual shards, or lacks a shard of
+    this host (restore on another host count from ``merge_states`` of every host's state, or
+    through Orbax, which merges every process's file: ``spelt._checkpoint_io``).
     """
 
     def __init__(
@@ -189,7 +84,6 @@ class VirtualShardIterDataset(_base.IterDataset):
         batch_size: int | None = None,
         drop_remainder: bool = False,
     ):
-        super().__init__()
         for value, name in ((num_virtual_shards, "num_virtual_shards"), (batch_size, "batch_size")):
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
                 raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -204,6 +98,8 @@ class VirtualShardIterDataset(_base.IterDataset):
         self.num_virtual_shards = num_virtual_shards
         self.shard_options = shard_options
         self._batch = (batch_size, drop_remainder)
+        owned = range(shard_options.shard_index, num_virtual_shards, shard_options.shard_count)
+        super().__init__([self.make_shard(v) for v in owned])
 
     merge_states = staticmethod(_checkpoint_io.merge_virtual_shard_states)
 
@@ -218,8 +114,14 @@ class VirtualShardIterDataset(_base.IterDataset):
             shard = shard.batch(batch_size, drop_remainder=drop_remainder)
         return shard
 
-    def __iter__(self) -> VirtualShardDatasetIterator:
-        return VirtualShardDatasetIterator(self)
+    def _make_node(self):
+        options = self.shard_options
+        return _core.virtual_shards(
+            self._stream_nodes(),
+            self.num_virtual_shards,
+            options.shard_index,
+            options.shard_count,
+        )
 
     def __str__(self) -> str:
         return (

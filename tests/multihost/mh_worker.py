@@ -7,7 +7,9 @@ pipelines, all sharded by ``ShardByJaxProcess``: a DataLoader (``loader``; ``loa
 one worker process), a Dataset-API pipeline (``ds``) and ElasticIterators over a MapDataset
 (``elastic``; ``elastic_mp`` with one worker process; ``elastic_dp`` moved to the devices by
 ``experimental.device_put``); with Spelt also a filtered and mixed pipeline cut into virtual
-shards (``virtual``: ``experimental.VirtualShardIterDataset``, Grain has none). It saves their
+shards (``virtual``: ``experimental.VirtualShardIterDataset``, Grain has none) and first-fit
+packing in virtual shards with worker processes (``virtual_pack_mp``: ``mp_prefetch``, one
+worker process per shard; each host batch, 2 bins, is recorded as their tokens). It saves their
 states with Orbax, then reads to the end. ``restore`` restores every pipeline from the latest
 checkpoint (same process count) and reads to the end; ``restore-elastic`` does so for the
 ElasticIterators and ``virtual`` on any process count. Each step's host batch is assembled
@@ -20,7 +22,7 @@ its host batches only). The records are written as JSON to OUT_JSON.
 import json
 import sys
 
-LENGTH = 72  # records in each pipeline (tens: the run stays short)
+LENGTH = 72  # records in each pipeline (tens: the run stays short; the snippets write 72)
 GLOBAL_BATCH = 12  # records per global step: divisible by 1, 2, 3 and 4 processes
 SAVE_AT = 2  # global steps read before the checkpoint
 # Pipelines whose state is global (an ElasticIterator's position): they restore on any
@@ -28,8 +30,11 @@ SAVE_AT = 2  # global steps read before the checkpoint
 ELASTIC = ("elastic", "elastic_mp", "elastic_dp")
 SAME_COUNT = ("loader", "loader_mp", "ds")
 # Spelt only: restores on any number of processes, records host batches only (see above).
-VIRTUAL = ("virtual",)
+VIRTUAL = ("virtual", "virtual_pack_mp")
 VIRTUAL_SHARDS = 12  # a multiple of 1, 2, 3 and 4 processes
+# virtual_pack_mp: one worker process per virtual shard (its mp_prefetch), so few shards: at
+# least the largest process count (4), 4 worker processes over all hosts.
+PACK_SHARDS = 4
 
 
 def _init(process_id, num_processes, port):
@@ -84,27 +89,76 @@ def virtual_shard(g, shard):
     return g.IterDataset.mix([kept.filter(lambda r: r % 4 != 1), others], [0.6, 0.4])
 
 
+def virtual_shards_with_workers(grain):
+    """docs/multihost.md, Resuming any pipeline (``virtual_pack_mp``): filtered records packed
+    first-fit in PACK_SHARDS virtual shards, batches of 2 bins, a worker process per shard
+    computing its records (their Python ``map``). Over all shards, the packs hold every token
+    of the records kept (``r % 5 != 0``) once."""
+    import numpy as np  # pylint: disable=import-outside-toplevel
+
+    # snippet: virtual
+    def make_shard(shard):  # shard: grain.sharding.ShardOptions(v, K) of one virtual shard
+        records = grain.MapDataset.range(72).shuffle(seed=17)[
+            shard.shard_index :: shard.shard_count
+        ]
+        sequences = records.filter(lambda r: r % 5 != 0).map(
+            lambda r: {"tokens": np.arange(r % 3 + 1) + 100 * r + 1}
+        )
+        return grain.experimental.FirstFitPackIterDataset(
+            sequences.to_iter_dataset(), length_struct={"tokens": 6}, num_packing_bins=2
+        )
+
+    ds = grain.experimental.VirtualShardIterDataset(
+        make_shard,
+        num_virtual_shards=4,  # fixed for the job: at least (best a multiple of) every host count
+        shard_options=grain.sharding.ShardByJaxProcess(),
+        batch_size=2,
+    ).mp_prefetch(grain.MultiprocessingOptions(num_workers=1))  # 1 worker process per shard
+    it = iter(ds)
+    # end of snippet
+    # Each shard (batch of packing of to_iter_dataset) reads its records from a worker process.
+    stages = [shard.parents[0].parents[0] for shard in ds.parents]
+    assert all(type(s).__name__ == "ProcessPrefetchIterDataset" for s in stages), stages
+    assert ds.num_virtual_shards == PACK_SHARDS
+    return it
+
+
+def shard_per_host(grain, jax, global_batch, worker_count):
+    """docs/multihost.md, Shard per host: this host's DataLoader (``loader``, ``loader_mp``)
+    and Dataset-API pipeline (``ds``) over LENGTH records."""
+    # snippet: shard
+    host_batch = global_batch // jax.process_count()
+    loader = grain.DataLoader(
+        data_source=grain.sources.RangeDataSource(0, 72, 1),
+        sampler=grain.samplers.IndexSampler(
+            72,
+            grain.sharding.ShardByJaxProcess(drop_remainder=True),
+            shuffle=True,
+            seed=7,
+            num_epochs=1,
+        ),
+        operations=[grain.transforms.Batch(host_batch, drop_remainder=True)],
+        worker_count=worker_count,  # 0, or worker processes: the same batches and checkpoints
+    )
+    # The Dataset API: one global shuffle (the same seed on every host), then this host's slice.
+    ds = (
+        grain.MapDataset.range(72)
+        .shuffle(seed=11)[jax.process_index() :: jax.process_count()]
+        .to_iter_dataset()
+        .batch(host_batch, drop_remainder=True)
+    )
+    # end of snippet
+    return loader, ds
+
+
 def _pipelines(g, jax, ocp, names, ckpt_dir):
     """This host's iterators of ``names``; ``ShardByJaxProcess`` reads jax.process_index().
     ``elastic_mp`` is restored from ``ckpt_dir`` if it holds a checkpoint (the others are
     restored by the caller)."""
     import numpy as np  # pylint: disable=import-outside-toplevel
 
-    host_batch = GLOBAL_BATCH // jax.process_count()
-
     def loader(worker_count):
-        return g.DataLoader(
-            data_source=g.sources.RangeDataSource(0, LENGTH, 1),
-            sampler=g.samplers.IndexSampler(
-                LENGTH,
-                g.sharding.ShardByJaxProcess(drop_remainder=True),
-                shuffle=True,
-                seed=7,
-                num_epochs=1,
-            ),
-            operations=[g.transforms.Batch(host_batch, drop_remainder=True)],
-            worker_count=worker_count,
-        )
+        return shard_per_host(g, jax, GLOBAL_BATCH, worker_count)[0]
 
     def elastic():
         return g.experimental.ElasticIterator(
@@ -125,12 +179,7 @@ def _pipelines(g, jax, ocp, names, ckpt_dir):
         "loader": lambda: loader(0),
         # One worker process per host: its output and checkpoint are those of worker_count=0.
         "loader_mp": lambda: loader(1),
-        "ds": lambda: (
-            g.MapDataset.range(LENGTH)
-            .shuffle(seed=11)[jax.process_index() :: jax.process_count()]
-            .to_iter_dataset()
-            .batch(host_batch, drop_remainder=True)
-        ),
+        "ds": lambda: shard_per_host(g, jax, GLOBAL_BATCH, 0)[1],
         # Grain 0.2.18's Orbax handler takes DatasetIterators only: the ElasticIterator's
         # iterator (iter() returns it).
         "elastic": elastic,
@@ -144,7 +193,9 @@ def _pipelines(g, jax, ocp, names, ckpt_dir):
     }
     its = {}
     for name in names:
-        if name == "elastic_mp":
+        if name == "virtual_pack_mp":
+            its[name] = virtual_shards_with_workers(g)
+        elif name == "elastic_mp":
             # Worker processes inside the ElasticIterator (its multiprocessing_options, as
             # Grain's): an mp_prefetch after it would make the state the workers' positions,
             # not the global one.
@@ -160,11 +211,15 @@ def _global_batch(jax, local):
     import numpy as np  # pylint: disable=import-outside-toplevel
     from jax.experimental import multihost_utils  # pylint: disable=import-outside-toplevel
 
+    host_batch_array = np.asarray(local)
+    # snippet: assemble
     mesh = jax.sharding.Mesh(np.array(jax.devices()), ("data",))
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
-    local = np.asarray(local)
-    global_array = jax.make_array_from_process_local_data(sharding, local)
-    assert global_array.shape == (local.shape[0] * jax.process_count(),), global_array.shape
+    global_array = jax.make_array_from_process_local_data(sharding, host_batch_array)
+    # global_array.shape[0] == host_batch * jax.process_count(), rows in process order
+    # end of snippet
+    host_batch = len(host_batch_array)
+    assert global_array.shape == (host_batch * jax.process_count(),), global_array.shape
     gathered = multihost_utils.process_allgather(global_array, tiled=True)
     return [int(x) for x in np.asarray(gathered)]
 
@@ -193,6 +248,8 @@ def _step(jax, name, it, out):
     if name == "elastic_dp":  # a jax.Array on this process's devices
         assert isinstance(local, jax.Array), type(local)
         assert local.sharding.device_set == set(jax.local_devices()), local.sharding
+    if name == "virtual_pack_mp":  # 2 bins: record their tokens, not their padding
+        local = local["tokens"][local["tokens_segment_ids"] > 0]
     out[name]["local"].append([int(x) for x in local])
     if name not in VIRTUAL:
         out[name]["global"].append(_global_batch(jax, local))
@@ -220,6 +277,35 @@ def _restore_by_hand(its, ckpt_dir):
         (path,) = glob.glob(os.path.join(ckpt_dir, str(step), name, "process_0-of-*.json"))
         with open(path) as f:
             it.set_state(json.load(f))
+
+
+def save_with_orbax(grain, ocp, ckpt_dir, step, its):
+    """docs/multihost.md, Checkpoint with Orbax: saves every iterator of ``its`` (name:
+    iterator) at ``step``."""
+    # snippet: orbax_save
+    with ocp.CheckpointManager(ckpt_dir) as mngr:
+        mngr.save(
+            step,
+            args=ocp.args.Composite(
+                **{name: grain.checkpoint.CheckpointSave(it) for name, it in its.items()}
+            ),
+        )
+        mngr.wait_until_finished()
+    # end of snippet
+
+
+def restore_with_orbax(grain, ocp, ckpt_dir, its):
+    """docs/multihost.md, Checkpoint with Orbax: restores every iterator of ``its`` from the
+    latest step."""
+    # snippet: orbax_restore
+    with ocp.CheckpointManager(ckpt_dir) as mngr:
+        mngr.restore(
+            mngr.latest_step(),
+            args=ocp.args.Composite(
+                **{name: grain.checkpoint.CheckpointRestore(it) for name, it in its.items()}
+            ),
+        )
+    # end of snippet
 
 
 def main(lib, action, process_id, num_processes, port, ckpt_dir, out_json):
@@ -253,30 +339,17 @@ def main(lib, action, process_id, num_processes, port, ckpt_dir, out_json):
         for _ in range(SAVE_AT):
             for name, it in its.items():
                 assert _step(jax, name, it, out), name
-        with ocp.CheckpointManager(ckpt_dir) as mngr:
-            mngr.save(
-                SAVE_AT,
-                args=ocp.args.Composite(
-                    **{name: g.checkpoint.CheckpointSave(it) for name, it in its.items()}
-                ),
-            )
-            mngr.wait_until_finished()
+        save_with_orbax(g, ocp, ckpt_dir, SAVE_AT, its)
     elif by_hand:
         _restore_by_hand(its, ckpt_dir)
     else:
-        others = [name for name in its if name != "elastic_mp"]  # restored when made
-        with ocp.CheckpointManager(ckpt_dir) as mngr:
-            try:
-                mngr.restore(
-                    mngr.latest_step(),
-                    args=ocp.args.Composite(
-                        **{name: g.checkpoint.CheckpointRestore(its[name]) for name in others}
-                    ),
-                )
-            except Exception as e:  # pylint: disable=broad-except
-                if action != "grain-orbax-elastic":
-                    raise
-                out["error"] = f"{type(e).__name__}: {e}"
+        others = {name: it for name, it in its.items() if name != "elastic_mp"}  # restored
+        try:
+            restore_with_orbax(g, ocp, ckpt_dir, others)
+        except Exception as e:  # pylint: disable=broad-except
+            if action != "grain-orbax-elastic":
+                raise
+            out["error"] = f"{type(e).__name__}: {e}"
     if "error" not in out:
         _read_to_end(jax, its, out)
     out["device_put_error"] = _device_put_fails(jax)

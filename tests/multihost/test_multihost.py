@@ -2,15 +2,17 @@
 gloo) run tests/multihost/mh_worker.py. Each shards six pipelines with ``ShardByJaxProcess``
 (DataLoaders with 0 and 1 worker processes, a Dataset-API pipeline, and ElasticIterators over
 a MapDataset: plain, with a worker process, and through ``experimental.device_put``), and
-a filtered, mixed pipeline cut into virtual shards (``experimental.VirtualShardIterDataset``),
+a filtered, mixed pipeline cut into virtual shards (``experimental.VirtualShardIterDataset``)
+and first-fit packing in virtual shards with a worker process per shard (``mp_prefetch``),
 assembles global batches with ``jax.make_array_from_process_local_data``, saves with Orbax at
 step SAVE_AT and reads on. Restore runs continue from the checkpoint: every pipeline on the
 same count (2 -> 2), the ElasticIterators and the virtual shards on another one (2 -> 1,
 2 -> 3, 4 -> 2). Checked: every record (for the virtual shards: every output of every shard's
-pipeline) exactly once across the union of hosts (records lost and repeated: 0 and 0),
-resumed batches equal to the uninterrupted ones, and the same global batches as Grain 0.2.18
+pipeline, every token of the packed records) exactly once across the union of hosts (records
+lost and repeated: 0 and 0), resumed batches equal to the uninterrupted ones, and the same global batches as Grain 0.2.18
 (which restores on another count only by hand, not through Orbax). Each case starts at most 4
-JAX processes (and one worker process each for the ``_mp`` pipelines).
+JAX processes (and one worker process each for the ``_mp`` pipelines: per virtual shard for
+``virtual_pack_mp``, 4 over all hosts).
 """
 
 import json
@@ -121,10 +123,14 @@ def runs(tmp_path_factory):
 
 
 def _expected(name):
-    """Every record of pipeline ``name``, sorted: range(LENGTH), or for ``virtual`` the outputs
-    of its virtual shards' pipelines, each built here on its own."""
+    """Every record of pipeline ``name``, sorted: range(LENGTH); for ``virtual`` the outputs
+    of its virtual shards' pipelines, each built here on its own; for ``virtual_pack_mp`` the
+    tokens of every record."""
     if name not in VIRTUAL:
         return list(range(mh_worker.LENGTH))
+    if name == "virtual_pack_mp":  # the records kept, of r % 3 + 1 tokens 100 * r + 1, ...
+        kept = [r for r in range(mh_worker.LENGTH) if r % 5 != 0]
+        return sorted(t for r in kept for t in range(100 * r + 1, 100 * r + r % 3 + 2))
     import spelt  # pylint: disable=import-outside-toplevel
 
     shards = [
@@ -157,6 +163,12 @@ def _check_exactly_once(results, name):
 
 def _installed_grain():
     return _installed("grain")
+
+
+def test_virtual_pack_pipeline_tokens_are_distinct():
+    """What ``virtual_pack_mp`` reads: the records kept, 1 to 3 distinct tokens each."""
+    tokens = _expected("virtual_pack_mp")
+    assert len(tokens) == len(set(tokens)) > mh_worker.LENGTH
 
 
 def test_virtual_shard_pipeline_is_filtered_and_mixed():
@@ -297,19 +309,31 @@ def _section(title):
     return text[start : end if end != -1 else len(text)]
 
 
-def test_docs_snippet_is_what_the_worker_runs():
-    """docs/multihost.md, Resuming on another host count: its first snippet (after the
-    imports) is the body of mh_worker.resume_on_any_host_count, which every run above runs
-    for elastic_mp."""
-    section = _section("Resuming on another host count")
-    snippet = section.split("```python\n", 1)[1].split("```", 1)[0]
+# Section of docs/multihost.md: the snippets of mh_worker.py (``# snippet: <name>``) that its
+# python blocks are, in order. Every case runs each of them (virtual with Spelt only).
+SNIPPETS = {
+    "Shard per host": ["shard"],
+    "Assemble global batches": ["assemble"],
+    "Checkpoint with Orbax": ["orbax_save", "orbax_restore"],
+    "Resuming on another host count": ["resume"],
+    "Resuming any pipeline: virtual shards": ["virtual"],
+}
+
+
+@pytest.mark.parametrize("title", list(SNIPPETS))
+def test_docs_snippets_are_what_the_worker_runs(title):
+    """Each python block of a section of docs/multihost.md (after its imports) is the body of
+    a snippet of mh_worker.py, which the runs above run."""
+    blocks = _section(title).split("```python\n")[1:]
     source = WORKER.read_text()
-    body = source.split("    # snippet: resume\n", 1)[1].split("    # end of snippet", 1)[0]
-    body = textwrap.dedent(body)
-    code = "".join(
-        line for line in snippet.splitlines(keepends=True) if not line.startswith("import ")
-    ).lstrip("\n")
-    assert code == body
+    assert len(blocks) >= len(SNIPPETS[title]), title
+    for block, name in zip(blocks, SNIPPETS[title]):
+        snippet = block.split("```", 1)[0]
+        body = source.split(f"    # snippet: {name}\n", 1)[1].split("    # end of snippet", 1)[0]
+        code = "".join(
+            line for line in snippet.splitlines(keepends=True) if not line.startswith("import ")
+        ).lstrip("\n")
+        assert code == textwrap.dedent(body), name
 
 
 def test_docs_table_is_what_is_tested():
