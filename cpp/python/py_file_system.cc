@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gil.h"
+#include "native_file_system.h"
 #include "py_value.h"
 #include "spelt/errors.h"
 #include "spelt/range_reads.h"
@@ -153,6 +154,8 @@ class PyFiles final : public FileSystem {
 
 FileSystemPtr PyFileSystem(nb::handle files) {
   if (!files.is_valid() || files.is_none()) return nullptr;
+  const nb::object native = nb::getattr(files, "native", nb::none());
+  if (!native.is_none()) return NativeFileSystem(native);
   return std::make_shared<PyFiles>(files);
 }
 

@@ -1,0 +1,206 @@
+#include "native_file_system.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "gil.h"
+#include "native_files_abi.h"
+#include "spelt/errors.h"
+#include "spelt/range_reads.h"
+
+namespace spelt::python {
+namespace {
+
+// An OSError whose message is exactly `message` (std::system_error's own what() appends the
+// errno's text); bind_errors.cc makes OSError(errno, what()), so ENOENT is FileNotFoundError.
+class RemoteError final : public std::system_error {
+ public:
+  RemoteError(int code, std::string message)
+      : std::system_error(code, std::generic_category()), message_(std::move(message)) {}
+  const char* what() const noexcept override { return message_.c_str(); }
+
+ private:
+  std::string message_;
+};
+
+// fn() without the GIL where this thread holds it (a binding that opens or writes a file):
+// the request waits on the network, and a server in this process (an emulator) may need it.
+template <typename F>
+auto WithoutGil(F&& fn) {
+  if (PyGILState_Check() == 0) return fn();
+  GilRelease release;
+  return fn();
+}
+
+[[noreturn]] void Throw(const std::string& uri, const SpeltFilesError& error) {
+  switch (error.kind) {
+    case SPELT_FILES_NOT_FOUND:
+      throw RemoteError(ENOENT, error.message);
+    case SPELT_FILES_CORRUPT:
+      throw CorruptFileError(uri, error.offset, error.message, "remote");
+    default:
+      throw RemoteError(EIO, error.message);
+  }
+}
+
+// The table and one reference to its filesystem.
+class Table {
+ public:
+  explicit Table(const SpeltNativeFiles& table) : table_(table) { table_.retain(table_.files); }
+  ~Table() { table_.release(table_.files); }
+  Table(const Table&) = delete;
+  Table& operator=(const Table&) = delete;
+  const SpeltNativeFiles* operator->() const { return &table_; }
+
+ private:
+  SpeltNativeFiles table_;
+};
+
+class NativeRandomAccessFile final : public RandomAccessFile {
+ public:
+  NativeRandomAccessFile(std::shared_ptr<const Table> table, std::string uri)
+      : table_(std::move(table)), path_(std::move(uri)) {
+    SpeltFilesError error{};
+    file_ = WithoutGil([&] {
+      return (*table_)->open_read((*table_)->files, path_.c_str(), &size_, &read_ahead_, &error);
+    });
+    if (file_ == nullptr) Throw(path_, error);
+  }
+  ~NativeRandomAccessFile() override { (*table_)->close_read(file_); }
+
+  const std::string& path() const override { return path_; }
+  uint64_t size() const override { return size_; }
+  bool HighLatency() const override { return true; }
+  uint64_t ReadAheadBytes() const override { return read_ahead_; }
+
+  void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
+    const ReadRequest request{offset, n, dst};
+    ReadMany({&request, 1});
+  }
+
+  // The ranges of PlanRanges (spelt/range_reads.h), all sent at once. A range that is exactly
+  // one request's bytes is read into that request's destination; the others into one staging
+  // buffer (not zero-filled), copied out after.
+  void ReadMany(std::span<const ReadRequest> requests) const override {
+    const std::vector<ByteRange> ranges = PlanRanges(requests);
+    if (ranges.empty()) return;
+    std::unordered_map<uint64_t, const ReadRequest*> by_offset;
+    for (const ReadRequest& r : requests) by_offset.emplace(r.offset, &r);
+    std::vector<SpeltFilesRange> wanted(ranges.size());
+    std::vector<const ReadRequest*> direct(ranges.size(), nullptr);
+    uint64_t staged = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      const auto it = by_offset.find(ranges[i].offset);
+      if (it != by_offset.end() && it->second->length == ranges[i].length) {
+        direct[i] = it->second;
+      } else {
+        staged += ranges[i].length;
+      }
+    }
+    std::unique_ptr<char[]> staging(staged > 0 ? new char[staged] : nullptr);
+    std::vector<const char*> parts(ranges.size());
+    uint64_t at = 0;
+    for (size_t i = 0; i < ranges.size(); ++i) {
+      char* dst = direct[i] != nullptr ? direct[i]->dst : staging.get() + at;
+      if (direct[i] == nullptr) at += ranges[i].length;
+      wanted[i] = {ranges[i].offset, ranges[i].length, dst};
+      parts[i] = dst;
+    }
+    SpeltFilesError error{};
+    if (WithoutGil([&] {
+          return (*table_)->read_ranges(file_, wanted.data(), wanted.size(), &error);
+        }) != 0) {
+      Throw(path_, error);
+    }
+    if (staged == 0 && requests.size() == ranges.size()) return;  // every request read directly
+    std::vector<ReadRequest> rest;  // requests not read in place (copying one onto itself is UB)
+    for (const ReadRequest& r : requests) {
+      const bool in_place = std::find(direct.begin(), direct.end(), &r) != direct.end();
+      if (!in_place) rest.push_back(r);
+    }
+    CopyFromRanges(rest, ranges, parts);
+  }
+
+ private:
+  std::shared_ptr<const Table> table_;
+  std::string path_;
+  void* file_ = nullptr;
+  uint64_t size_ = 0;
+  uint64_t read_ahead_ = 0;
+};
+
+class NativeWritableFile final : public WritableFile {
+ public:
+  NativeWritableFile(std::shared_ptr<const Table> table, std::string uri)
+      : table_(std::move(table)), path_(std::move(uri)) {
+    SpeltFilesError error{};
+    file_ = WithoutGil([&] { return (*table_)->open_write((*table_)->files, path_.c_str(), &error); });
+    if (file_ == nullptr) Throw(path_, error);
+  }
+  ~NativeWritableFile() override {
+    if (file_ != nullptr) WithoutGil([&] { (*table_)->discard_write(file_); });
+  }
+
+  const std::string& path() const override { return path_; }
+
+  void Write(std::string_view bytes) override {
+    if (file_ == nullptr) throw std::logic_error(path_ + ": write after close");
+    SpeltFilesError error{};
+    if (WithoutGil([&] {
+          return (*table_)->write(file_, bytes.data(), bytes.size(), &error);
+        }) != 0) {
+      Throw(path_, error);
+    }
+  }
+
+  void Close() override {
+    if (file_ == nullptr) return;
+    SpeltFilesError error{};
+    void* file = std::exchange(file_, nullptr);
+    if (WithoutGil([&] { return (*table_)->close_write(file, &error); }) != 0) Throw(path_, error);
+  }
+
+ private:
+  std::shared_ptr<const Table> table_;
+  std::string path_;
+  void* file_ = nullptr;
+};
+
+class NativeFiles final : public FileSystem {
+ public:
+  explicit NativeFiles(const SpeltNativeFiles& table)
+      : table_(std::make_shared<const Table>(table)) {}
+
+  std::unique_ptr<RandomAccessFile> OpenForRead(const std::string& uri) const override {
+    return std::make_unique<NativeRandomAccessFile>(table_, uri);
+  }
+  std::unique_ptr<WritableFile> OpenForWrite(const std::string& uri) const override {
+    return std::make_unique<NativeWritableFile>(table_, uri);
+  }
+
+ private:
+  std::shared_ptr<const Table> table_;
+};
+
+}  // namespace
+
+FileSystemPtr NativeFileSystem(nb::handle capsule) {
+  auto* table = static_cast<const SpeltNativeFiles*>(
+      PyCapsule_IsValid(capsule.ptr(), SPELT_NATIVE_FILES_CAPSULE)
+          ? PyCapsule_GetPointer(capsule.ptr(), SPELT_NATIVE_FILES_CAPSULE)
+          : nullptr);
+  if (table == nullptr || table->version != SPELT_NATIVE_FILES_VERSION) {
+    throw std::invalid_argument("not a capsule of native files (" SPELT_NATIVE_FILES_CAPSULE ")");
+  }
+  return std::make_shared<NativeFiles>(*table);
+}
+
+}  // namespace spelt::python
