@@ -40,12 +40,10 @@ class Pool {
       std::lock_guard lock(mu_);
       for (auto& fn : tasks) queue_.push_back({&fn, &batch});
       StartThreads();
-      if (tasks.size() == 1) {
-        wake_.notify_one();
-      } else {
-        wake_.notify_all();
-      }
     }
+    // One waiting thread per task (not all of them: on a small machine a herd of threads
+    // woken for a few tasks costs more than the tasks).
+    for (size_t i = 0; i < tasks.size(); ++i) wake_.notify_one();
     std::unique_lock lock(batch.mu);
     batch.done.wait(lock, [&] { return batch.remaining == 0; });
   }
@@ -77,6 +75,7 @@ class Pool {
       lock.lock();
     }
     alive_[slot] = false;
+    if (!queue_.empty()) wake_.notify_one();  // a wake-up meant for a task: pass it on
   }
 
   std::mutex mu_;

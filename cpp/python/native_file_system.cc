@@ -86,31 +86,47 @@ class NativeRandomAccessFile final : public RandomAccessFile {
     ReadMany({&request, 1});
   }
 
-  // The ranges of PlanRanges (spelt/range_reads.h), all sent at once. A range that is exactly
-  // one request's bytes is read into that request's destination; the others into one staging
-  // buffer (not zero-filled), copied out after.
+  // The ranges of PlanRanges (spelt/range_reads.h), all sent at once. A range that lies within
+  // one request's bytes (a record, or a piece of a large read split into ranges) is read in
+  // place, into that request's destination; the others into one staging buffer (not
+  // zero-filled), copied out after, as are requests not read whole in place.
   void ReadMany(std::span<const ReadRequest> requests) const override {
     const std::vector<ByteRange> ranges = PlanRanges(requests);
     if (ranges.empty()) return;
-    std::unordered_map<uint64_t, const ReadRequest*> by_offset;
-    for (const ReadRequest& r : requests) by_offset.emplace(r.offset, &r);
-    std::vector<SpeltFilesRange> wanted(ranges.size());
-    std::vector<const ReadRequest*> direct(ranges.size(), nullptr);
+    std::vector<const ReadRequest*> sorted;  // by offset, then the longest first
+    sorted.reserve(requests.size());
+    for (const ReadRequest& r : requests) sorted.push_back(&r);
+    std::ranges::sort(sorted, [](const ReadRequest* a, const ReadRequest* b) {
+      return a->offset != b->offset ? a->offset < b->offset : a->length > b->length;
+    });
+    // The request holding each range whole, or null; and the bytes read in place per request.
+    std::vector<const ReadRequest*> holder(ranges.size(), nullptr);
+    std::unordered_map<const ReadRequest*, uint64_t> in_place;
     uint64_t staged = 0;
     for (size_t i = 0; i < ranges.size(); ++i) {
-      const auto it = by_offset.find(ranges[i].offset);
-      if (it != by_offset.end() && it->second->length == ranges[i].length) {
-        direct[i] = it->second;
-      } else {
-        staged += ranges[i].length;
+      const ByteRange& range = ranges[i];
+      auto it = std::ranges::upper_bound(sorted, range.offset, {},
+                                         [](const ReadRequest* r) { return r->offset; });
+      // Tried: the longest of the requests that start last at or before the range.
+      if (it != sorted.begin()) {
+        const uint64_t start = (*std::prev(it))->offset;
+        while (it != sorted.begin() && (*std::prev(it))->offset == start) --it;
+        if (range.offset + range.length <= (*it)->offset + (*it)->length) holder[i] = *it;
       }
+      if (holder[i] != nullptr) in_place[holder[i]] += range.length;
+    }
+    for (size_t i = 0; i < ranges.size(); ++i) {  // a request is read in place whole or not
+      if (holder[i] != nullptr && in_place[holder[i]] != holder[i]->length) holder[i] = nullptr;
+      if (holder[i] == nullptr) staged += ranges[i].length;
     }
     std::unique_ptr<char[]> staging(staged > 0 ? new char[staged] : nullptr);
+    std::vector<SpeltFilesRange> wanted(ranges.size());
     std::vector<const char*> parts(ranges.size());
     uint64_t at = 0;
     for (size_t i = 0; i < ranges.size(); ++i) {
-      char* dst = direct[i] != nullptr ? direct[i]->dst : staging.get() + at;
-      if (direct[i] == nullptr) at += ranges[i].length;
+      char* dst = holder[i] != nullptr ? holder[i]->dst + (ranges[i].offset - holder[i]->offset)
+                                       : staging.get() + at;
+      if (holder[i] == nullptr) at += ranges[i].length;
       wanted[i] = {ranges[i].offset, ranges[i].length, dst};
       parts[i] = dst;
     }
@@ -120,13 +136,13 @@ class NativeRandomAccessFile final : public RandomAccessFile {
         }) != 0) {
       Throw(path_, error);
     }
-    if (staged == 0 && requests.size() == ranges.size()) return;  // every request read directly
-    std::vector<ReadRequest> rest;  // requests not read in place (copying one onto itself is UB)
+    // The requests not read whole in place (copying one onto itself would be UB).
+    std::vector<ReadRequest> rest;
     for (const ReadRequest& r : requests) {
-      const bool in_place = std::find(direct.begin(), direct.end(), &r) != direct.end();
-      if (!in_place) rest.push_back(r);
+      const auto it = in_place.find(&r);
+      if (r.length > 0 && (it == in_place.end() || it->second != r.length)) rest.push_back(r);
     }
-    CopyFromRanges(rest, ranges, parts);
+    if (!rest.empty()) CopyFromRanges(rest, ranges, parts);
   }
 
  private:
