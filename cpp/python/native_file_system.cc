@@ -13,6 +13,7 @@
 
 #include "gil.h"
 #include "native_files_abi.h"
+#include "remote_file.h"
 #include "spelt/errors.h"
 #include "spelt/range_reads.h"
 
@@ -64,10 +65,10 @@ class Table {
   SpeltNativeFiles table_;
 };
 
-class NativeRandomAccessFile final : public RandomAccessFile {
+class NativeRandomAccessFile final : public RemoteFile {
  public:
   NativeRandomAccessFile(std::shared_ptr<const Table> table, std::string uri)
-      : table_(std::move(table)), path_(std::move(uri)) {
+      : RemoteFile(std::move(uri)), table_(std::move(table)) {
     SpeltFilesError error{};
     file_ = WithoutGil([&] {
       return (*table_)->open_read((*table_)->files, path_.c_str(), &size_, &read_ahead_, &error);
@@ -75,16 +76,6 @@ class NativeRandomAccessFile final : public RandomAccessFile {
     if (file_ == nullptr) Throw(path_, error);
   }
   ~NativeRandomAccessFile() override { (*table_)->close_read(file_); }
-
-  const std::string& path() const override { return path_; }
-  uint64_t size() const override { return size_; }
-  bool HighLatency() const override { return true; }
-  uint64_t ReadAheadBytes() const override { return read_ahead_; }
-
-  void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
-    const ReadRequest request{offset, n, dst};
-    ReadMany({&request, 1});
-  }
 
   // The ranges of PlanRanges (spelt/range_reads.h), all sent at once. A range that lies within
   // one request's bytes (a record, or a piece of a large read split into ranges) is read in
@@ -147,10 +138,7 @@ class NativeRandomAccessFile final : public RandomAccessFile {
 
  private:
   std::shared_ptr<const Table> table_;
-  std::string path_;
   void* file_ = nullptr;
-  uint64_t size_ = 0;
-  uint64_t read_ahead_ = 0;
 };
 
 class NativeWritableFile final : public WritableFile {
