@@ -40,17 +40,18 @@ def native_module() -> Any:
             from spelt import _parquet_native  # pylint: disable=import-outside-toplevel
 
             _native = _parquet_native
-            _config.on_update(_configure)
-            _configure()
+            _config.on_update(lambda name: _configure(_parquet_native, name))
+            _configure(_parquet_native)
         except ImportError:
             _native = None
     return _native
 
 
-def _configure(name: str = "remote_") -> None:
+def _configure(module: Any, name: str = "remote_") -> None:
+    """Pushes the ``remote_*`` flags to ``module`` after ``name`` changed."""
     if name.startswith("remote_"):
         c = _config.config
-        _native.configure(
+        module.configure(
             c.remote_max_in_flight, float(c.remote_retry_seconds), c.remote_read_ahead_mib << 20
         )
 
