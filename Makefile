@@ -88,7 +88,7 @@ wheel: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip wheel -v --no-build-isolation --no-deps \
 	  -w $(WHEEL_DIR)/raw .
 	PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/auditwheel repair --plat $(WHEEL_PLAT) --exclude 'libarrow.so.*' \
-	  --exclude 'libparquet.so.*' -w $(WHEEL_DIR) $(WHEEL_DIR)/raw/*.whl
+	  --exclude 'libparquet.so.*' --exclude 'libarrow_s3.so.*' -w $(WHEEL_DIR) $(WHEEL_DIR)/raw/*.whl
 	$(VENV)/bin/auditwheel show $(WHEEL_DIR)/*.whl
 	@echo "(auditwheel show's first line says linux_x86_64 only because spelt._parquet_native links" \
 	  "pyarrow's libparquet, which the wheel leaves to pyarrow; its symbols give the tag above)"

@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     check_same(path)
     print("  first 1,000 rows and 8 batches identical on Spelt and Grain; measuring")
-    native = spelt._parquet._native is not None  # pylint: disable=protected-access
+    native = spelt._native_files.native_module() is not None  # pylint: disable=protected-access
     print(f"  Spelt decodes through {'spelt._parquet_native' if native else 'pyarrow only'}")
     per_s = lambda n, s: n / s  # noqa: E731
     if "parquet_rows" in cases:

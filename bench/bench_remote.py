@@ -5,7 +5,9 @@ Run alone with ``.venv/bin/python bench/bench_remote.py [-k PATTERN] [--reps N]`
 ``bench/bench.py`` (``make bench``). The store is ``static_s3.StaticS3``: an S3 endpoint on
 loopback over a local folder that answers every request after ``rtt`` (this machine's kernel
 lacks ``sch_netem``, so the round trip is added by the server, not by ``tc netem`` on the
-wire). Spelt reads and writes it through ``pyarrow.fs.S3FileSystem``.
+wire). Spelt reads and writes it through ``pyarrow.fs.S3FileSystem``, natively (Arrow C++ with
+no GIL, spelt._native_files) and, for comparison in the same run, through the Python path that
+an fsspec filesystem or a build without ``spelt._parquet_native`` takes (spelt._remote_reads).
 
 **O1.** 1,024 records of 100 KiB in one ArrayRecord file (group_size 1, uncompressed).
 One batch is ``__getitems__`` of 128 random keys. Compared: the local file; the bucket at
@@ -50,7 +52,7 @@ from collections.abc import Callable
 
 import pyarrow.fs as pafs
 import spelt as grain
-from spelt import array_record, tfrecord
+from spelt import _native_files, array_record, tfrecord
 from static_s3 import StoreProcess
 
 RECORD = 100 * 1024
@@ -70,6 +72,18 @@ def _arrow(endpoint: str) -> pafs.S3FileSystem:
         scheme="http",
         region="us-east-1",
     )
+
+
+@contextlib.contextmanager
+def _python_path():
+    """Sources and writers opened inside read through the Python path (as with no native
+    module), those opened outside natively."""
+    saved = _native_files.native_module()
+    _native_files._native = None  # pylint: disable=protected-access
+    try:
+        yield
+    finally:
+        _native_files._native = saved  # pylint: disable=protected-access
 
 
 def _rate(fn: Callable[[], int], reps: int) -> list[float]:
@@ -122,22 +136,30 @@ def o1_and_model(folder: str, reps: int, pattern: str) -> None:
     expected = grain.sources.ArrayRecordDataSource(local).__getitems__(keys[0])
     if "O1" in pattern or not pattern:
         default = grain.config.remote_max_in_flight
-        with _store(folder, 0.020) as store:
-            remote = _remote_o1(store)
-            assert remote.__getitems__(keys[0]) == expected
-            cpu = time.process_time()
-            got = _show(f"bucket, 20 ms, in flight {default}", _rate(_batches(remote, keys), reps))
-            cpu_us = (time.process_time() - cpu) / ((reps + 1) * BATCH) * 1e6
-            peak = store.stats()["peak"]
-            loop = _s3fs_loop(store.endpoint, keys[0])
         bound = min(local_mb, default * RECORD / 0.020 / 1e6)
-        print(
-            f"  (at most {peak} requests at once at the store; {cpu_us:.0f} us of the reader's CPU per record)"
-        )
+        got = {}
+        with _store(folder, 0.020) as store:
+            with _python_path():
+                python_remote = _remote_o1(store)
+            for path, remote in [("Python path", python_remote), ("native", _remote_o1(store))]:
+                assert remote.__getitems__(keys[0]) == expected
+                cpu = time.process_time()
+                got[path] = _show(
+                    f"bucket, 20 ms, in flight {default}, {path}",
+                    _rate(_batches(remote, keys), reps),
+                )
+                cpu_us = (time.process_time() - cpu) / ((reps + 1) * BATCH) * 1e6
+                print(
+                    f"  (at most {store.stats()['peak']} requests at once at the store so far;"
+                    f" {cpu_us:.0f} us of the reader's CPU per record)"
+                )
+            loop = _s3fs_loop(store.endpoint, keys[0])
         print(
             f"  {'bound min(local, in_flight x 100 KiB / 20 ms)':<44} {bound:8.1f} MB/s"
-            f" -> {got / bound:.2f}x the bound (goal 0.7x)"
+            f" -> Python path {got['Python path'] / bound:.2f}x, native"
+            f" {got['native'] / bound:.2f}x the bound (goal 0.7x)"
         )
+        got = got["native"]
         print(
             f"  {'s3fs cat_file per record, 20 ms':<44} {loop:8.1f} MB/s"
             f" -> Spelt {got / loop:.1f}x (goal 10x)"
@@ -208,12 +230,17 @@ def o2(folder: str, reps: int) -> None:
         return run
 
     local_mb = _show("local file", _rate(epoch(grain.sources.ArrayRecordDataSource(local)), reps))
-    for rtt_ms in (0, 20):  # 0 ms: what the store and the client carry on this machine
-        with _store(folder, rtt_ms / 1000) as store:
-            got = _show(f"bucket, {rtt_ms} ms", _rate(epoch(_remote_o1(store)), reps))
-            peak = store.stats()["peak"]
-        print(f"  (at most {peak} requests at once at the store)")
-    print(f"  -> {got / local_mb:.2f}x the local file at 20 ms (goal 0.5x)")
+    got = {}
+    with _store(folder, 0.020) as store:
+        with _python_path():
+            python_remote = _remote_o1(store)
+        for path, remote in [("Python path", python_remote), ("native", _remote_o1(store))]:
+            got[path] = _show(f"bucket, 20 ms, {path}", _rate(epoch(remote), reps))
+            print(f"  (at most {store.stats()['peak']} requests at once at the store so far)")
+    print(
+        f"  -> at 20 ms: Python path {got['Python path'] / local_mb:.2f}x, native"
+        f" {got['native'] / local_mb:.2f}x the local file (goal 0.5x)"
+    )
 
 
 def o3(folder: str, reps: int) -> None:
@@ -232,21 +259,29 @@ def o3(folder: str, reps: int) -> None:
     local_mb = _show("local file", _rate(read(local), reps))
     with _store(folder, 0.0) as store:  # what the store and the client carry on this machine
         zero_mb = _show(
-            f"bucket, 0 ms, read-ahead {default} MiB",
+            f"bucket, 0 ms, read-ahead {default} MiB, native",
             _rate(read("s3://store/o3.tfrecord", _arrow(store.endpoint)), reps),
         )
     with _store(folder, 0.020) as store:
         remote = read("s3://store/o3.tfrecord", _arrow(store.endpoint))
+
+        def python_path():  # each run opens the file: through the Python path
+            with _python_path():
+                return remote()
+
+        python_mb = _show(
+            f"bucket, 20 ms, read-ahead {default} MiB, Python path", _rate(python_path, reps)
+        )
         rates = {}
-        for mib in sorted({0, 16, default, 64}):
+        for mib in sorted({16, default, 64}):
             grain.config.update("remote_read_ahead_mib", mib)
-            rates[mib] = _show(f"bucket, 20 ms, read-ahead {mib} MiB", _rate(remote, reps))
+            rates[mib] = _show(f"bucket, 20 ms, read-ahead {mib} MiB, native", _rate(remote, reps))
         grain.config.update("remote_read_ahead_mib", default)
-    got, before = rates[default], rates[0]
+    got = rates[default]
     print(
-        f"  -> at 20 ms with the default read-ahead: {got / local_mb:.2f}x the local file (goal"
-        f" 0.5x), {got / zero_mb:.2f}x the same store at 0 ms, {got / before:.1f}x one window"
-        " ahead"
+        f"  -> at 20 ms with the default read-ahead: Python path {python_mb / local_mb:.2f}x,"
+        f" native {got / local_mb:.2f}x the local file (goal 0.5x); native"
+        f" {got / zero_mb:.2f}x the same store at 0 ms"
     )
 
 
@@ -283,11 +318,18 @@ def o4(folder: str, reps: int) -> None:
 
     local_mb = _show("local folder", _rate(convert(os.path.join(folder, "out", "o4-")), reps))
     with _store(folder, 0.020) as store, _aws_env(store.endpoint):
-        got = _show("bucket, 20 ms", _rate(convert("s3://store/o4/train-"), reps))
+        python_convert = convert("s3://store/o4/python-")
+
+        def python_path():
+            with _python_path():
+                return python_convert()
+
+        python_mb = _show("bucket, 20 ms, Python path", _rate(python_path, reps))
+        got = _show("bucket, 20 ms, native", _rate(convert("s3://store/o4/train-"), reps))
         requests = store.stats()["requests"]
     print(
-        f"  -> the bucket takes {local_mb / got:.2f}x the local time (goal 1.5x; {requests}"
-        " requests at the store)"
+        f"  -> the bucket takes: Python path {local_mb / python_mb:.2f}x, native"
+        f" {local_mb / got:.2f}x the local time (goal 1.5x; {requests} requests at the store)"
     )
 
 

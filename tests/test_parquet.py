@@ -16,7 +16,7 @@ import pytest
 
 from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
-from spelt import _parquet
+from spelt import _native_files, _parquet
 
 ParquetIterDataset = spelt.experimental.ParquetIterDataset
 ParquetDataSource = spelt.experimental.ParquetDataSource
@@ -26,9 +26,9 @@ ParquetDataSource = spelt.experimental.ParquetDataSource
 def decoder(request, monkeypatch):
     """Every test runs with the native decoder (spelt._parquet_native, which the build makes
     where pyarrow is importable, as it is for these tests) and with pyarrow's alone."""
-    assert _parquet.native_module() is not None, "spelt._parquet_native was not built"
+    assert _native_files.native_module() is not None, "spelt._parquet_native was not built"
     if request.param == "pyarrow":
-        monkeypatch.setattr(_parquet, "_native", None)
+        monkeypatch.setattr(_native_files, "_native", None)
     return request.param
 
 

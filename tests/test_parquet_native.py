@@ -13,7 +13,7 @@ import pytest
 
 from pipelines import timeout  # noqa: F401  (autouse fixture)
 import spelt
-from spelt import _parquet
+from spelt import _native_files, _parquet
 
 ROWS = 300
 
@@ -131,7 +131,7 @@ def test_native_equals_pyarrow_and_grain(path, batch, monkeypatch):
                 _rows(g, path, batch)
         return
     native, native_states = _rows(spelt, path, batch)
-    monkeypatch.setattr(_parquet, "_native", None)
+    monkeypatch.setattr(_native_files, "_native", None)
     arrow, arrow_states = _rows(spelt, path, batch)
     want, want_states = _rows(grain, path, batch)
     _assert_identical(native, arrow)
@@ -161,7 +161,7 @@ def test_corrupt_page_raises_pyarrows_error(tmp_path, monkeypatch, column):
     errors = []
     for native in (True, False):
         if not native:
-            monkeypatch.setattr(_parquet, "_native", None)
+            monkeypatch.setattr(_native_files, "_native", None)
         with pytest.raises(OSError) as e:
             list(spelt.experimental.ParquetIterDataset(str(path)))
         errors.append(str(e.value))
@@ -194,7 +194,7 @@ def test_columns_after_nested_ones_are_found(tmp_path, monkeypatch):
     native = _parquet.native_decoder(path, file, {})
     assert native.leaves == [None, None, None, None, 7, 8]
     got = _rows(spelt, path)
-    monkeypatch.setattr(_parquet, "_native", None)
+    monkeypatch.setattr(_native_files, "_native", None)
     _assert_identical(got[0], _rows(spelt, path)[0])
     _assert_identical(got[0], _rows(grain, path)[0])
 
@@ -210,7 +210,7 @@ def test_text_batches_made_from_bytes_equal_numpys(tmp_path, monkeypatch, batch)
     path = str(tmp_path / "text.parquet")
     pq.write_table(table, path, row_group_size=5)
     got, states = _rows(spelt, path, batch)
-    monkeypatch.setattr(_parquet, "_native", None)
+    monkeypatch.setattr(_native_files, "_native", None)
     arrow, arrow_states = _rows(spelt, path, batch)
     want, want_states = _rows(grain, path, batch)
     for a, b, c in zip(got, arrow, want):

@@ -3,6 +3,10 @@
 // built with (import pyarrow first). Optional: built only when pyarrow is importable at build
 // time; spelt/_parquet.py falls back to pyarrow's read_row_group when the import fails.
 //
+// Also the native remote files (arrow_files.h): native_files(filesystem, base_type,
+// description, connections) -> a capsule of native_files_abi.h's table, or None; configure(...) and
+// remote_counters() for the process's settings and counters.
+//
 // RowGroupDecoder(path, specs) -> .decode(g) (without the GIL) -> DecodedRowGroup
 // -> .columns() (with the GIL): per leaf column a read-only numpy array (shape (rows,) or
 // (rows, width) for a list column) over a recycled buffer, a TextColumn (str / bytes values),
@@ -19,8 +23,10 @@
 #include <type_traits>
 #include <vector>
 
+#include "arrow_files.h"
 #include "gil.h"
 #include "row_group_decoder.h"
+#include "unwrap_filesystem.h"
 
 namespace spelt::parquet_native {
 namespace {
@@ -103,6 +109,28 @@ nb::object TextList(const DecodedColumn& column) {
 
 nb::object TextColumn::Objects() const { return TextList(*column); }
 
+// A capsule of the native files of `filesystem` (a pyarrow.fs.FileSystem) for `connections`
+// requests at once, or None if its C++ object cannot be read.
+nb::object NativeFiles(nb::handle filesystem, nb::handle base_type, std::string description,
+                       int connections) {
+  std::shared_ptr<arrow::fs::FileSystem> fs =
+      UnwrapFileSystem(filesystem.ptr(), base_type.ptr());
+  if (fs == nullptr) return nb::none();
+  {
+    GilRelease release;  // making a client may take a while
+    fs = WithConnections(std::move(fs), connections);
+  }
+  SpeltNativeFiles* table = NewArrowFiles(std::move(fs), std::move(description));
+  PyObject* capsule = PyCapsule_New(table, SPELT_NATIVE_FILES_CAPSULE, [](PyObject* c) {
+    FreeTable(static_cast<SpeltNativeFiles*>(PyCapsule_GetPointer(c, SPELT_NATIVE_FILES_CAPSULE)));
+  });
+  if (capsule == nullptr) {
+    FreeTable(table);
+    throw nb::python_error();
+  }
+  return nb::steal(capsule);
+}
+
 nb::list Columns(DecodedRowGroup& group) {
   nb::list out;
   for (std::optional<DecodedColumn>& decoded : group.columns) {
@@ -128,6 +156,29 @@ nb::list Columns(DecodedRowGroup& group) {
 NB_MODULE(_parquet_native, m) {
   python::RegisterExitHook();
   m.doc() = "Parquet row groups through Arrow C++'s column readers; used by spelt._parquet.";
+
+  m.def("native_files", &NativeFiles, nb::arg("filesystem"), nb::arg("base_type"),
+        nb::arg("description"), nb::arg("connections"),
+        "A PyCapsule of native remote files (spelt.native_files.v1) reading and writing"
+        " through the Arrow C++ filesystem of `filesystem` without the GIL (an S3 one made"
+        " again with a client of `connections` connections), or None if it is not a"
+        " `base_type` (pyarrow.fs.FileSystem) whose C++ object can be read.");
+  m.def(
+      "configure",
+      [](int max_in_flight, double retry_seconds, uint64_t read_ahead_bytes) {
+        Configure({max_in_flight, retry_seconds, read_ahead_bytes});
+      },
+      nb::arg("max_in_flight"), nb::arg("retry_seconds"), nb::arg("read_ahead_bytes"),
+      "Sets the native files' in-flight limit, retry time (s) and read-ahead (bytes, for"
+      " files opened after the call): spelt.config's remote_* flags.");
+  m.def(
+      "remote_counters",
+      [] {
+        const RemoteCounters c = Counters();
+        return nb::make_tuple(c.requests, c.bytes, c.retries, c.in_flight, c.peak_in_flight);
+      },
+      "The native files' (requests, bytes, retries, in flight now, peak in flight) of this"
+      " process.");
 
   nb::class_<TextColumn>(m, "TextColumn")
       .def("objects", &TextColumn::Objects, "All values, a list of str (bytes for binary).")

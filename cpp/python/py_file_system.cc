@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "gil.h"
+#include "native_file_system.h"
 #include "py_value.h"
+#include "remote_file.h"
 #include "spelt/errors.h"
 #include "spelt/range_reads.h"
 
@@ -41,22 +43,12 @@ class BufferViews {
   std::vector<const char*> data_;
 };
 
-class PyRandomAccessFile final : public RandomAccessFile {
+class PyRandomAccessFile final : public RemoteFile {
  public:
   PyRandomAccessFile(std::string uri, nb::handle handle)
-      : path_(std::move(uri)),
-        handle_(MakePyRef(handle)),
-        size_(nb::cast<uint64_t>(handle.attr("size"))),
-        read_ahead_(nb::cast<uint64_t>(handle.attr("read_ahead"))) {}
-
-  const std::string& path() const override { return path_; }
-  uint64_t size() const override { return size_; }
-  bool HighLatency() const override { return true; }  // object stores, and Python's cost
-  uint64_t ReadAheadBytes() const override { return read_ahead_; }
-
-  void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
-    const ReadRequest request{offset, n, dst};
-    ReadMany({&request, 1});
+      : RemoteFile(std::move(uri)), handle_(MakePyRef(handle)) {
+    size_ = nb::cast<uint64_t>(handle.attr("size"));
+    read_ahead_ = nb::cast<uint64_t>(handle.attr("read_ahead"));
   }
 
   // The batch goes to Python as the ranges PlanRanges makes (spelt/range_reads.h): neighbours
@@ -89,10 +81,7 @@ class PyRandomAccessFile final : public RandomAccessFile {
   }
 
  private:
-  std::string path_;
   PyRef handle_;
-  uint64_t size_;
-  uint64_t read_ahead_;
 };
 
 class PyWritableFile final : public WritableFile {
@@ -153,6 +142,8 @@ class PyFiles final : public FileSystem {
 
 FileSystemPtr PyFileSystem(nb::handle files) {
   if (!files.is_valid() || files.is_none()) return nullptr;
+  const nb::object native = nb::getattr(files, "native", nb::none());
+  if (!native.is_none()) return NativeFileSystem(native);
   return std::make_shared<PyFiles>(files);
 }
 

@@ -30,6 +30,7 @@ Thread-safety: reads and updates of single flags are atomic (one dict operation 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["Config", "config"]
@@ -81,6 +82,16 @@ _FLAGS = {
 }
 
 
+# Called with a flag's name after update() set it (spelt._native_files pushes the remote_*
+# flags to the native files).
+_listeners: list[Callable[[str], None]] = []
+
+
+def on_update(listener: Callable[[str], None]) -> None:
+    """Calls ``listener(name)`` after every ``config.update(name, ...)``."""
+    _listeners.append(listener)
+
+
 class Config:
     """Spelt's configuration (Grain's ``grain.config``); use the module-level ``config``.
 
@@ -116,6 +127,8 @@ class Config:
             raise ValueError(f"Unrecognized config option: {name}")
         flag.check(name, value)
         self._values[name] = value
+        for listener in _listeners:
+            listener(name)
 
 
 config = Config()

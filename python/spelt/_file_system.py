@@ -1,11 +1,16 @@
 """Files by path or URI for the native readers and writers (ArrayRecord, TFRecord).
 
 Local paths and ``file://`` URIs are opened by libspelt itself (pread). Any other URI, or any
-path given with a ``filesystem=`` object, is opened through a Python library: a
+path given with a ``filesystem=`` object, is opened through a library: a
 ``pyarrow.fs.FileSystem`` (S3, GCS, Azure, HDFS as shipped in the pyarrow wheel) or an fsspec
-filesystem (``s3fs``, ``gcsfs``, ``memory://``, ``hf://`` ...). libspelt calls back into
-:class:`Files` with the GIL for the call only; a batch of reads goes out as concurrent range
-requests, with retries and checks that the object did not change (spelt._remote_reads).
+filesystem (``s3fs``, ``gcsfs``, ``memory://``, ``hf://`` ...).
+
+A pyarrow filesystem's files are read and written natively: :class:`Files` carries the Arrow
+C++ object of the filesystem as ``native`` (spelt._native_files), and libspelt reads through it
+without Python or the GIL. Otherwise (fsspec, or no ``spelt._parquet_native`` in this build)
+libspelt calls back into :class:`Files` with the GIL for the call only. Either way a batch of
+reads goes out as concurrent range requests, with retries and checks that the object did not
+change (cpp/parquet_native/arrow_files.h, spelt._remote_reads).
 
 URIs without ``filesystem=`` resolve with ``pyarrow.fs.FileSystem.from_uri`` for the schemes
 Arrow ships (s3, gs, gcs, hdfs, viewfs, abfs, abfss) and with ``fsspec.core.url_to_fs``
@@ -24,6 +29,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from spelt import _native_files
 from spelt import _paths
 from spelt import _remote_reads
 
@@ -80,7 +86,14 @@ class _Output:
 
 class Files:
     """A pyarrow.fs or fsspec filesystem as libspelt's files (spelt/file_system.h); picklable
-    (the filesystem object is pickled, no open file is). Errors name the URI."""
+    (the filesystem object is pickled, no open file is; an unpickled one reopens natively).
+    Errors name the URI.
+
+    Attributes:
+        native: the native files of a pyarrow filesystem (a PyCapsule that libspelt reads
+            through without Python, spelt._native_files), or None: libspelt then calls
+            ``open_input`` / ``open_output``.
+    """
 
     def __init__(self, filesystem: Any, description: str):
         self.filesystem = filesystem
@@ -91,10 +104,23 @@ class Files:
     def _init_clients(self) -> None:
         self._clients = [self.filesystem]  # copies of a pyarrow filesystem, see _arrow_client
         self._clients_lock = threading.Lock()
+        self._native: Any = ...  # see native
+
+    @property
+    def native(self) -> Any:
+        """The native files (made on first use, as only readers and writers need them)."""
+        with self._clients_lock:
+            if self._native is ...:
+                self._native = (
+                    _native_files.capsule(self.filesystem, self._description)
+                    if self.arrow
+                    else None
+                )
+            return self._native
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        del state["_clients"], state["_clients_lock"]
+        del state["_clients"], state["_clients_lock"], state["_native"]
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
@@ -133,7 +159,7 @@ class Files:
                 " (environment variables, profile files; or pass filesystem=)"
             ) from e
 
-    # Called by libspelt (cpp/python/py_file_system.h).
+    # Called by libspelt where ``native`` is None (cpp/python/py_file_system.h).
     def open_input(self, uri: str) -> _remote_reads.RangeReader:
         """The object's range reads (spelt._remote_reads), checked against its version."""
         version = self.version(uri)

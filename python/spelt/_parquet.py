@@ -30,27 +30,7 @@ import numpy as np
 
 from spelt import _core
 from spelt import _file_system
-
-# spelt._parquet_native once native_module() has looked (None if it does not load); Ellipsis
-# until then, so that `import spelt` does not import pyarrow (~30 ms).
-_native: Any = ...
-
-
-def native_module() -> Any:
-    """``spelt._parquet_native``, or None where it was not built or does not load (no pyarrow,
-    or a pyarrow of another ABI: docs/install.md). Imported on the first call; it needs
-    pyarrow's libraries, loaded by pyarrow's import."""
-    global _native  # pylint: disable=global-statement
-    if _native is ...:
-        try:
-            import pyarrow  # noqa: F401  # pylint: disable=import-outside-toplevel,unused-import
-
-            from spelt import _parquet_native  # pylint: disable=import-outside-toplevel
-
-            _native = _parquet_native
-        except ImportError:
-            _native = None
-    return _native
+from spelt import _native_files
 
 
 def pyarrow_parquet() -> Any:
@@ -144,7 +124,7 @@ def native_decoder(path: Any, file: Any, read_kwargs: dict[str, Any]) -> NativeD
     """The NativeDecoder of ``file`` (opened from ``path``) if the module is available, the
     file is local and read with no options, and it reads at least one column (see the module
     docstring); else None."""
-    native = native_module()
+    native = _native_files.native_module()
     if native is None or read_kwargs or not isinstance(path, str) or not os.path.isfile(path):
         return None
     schema = file.schema_arrow

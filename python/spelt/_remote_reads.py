@@ -1,6 +1,8 @@
 """Range reads of remote objects: the per-process in-flight limit, retries, and change checks.
 
-libspelt hands a remote file's batch of reads to Python as ranges (already coalesced and split,
+This is the Python path: fsspec filesystems, and pyarrow ones where the native files are not
+available (spelt._native_files; cpp/parquet_native/arrow_files.h does the same natively, with
+its own pool of the same size). libspelt hands a remote file's batch of reads to Python as ranges (already coalesced and split,
 spelt/range_reads.h). Each range is one request, sent on a process-wide thread pool whose size
 is the in-flight limit ``spelt.config.remote_max_in_flight`` (default 64): at most that many
 requests of this process wait on a store at once, whichever files and threads they serve.
@@ -35,6 +37,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from spelt import _config
+from spelt import _native_files
 
 _BACKOFF_FIRST_S = 0.05
 _BACKOFF_MAX_S = 2.0
@@ -117,9 +120,17 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def stats() -> Stats:
-    """The process's counters now."""
+    """The process's counters now: the Python path's and the native files' together
+    (spelt._native_files; the peak is the larger of the two paths' peaks)."""
+    requests, received, retries, in_flight, peak = _native_files.counters()
     with _lock:
-        return Stats(**_counters)
+        return Stats(
+            requests=_counters["requests"] + requests,
+            bytes=_counters["bytes"] + received,
+            retries=_counters["retries"] + retries,
+            in_flight=_counters["in_flight"] + in_flight,
+            peak_in_flight=max(_counters["peak_in_flight"], peak),
+        )
 
 
 def _count(requests: int = 0, received: int = 0, retries: int = 0, in_flight: int = 0) -> None:

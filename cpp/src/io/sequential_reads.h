@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <deque>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "spelt/file_system.h"
@@ -20,7 +22,8 @@ inline constexpr uint64_t kReadAheadBytes = uint64_t{8} << 20;
 // that many small reads cost one round trip, and the windows after the current one are read on
 // other threads meanwhile: as many as cover file.ReadAheadBytes() (at least one), each its own
 // ReadMany, all in flight at once, so that a slow store's round trips overlap. Memory: the
-// current window plus those ahead. Waits for a window go through BlockingWait
+// current window plus those ahead; a window's buffer is reused for a later window (not
+// allocated and zero-filled for each). Waits for a window go through BlockingWait
 // (spelt/blocking_wait.h), since its read may need the GIL. A read outside the current window
 // and those ahead (a jump) drops them and starts again there; a read in a later window ahead
 // drops only those before it. Other files are read directly. Not thread-safe; `file` must outlive it. Throws what the file throws (an error of a
@@ -36,9 +39,14 @@ class SequentialReads {
   void Read(uint64_t offset, char* dst, uint64_t n);
 
  private:
+  // A window's bytes: `size` bytes in `data`, which holds window_ bytes (uninitialized).
+  struct Buffer {
+    std::unique_ptr<char[]> data;
+    uint64_t size = 0;
+  };
   struct Window {
     uint64_t offset = 0;
-    std::future<std::vector<char>> bytes;  // being read
+    std::future<Buffer> bytes;  // being read
   };
 
   // Makes buffer_ the window at `offset` (the one ahead that holds it, if any), then keeps
@@ -47,14 +55,19 @@ class SequentialReads {
   // Starts reading windows after the last one in flight (or from `offset` if none is) until
   // `count` are in flight or the file ends.
   void ReadAhead(uint64_t offset, size_t count);
-  // Waits for `window` (in flight) and drops its bytes and its error.
-  static void Drop(Window& window);
+  // Waits for `window` (in flight) and drops its bytes (kept for reuse) and its error.
+  void Drop(Window& window);
+  // A buffer of window_ bytes: one dropped earlier, or a new one. Thread-safe.
+  std::unique_ptr<char[]> TakeBuffer();
+  void Recycle(Buffer buffer);
 
   const RandomAccessFile& file_;
   uint64_t window_;  // 0: read directly
   size_t depth_;  // windows read ahead of the current one
-  std::vector<char> buffer_;
-  uint64_t buffer_offset_ = 0;  // file offset of buffer_[0]
+  Buffer buffer_;
+  uint64_t buffer_offset_ = 0;  // file offset of buffer_.data[0]
+  std::mutex spare_mu_;
+  std::vector<std::unique_ptr<char[]>> spare_;  // guarded by spare_mu_
   std::deque<Window> ahead_;  // consecutive windows from the end of buffer_ (or a jump's target)
 };
 
