@@ -86,8 +86,12 @@ struct ConcatThenSplitOptions {
   int64_t bos_token_id = 0;
 };
 
+// The state key of a ConcatThenSplitIterDataset's remainder (Grain's), whose values Python
+// reads as (start, stop) tuples.
+inline constexpr char kRemainderSlicesKey[] = "remainder_slices";
+
 // Concatenates the sequences of `parent` and splits them at the target lengths
-// (ConcatThenSplitIterDataset). State: {"parent_state", "remainder_slices": {feature:
+// (ConcatThenSplitIterDataset). State: {"parent_state", kRemainderSlicesKey: {feature:
 // [start, stop]} ([-1, -1]: no remainder), "elements_from_buffer_after_checkpoint"} (Grain's).
 // Throws std::invalid_argument on invalid options; iterators throw std::invalid_argument
 // naming the feature and element for an element with other keys than length_struct's or a

@@ -21,11 +21,11 @@ class TFRecordIterator final : public DatasetIterator {
   }
 
   State GetState() const override {
-    return State{{"reader_offset", static_cast<int64_t>(reader_->Tell())}};
+    return State{{kReaderOffsetKey, static_cast<int64_t>(reader_->Tell())}};
   }
 
   void SetState(const State& state) override {
-    const int64_t offset = internal::StateInt(state, "reader_offset", kName);
+    const int64_t offset = internal::StateInt(state, kReaderOffsetKey, kName);
     if (offset < 0) {
       throw std::invalid_argument(std::string(kName) + ": negative reader_offset " +
                                   std::to_string(offset));

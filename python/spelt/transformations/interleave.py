@@ -17,6 +17,15 @@ from spelt import dataset_options
 from spelt import element_spec
 
 
+# The keys of the engine's state (spelt/interleave.h).
+_CYCLE_INDEX = _core.INTERLEAVE_NEXT_INDEX_IN_CYCLE_KEY
+_NEXT_DATASET = _core.INTERLEAVE_NEXT_INDEX_IN_DATASETS_KEY
+_INDICES = _core.INTERLEAVE_ITERATORS_IN_USE_INDICES_KEY
+_STATES = _core.INTERLEAVE_ITERATORS_IN_USE_STATES_KEY
+_EXHAUSTED = _core.INTERLEAVE_EXHAUSTED_KEY
+_FUTURE = _core.INTERLEAVE_FUTURE_STATES_KEY
+
+
 def _dataset_node(datasets: Any, index: int) -> Any:
     """The engine node of ``datasets[index]``: an IterDataset's, or a MapDataset's
     ``to_iter_dataset()`` (as Grain reads a MapDataset), with the filter thresholds that its own
@@ -77,8 +86,8 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
         """One ``{"exhausted": 0/1, "state": ...}`` per dataset (Grain's layout): the datasets
         in the cycle with their states, the others at their start (or future) state."""
         state = self.get_state()
-        future, first_unopened = state["future_states"], state["next_index_in_datasets"]
-        indices = state["iterators_in_use_indices"]
+        future, first_unopened = state[_FUTURE], state[_NEXT_DATASET]
+        indices = state[_INDICES]
         shards: list[Any] = [None] * len(self._datasets)
         for i in range(len(shards)):
             if i >= first_unopened:
@@ -87,7 +96,7 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
             elif i not in indices:  # exhausted and out of the cycle
                 shards[i] = {"exhausted": 1, "state": self._start_state(i)}
         for index, it_state, exhausted in zip(
-            indices, state["iterators_in_use_states"], state["exhausted"]
+            indices, state[_STATES], state[_EXHAUSTED]
         ):
             shards[index] = {"exhausted": exhausted, "state": it_state}
         return shards
@@ -119,12 +128,12 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
         next_in_datasets = max(indices) + 1 if indices else 0
         self.set_state(
             {
-                "next_index_in_cycle": 0,
-                "next_index_in_datasets": next_in_datasets,
-                "iterators_in_use_indices": indices,
-                "iterators_in_use_states": states,
-                "exhausted": exhausted,
-                "future_states": future,
+                _CYCLE_INDEX: 0,
+                _NEXT_DATASET: next_in_datasets,
+                _INDICES: indices,
+                _STATES: states,
+                _EXHAUSTED: exhausted,
+                _FUTURE: future,
             }
         )
 
