@@ -95,9 +95,7 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
                 shards[i] = {"exhausted": 0, "state": start}
             elif i not in indices:  # exhausted and out of the cycle
                 shards[i] = {"exhausted": 1, "state": self._start_state(i)}
-        for index, it_state, exhausted in zip(
-            indices, state[_STATES], state[_EXHAUSTED]
-        ):
+        for index, it_state, exhausted in zip(indices, state[_STATES], state[_EXHAUSTED]):
             shards[index] = {"exhausted": exhausted, "state": it_state}
         return shards
 
