@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "spelt/interleave.h"
-#include "spelt/packing.h"
+#include "spelt/packing_options.h"
 
 namespace spelt::python {
 namespace {

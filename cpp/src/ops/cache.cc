@@ -14,7 +14,6 @@
 #include <vector>
 
 #include "core/iter_op_node.h"
-#include "spelt/dataset.h"
 
 namespace spelt::internal {
 namespace {
@@ -101,9 +100,3 @@ IterNodePtr MakeCacheNode(IterNodePtr parent) {
 }
 
 }  // namespace spelt::internal
-
-namespace spelt {
-
-IterDataset IterDataset::Cache() const { return IterDataset(internal::MakeCacheNode(node_)); }
-
-}  // namespace spelt

@@ -12,13 +12,13 @@
 // is none) when the buffer was last empty, "remainder_slices": {feature: [start, stop]} of that
 // remainder ([-1, -1]: whole, all [-1, -1]: no remainder), "elements_from_buffer_after_checkpoint":
 // outputs returned since}. Restoring re-reads the remainder and replays those outputs.
+#include "ops/concat_then_split.h"
+
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
 
-#include "core/nodes.h"
 #include "ops/pack_buffers.h"
-#include "spelt/packing.h"
 
 namespace spelt {
 namespace internal {
@@ -321,11 +321,9 @@ class ConcatThenSplitNode final : public IterNode {
 };
 
 }  // namespace
-}  // namespace internal
 
-IterDataset ConcatThenSplit(const IterDataset& parent, ConcatThenSplitOptions options) {
-  using internal::kName;
-  auto config = std::make_shared<internal::Config>();
+IterNodePtr MakeConcatThenSplitNode(IterNodePtr parent, ConcatThenSplitOptions options) {
+  auto config = std::make_shared<Config>();
   auto contains = [](const std::vector<std::string>& v, const std::string& k) {
     return std::find(v.begin(), v.end(), k) != v.end();
   };
@@ -348,8 +346,8 @@ IterDataset ConcatThenSplit(const IterDataset& parent, ConcatThenSplitOptions op
   }
   config->split_full_length_features = options.split_full_length_features;
   config->bos_token_id = options.bos_token_id;
-  return IterDataset(
-      std::make_shared<internal::ConcatThenSplitNode>(parent.node(), std::move(config)));
+  return std::make_shared<ConcatThenSplitNode>(std::move(parent), std::move(config));
 }
 
+}  // namespace internal
 }  // namespace spelt

@@ -24,8 +24,6 @@
 #include <string>
 
 #include "spelt/blocking_wait.h"
-#include "spelt/dataset_options.h"
-#include "spelt/interleave.h"
 #include "exec/filter_threshold.h"
 #include "ops/thread_prefetch.h"
 
@@ -34,17 +32,17 @@ namespace {
 
 constexpr const char* kName = "InterleaveIterDataset";
 
-using Options = IterDataset::InterleaveOptions;
+using Options = InterleaveOptions;
 using Prefetched = std::unique_ptr<ThreadPrefetchIterator>;
 
 // What the iterators share with the threads that make iterators ahead.
 struct Datasets {
   int64_t count = 0;
-  std::function<IterDataset(int64_t)> dataset_at;
+  std::function<IterNodePtr(int64_t)> node_at;
   int64_t iter_buffer_size = 1;
 
   Prefetched Make(int64_t index, bool start_prefetch, const DatasetOptions& options) const {
-    auto it = std::make_unique<ThreadPrefetchIterator>(MakeIterator(dataset_at(index), options),
+    auto it = std::make_unique<ThreadPrefetchIterator>(MakeIteratorWithOptions(*node_at(index), options),
                                                        iter_buffer_size);
     if (start_prefetch) it->StartPrefetch();
     return it;
@@ -311,40 +309,13 @@ class InterleaveNode final : public IterNode {
 
 }  // namespace
 
-IterNodePtr MakeInterleaveNode(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
+IterNodePtr MakeInterleaveNode(int64_t count, std::function<IterNodePtr(int64_t)> node_at,
                                Options options) {
   auto datasets = std::make_shared<Datasets>();
   datasets->count = count;
-  datasets->dataset_at = std::move(dataset_at);
+  datasets->node_at = std::move(node_at);
   datasets->iter_buffer_size = options.iter_buffer_size;
   return std::make_shared<InterleaveNode>(std::move(datasets), options);
 }
 
 }  // namespace spelt::internal
-
-namespace spelt {
-
-IterDataset IterDataset::Interleave(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
-                                    InterleaveOptions options) {
-  if (count < 0) throw std::invalid_argument("interleave: negative number of datasets");
-  if (options.cycle_length <= 0) {
-    throw std::invalid_argument("interleave: cycle_length must be positive, got " +
-                                std::to_string(options.cycle_length));
-  }
-  if (options.num_make_iter_threads < 0 || options.make_iter_buffer_size < 0 ||
-      options.iter_buffer_size < 0) {
-    throw std::invalid_argument(
-        "interleave: num_make_iter_threads, make_iter_buffer_size and iter_buffer_size must be"
-        " >= 0");
-  }
-  return IterDataset(internal::MakeInterleaveNode(count, std::move(dataset_at), options));
-}
-
-IterDataset IterDataset::Interleave(std::vector<IterDataset> datasets,
-                                    InterleaveOptions options) {
-  const auto count = static_cast<int64_t>(datasets.size());
-  return Interleave(
-      count, [datasets = std::move(datasets)](int64_t i) { return datasets[i]; }, options);
-}
-
-}  // namespace spelt

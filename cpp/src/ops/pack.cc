@@ -6,11 +6,12 @@
 // State (Grain's): {"parent": parent state before the first element of the batch being
 // emitted, "next_row": bins of it already emitted, "counter": bins emitted in all}; restoring
 // re-packs that batch from the parent and skips its first next_row bins.
+#include "ops/pack.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "core/nodes.h"
 #include "core/pcg64.h"
 #include "ops/packed_bins.h"
 #include "spelt/stack.h"
@@ -284,15 +285,15 @@ class PackNode final : public IterNode {
 };
 
 }  // namespace
-}  // namespace internal
 
-IterDataset Pack(const IterDataset& parent, PackOptions options) {
+IterNodePtr MakePackNode(IterNodePtr parent, PackOptions options) {
   const char* name = options.whole_batches ? "PackAndBatchOperation"
                      : options.strategy == PackStrategy::kBestFit ? "BestFitPackIterDataset"
                                                                   : "FirstFitPackIterDataset";
   if (options.whole_batches) options.shuffle_bins = false;
-  auto spec = internal::MakePackSpec(std::move(options), name);
-  return IterDataset(std::make_shared<internal::PackNode>(parent.node(), std::move(spec)));
+  auto spec = MakePackSpec(std::move(options), name);
+  return std::make_shared<PackNode>(std::move(parent), std::move(spec));
 }
 
+}  // namespace internal
 }  // namespace spelt
