@@ -99,7 +99,8 @@ void RegisterTFRecord(nb::module_& m) {
         return state;
       }, "{'reader_offset': byte offset of the next record}")
       .def("set_state", [](TFRecordIterator& self, nb::dict state) {
-        if (!state.contains(kReaderOffsetKey) || !nb::isinstance<nb::int_>(state[kReaderOffsetKey])) {
+        if (!state.contains(kReaderOffsetKey) ||
+            !nb::isinstance<nb::int_>(state[kReaderOffsetKey])) {
           throw std::invalid_argument(
               "TFRecordIterDataset: state must be {'reader_offset': int}, got " +
               nb::cast<std::string>(nb::repr(state)));

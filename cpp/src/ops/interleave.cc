@@ -42,8 +42,8 @@ struct Datasets {
   int64_t iter_buffer_size = 1;
 
   Prefetched Make(int64_t index, bool start_prefetch, const DatasetOptions& options) const {
-    auto it = std::make_unique<ThreadPrefetchIterator>(MakeIteratorWithOptions(*node_at(index), options),
-                                                       iter_buffer_size);
+    auto it = std::make_unique<ThreadPrefetchIterator>(
+        MakeIteratorWithOptions(*node_at(index), options), iter_buffer_size);
     if (start_prefetch) it->StartPrefetch();
     return it;
   }
@@ -179,7 +179,8 @@ class InterleaveIterator final : public DatasetIterator {
     const State& only = OnlyDatasetState(state, "set_next_index");
     const Prefetched reader = OnlyDatasetIterator();
     State out = state;
-    out[kIteratorsInUseStatesKey][0] = reader->StateAtIndex(index, only.is_null() ? reader->GetState() : only);
+    out[kIteratorsInUseStatesKey][0] =
+        reader->StateAtIndex(index, only.is_null() ? reader->GetState() : only);
     out[kExhaustedKey] = State::array({0});
     return out;
   }

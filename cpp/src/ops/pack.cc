@@ -69,7 +69,8 @@ class PackIterator final : public DatasetIterator {
 
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{kParentKey, last_emitted_state_}, {kNextRowKey, next_row_}, {kCounterKey, counter_}};
+    return State{
+        {kParentKey, last_emitted_state_}, {kNextRowKey, next_row_}, {kCounterKey, counter_}};
   }
 
   void SetState(const State& state) override {
