@@ -4,8 +4,7 @@
 
 #include <utility>
 
-#include "ops/concat_then_split.h"
-#include "ops/pack.h"
+#include "ops/packing.h"
 
 namespace spelt {
 

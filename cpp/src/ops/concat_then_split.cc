@@ -12,7 +12,7 @@
 // is none) when the buffer was last empty, "remainder_slices": {feature: [start, stop]} of that
 // remainder ([-1, -1]: whole, all [-1, -1]: no remainder), "elements_from_buffer_after_checkpoint":
 // outputs returned since}. Restoring re-reads the remainder and replays those outputs.
-#include "ops/concat_then_split.h"
+#include "ops/packing.h"
 
 #include <algorithm>
 #include <deque>

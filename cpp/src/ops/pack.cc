@@ -6,7 +6,7 @@
 // State (Grain's): {"parent": parent state before the first element of the batch being
 // emitted, "next_row": bins of it already emitted, "counter": bins emitted in all}; restoring
 // re-packs that batch from the parent and skips its first next_row bins.
-#include "ops/pack.h"
+#include "ops/packing.h"
 
 #include <algorithm>
 #include <cmath>

@@ -18,12 +18,14 @@ from spelt import element_spec
 
 
 # The keys of the engine's state (spelt/interleave.h).
-_CYCLE_INDEX = _core.INTERLEAVE_NEXT_INDEX_IN_CYCLE_KEY
-_NEXT_DATASET = _core.INTERLEAVE_NEXT_INDEX_IN_DATASETS_KEY
-_INDICES = _core.INTERLEAVE_ITERATORS_IN_USE_INDICES_KEY
-_STATES = _core.INTERLEAVE_ITERATORS_IN_USE_STATES_KEY
-_EXHAUSTED = _core.INTERLEAVE_EXHAUSTED_KEY
-_FUTURE = _core.INTERLEAVE_FUTURE_STATES_KEY
+_CYCLE_INDEX, _NEXT_DATASET, _INDICES, _STATES, _EXHAUSTED, _FUTURE = (
+    _core.INTERLEAVE_NEXT_INDEX_IN_CYCLE_KEY,
+    _core.INTERLEAVE_NEXT_INDEX_IN_DATASETS_KEY,
+    _core.INTERLEAVE_ITERATORS_IN_USE_INDICES_KEY,
+    _core.INTERLEAVE_ITERATORS_IN_USE_STATES_KEY,
+    _core.INTERLEAVE_EXHAUSTED_KEY,
+    _core.INTERLEAVE_FUTURE_STATES_KEY,
+)
 
 
 def _dataset_node(datasets: Any, index: int) -> Any:
@@ -63,7 +65,7 @@ def _iter_dataset(datasets: Any, index: int) -> _base.IterDataset:
     return ds.to_iter_dataset() if isinstance(ds, _base.MapDataset) else ds
 
 
-class InterleaveDatasetIterator(_base.NativeDatasetIterator):
+class InterleaveDatasetIterator(_base.EngineDatasetIterator):
     """The iterator of an InterleaveIterDataset: the engine's, whose state has Grain's keys
     (``future_states`` keyed by int dataset index: cpp/python/py_state.h), with Grain's
     per-dataset ("shard") state management for elastic restores (``get_shard_states`` /
