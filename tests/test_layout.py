@@ -151,7 +151,7 @@ _CPP_LAYERS = {
     "vision": ({"vision"}, {"vision.h", "image_ops.h", "bfloat16_array.h"}, {"base", "core"}),
     "sources": (
         {"sources"},
-        {"array_record_source.h", "tfrecord_source.h"},
+        {"array_record_source.h", "tfrecord_source.h", "multi_file_index.h"},
         {"base", "io", "riegeli", "array_record", "tfrecord", "core"},
     ),
     "exec": ({"exec"}, {"executor.h", "stage_stats.h", "dataset_options.h"}, {"base", "core"}),
