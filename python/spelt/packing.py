@@ -115,7 +115,7 @@ class PackIterDataset(_base.IterDataset):
         return self._name
 
 
-class PackingDatasetIterator(_base.NativeDatasetIterator):
+class PackingDatasetIterator(_base.EngineDatasetIterator):
     """Iterator of a PackIterDataset (Grain's PackingDatasetIterator)."""
 
     def __init__(self, it: Any, num_packing_bins: int, pipeline: Any = None):
