@@ -4,7 +4,7 @@
   is called once per chunk of indices, never per record; an error in the middle of a chunk is
   raised at the right element with the source's own exception type, and the elements after
   it still come.
-* A numpy array with a native dtype is read in C++ without the GIL (rows are zero-copy views);
+* A numpy array of a Spelt dtype is read in C++ without the GIL (rows are zero-copy views);
   every output (dtypes, shapes, values, batches) equals the per-record Python path and Grain.
 * ArrayRecord: a corrupt record met by a pipeline's batched read is named in the error.
 """
@@ -269,7 +269,7 @@ def test_other_numeric_arrays_keep_the_python_path(arr):
         assert_same(list(out), list(_pipelines(grain, arr)[key]))
 
 
-def test_arrays_without_a_native_dtype_or_of_a_subclass_keep_the_python_path():
+def test_arrays_without_a_spelt_dtype_or_of_a_subclass_keep_the_python_path():
     assert _core.source(np.array([["a", "b"], ["c", "d"]])).calls_python()
     assert _core.source(np.array([[1, None]], dtype=object)).calls_python()
     assert _core.source(np.arange(20).reshape(10, 2).view(SubArray)).calls_python()

@@ -148,27 +148,27 @@ _CPP_LAYERS = {
         },
         {"base"},
     ),
-    # The handle types users build pipelines with; api/ implements them, and the operations
-    # that return datasets of their own (thread_prefetch, cache, interleave, packing) use them.
-    "handles": (set(), {"dataset.h"}, {"base", "core"}),
     "vision": ({"vision"}, {"vision.h", "image_ops.h", "bfloat16_array.h"}, {"base", "core"}),
     "sources": (
         {"sources"},
-        {"array_record_source.h", "tfrecord_source.h", "tfrecord_dataset.h"},
-        {"base", "io", "riegeli", "array_record", "tfrecord", "core", "handles"},
+        {"array_record_source.h", "tfrecord_source.h", "multi_file_index.h"},
+        {"base", "io", "riegeli", "array_record", "tfrecord", "core"},
     ),
-    "exec": (
-        {"exec"},
-        {"executor.h", "stage_stats.h", "dataset_options.h"},
-        {"base", "core", "handles"},
-    ),
+    "exec": ({"exec"}, {"executor.h", "stage_stats.h", "dataset_options.h"}, {"base", "core"}),
     "ops": (
         {"ops"},
-        {"packing.h", "thread_prefetch.h", "virtual_shards.h"},
-        {"base", "core", "handles", "exec"},
+        {"packing_options.h", "thread_prefetch.h", "interleave.h"},
+        {"base", "core", "exec"},
     ),
-    "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "handles", "exec", "ops"}),
-    "api": ({"api"}, set(), {"base", "core", "handles", "exec", "ops", "sampling"}),
+    # The handles users build pipelines with, at the top: no node uses them.
+    "api": (
+        {"api"},
+        {"dataset.h", "packing.h", "tfrecord_dataset.h", "virtual_shards.h"},
+        {"base", "io", "riegeli", "array_record", "tfrecord", "core", "vision", "sources", "exec"}
+        | {"ops"},
+    ),
+    # Samplers build their key pipelines with the handles.
+    "sampling": ({"sampling"}, {"sampler.h"}, {"base", "core", "exec", "ops", "api"}),
 }
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
@@ -223,14 +223,18 @@ def test_a_layer_violation_is_found():
         "io/file_system.cc": '#include "base/thread_pool.h"\n#include "core/nodes.h"\n',
         "tfrecord/reader.cc": '#include "array_record/layout.h"\n',
         "ops/shard.cc": '  #include "spelt/sampler.h"\n',
+        "ops/cache.cc": '#include "spelt/dataset.h"\n#include "spelt/interleave.h"\n',
+        "sources/tfrecord_dataset.cc": '#include "spelt/tfrecord_dataset.h"\n',
         "ops/map.cc": '#include "newfolder/x.h"\n',
         "newfolder/y.cc": "",
     }
     assert _layer_violations(files) == [
         "io/file_system.cc (io) includes core/nodes.h (core)",
         "newfolder/y.cc: in no layer of _CPP_LAYERS",
+        "ops/cache.cc (ops) includes spelt/dataset.h (api)",
         "ops/map.cc includes newfolder/x.h, in no layer of _CPP_LAYERS",
         "ops/shard.cc (ops) includes spelt/sampler.h (sampling)",
+        "sources/tfrecord_dataset.cc (sources) includes spelt/tfrecord_dataset.h (api)",
         "tfrecord/reader.cc (tfrecord) includes array_record/layout.h (array_record)",
     ]
 

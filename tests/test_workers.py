@@ -355,7 +355,7 @@ def test_a_corrupt_record_is_refused_with_what_is_wrong():
 
 def test_a_chunk_stored_from_engine_values_is_the_chunk_stored_from_python_objects():
     """compute_chunk_into encodes each element from the engine value (no Python objects where
-    it has a native form) into exactly the record that storing its Python object writes."""
+    it has a tagged form) into exactly the record that storing its Python object writes."""
     from spelt._workers import protocol  # pylint: disable=import-outside-toplevel
 
     ds = spelt.MapDataset.range(24).map(wp.mixed).filter(lambda x: not isinstance(x, str))

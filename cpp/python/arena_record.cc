@@ -41,7 +41,7 @@ RecordLayout ParseRecord(std::string_view record, const std::byte* arena, size_t
     e.end = word();
     e.region = word();
     const int64_t spans = word();
-    if ((e.kind != kNative && e.kind != kPickled) || e.end < previous_end ||
+    if ((e.kind != kTagged && e.kind != kPickled) || e.end < previous_end ||
         e.end > layout.stream_length || spans < 0) {
       throw std::invalid_argument("Arena: corrupt record");
     }

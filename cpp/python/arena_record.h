@@ -2,9 +2,9 @@
 // socket and the consumer's Arena (py_arena.h) reads, describing where the chunk's elements lie
 // in the arena.
 //
-// Layout (native int64 words, then the stream bytes if it is inline):
+// Layout (host-order int64 words, then the stream bytes if it is inline):
 //   [n, stream_offset (-1: inline after the words), stream_length,
-//    then per element: kind (0 native, 1 pickled), end (offset in the stream where its bytes
+//    then per element: kind (0 tagged, 1 pickled), end (offset in the stream where its bytes
 //    end), region (-1: none), span_count, then span_count pairs (offset, length)]
 // The stream holds each element's tag stream (py_element_codec.h) or pickle, one after the
 // other; a span is one array's (or out-of-band buffer's) bytes inside the element's region.
@@ -26,14 +26,14 @@ inline int64_t ArenaAlign(int64_t n) {
   return (n + kArenaAlignment - 1) / kArenaAlignment * kArenaAlignment;
 }
 
-enum ElementKind : int64_t { kNative = 0, kPickled = 1 };
+enum ElementKind : int64_t { kTagged = 0, kPickled = 1 };
 
 using Span = std::pair<int64_t, int64_t>;  // (offset in the arena, length), bytes
 
 // The parsed word part of a record.
 struct RecordLayout {
   struct Element {
-    int64_t kind = kNative;
+    int64_t kind = kTagged;
     int64_t end = 0;
     int64_t region = -1;
     std::vector<Span> spans;

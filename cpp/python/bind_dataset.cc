@@ -150,6 +150,11 @@ void RegisterDatasets(nb::module_& m) {
   }, "source"_a);
   m.def("source", [](nb::object source) { return MapDataset::Source(PySource(source)); },
         "source"_a, "A MapDataset over any object with __len__ and __getitem__.");
+  m.def("seed_words", [](nb::int_ seed, const char* what) {
+    return ParseAnySeed(nb::str(seed).c_str(), what).words();
+  }, "seed"_a, "what"_a,
+     "The 32-bit words of a seed of any size (ds.seed(), random_map), least significant first, "
+     "as numpy splits an int (spelt/seeds.h): ValueError naming `what` if negative.");
   m.def("range", [](int64_t start, int64_t stop, int64_t step) {
     return MapDataset::Range(start, stop, step);
   }, "start"_a, "stop"_a, "step"_a);

@@ -15,6 +15,7 @@
 #include "gil.h"
 #include "py_state.h"
 #include "py_value.h"
+#include "spelt/interleave.h"
 
 namespace spelt::python {
 namespace {
@@ -87,7 +88,15 @@ nb::object WrapIterator(std::unique_ptr<DatasetIterator> it, bool calls_python) 
 }
 
 void RegisterIterator(nb::module_& m) {
+  // State keys that the Python face reads (each owned by its iterator's header).
   m.attr("NEXT_INDEX_KEY") = kNextIndexKey;
+  m.attr("PARENT_KEY") = kParentKey;
+  m.attr("INTERLEAVE_NEXT_INDEX_IN_CYCLE_KEY") = kNextIndexInCycleKey;
+  m.attr("INTERLEAVE_NEXT_INDEX_IN_DATASETS_KEY") = kNextIndexInDatasetsKey;
+  m.attr("INTERLEAVE_ITERATORS_IN_USE_INDICES_KEY") = kIteratorsInUseIndicesKey;
+  m.attr("INTERLEAVE_ITERATORS_IN_USE_STATES_KEY") = kIteratorsInUseStatesKey;
+  m.attr("INTERLEAVE_EXHAUSTED_KEY") = kExhaustedKey;
+  m.attr("INTERLEAVE_FUTURE_STATES_KEY") = kFutureStatesKey;
   nb::class_<Iterator>(m, "DatasetIterator",
                        "Iterator of an engine pipeline. Thread-safe: calls from several threads "
                        "run one at a time (a waiting thread does not hold the GIL), so each "

@@ -132,7 +132,7 @@ UnpackedChunk Arena::Unpack(nb::bytes record) {
     if (e.region >= 0) region = std::make_shared<Region>(mapping_, released_, e.region);
     std::string_view bytes(layout.stream + begin, static_cast<size_t>(e.end - begin));
     begin = e.end;
-    if (e.kind == kNative) {
+    if (e.kind == kTagged) {
       std::vector<ArrayBytes> arrays;
       for (const auto& [offset, length] : e.spans) arrays.push_back({at(offset), length, region});
       out.values.push_back(DecodeElement(bytes, arrays));

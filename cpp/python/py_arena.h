@@ -5,7 +5,7 @@
 // A worker stores the elements of a chunk one after the other with a ChunkWriter
 // (py_chunk_writer.h), each element's arrays in one region (RegionAllocator,
 // region_allocator.h), and sends the record that describes them (arena_record.h).
-// The consumer's Unpack() rebuilds the elements: native ones as engine Values whose arrays
+// The consumer's Unpack() rebuilds the elements: tagged ones as engine Values whose arrays
 // point into the arena (no Python objects at all: a batch copies them straight from the arena);
 // pickled ones with pickle.loads and ArenaViews (writable buffer-protocol objects over the
 // mapping) as out-of-band buffers, so their numpy arrays are zero-copy views too. When the last
@@ -45,7 +45,7 @@ namespace spelt::python {
 
 // The elements of one chunk reply, as Arena.unpack rebuilt them, or as a Ray actor returned them
 // (UnpackedChunk(values)); Python: len() and .error.
-// values[k] is nullopt where a filter removed the element; natively encoded elements are engine
+// values[k] is nullopt where a filter removed the element; tag-encoded elements are engine
 // Values whose arrays point into the arena, pickled ones are Python objects (PyOpaque).
 struct UnpackedChunk {
   std::vector<std::optional<Value>> values;

@@ -70,7 +70,7 @@ class Buffer {
 
 // Where one element's bytes are, before they are copied into its region.
 struct ElementSources {
-  std::vector<Array> arrays;                     // a native element's arrays
+  std::vector<Array> arrays;                     // a tagged element's arrays
   std::vector<std::unique_ptr<Buffer>> buffers;  // a pickled element's out-of-band buffers
   std::vector<std::pair<const void*, int64_t>> Spans() const {
     std::vector<std::pair<const void*, int64_t>> out;
@@ -129,7 +129,7 @@ nb::tuple ChunkWriter::Finish() {
 nb::object ChunkWriter::AddOne(nb::handle value, nb::handle pickle_element) {
   const size_t start = stream_.size();
   ElementSources sources;
-  ElementKind kind = kNative;
+  ElementKind kind = kTagged;
   nb::object error = nb::none();
   if (!EncodeElement(value, &stream_, &sources.arrays)) {
     kind = kPickled;
@@ -159,7 +159,7 @@ nb::object ChunkWriter::AddValue(const std::optional<Value>& value, nb::handle p
     std::vector<std::pair<const void*, int64_t>> spans;
     for (const Array& a : arrays) spans.emplace_back(a.data, static_cast<int64_t>(a.nbytes()));
     if (const std::optional<int64_t> region = Region(spans)) {
-      Store(kNative, spans, *region);
+      Store(kTagged, spans, *region);
       return nb::none();
     }
     stream_.resize(start);  // no room: AddOne() puts it in band

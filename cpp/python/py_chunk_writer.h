@@ -2,7 +2,7 @@
 // docs/workers.md), the elements stored in the worker's Arena (py_arena.h) and described by one
 // record (arena_record.h).
 //
-// An element of plain types is encoded natively (py_element_codec.h): a tag stream, and its
+// An element of plain types is tag-encoded (py_element_codec.h): a tag stream, and its
 // arrays' bytes copied into one region of the arena. Any other element is pickled (protocol 5,
 // by the Python function the worker passes), its large buffers out of band in its region; an
 // element whose buffers find no room goes in band. The tag streams and pickles of the chunk go
@@ -12,12 +12,12 @@
 //   .add(values, pickle_element) -> (count, error)
 //       stores the elements `values` (a list; None for a filtered one) after those added
 //       before; pickle_element(value, in_band) -> (bytes, buffers) pickles one that has no
-//       native form (in_band: everything in the bytes; else buffers are the out-of-band ones).
+//       tagged form (in_band: everything in the bytes; else buffers are the out-of-band ones).
 //       If pickle_element raises for values[count], the elements before it are stored and
 //       error is the exception (else None). ValueError after finish().
 //   MapDataset.compute_chunk_into(writer, begin, count, pickle_element) (process_executor.cc)
 //       computes elements and stores each with AddValue(): in one C++ call, the elements never
-//       made into Python objects where they have a native form.
+//       made into Python objects where they have a tagged form.
 //   .finish() -> (record, nbytes)
 //       the record (bytes), and the bytes the chunk occupies. ValueError if called twice.
 #ifndef SPELT_PYTHON_PY_CHUNK_WRITER_H_
@@ -48,7 +48,7 @@ class ChunkWriter {
   // while still in cache), then Finish() once.
   nb::tuple Add(nb::list values, nb::handle pickle_element);
   // Stores one engine element (nullopt: a filtered one) as Add() stores its Python object,
-  // encoding it from the value itself where it has a native form (EncodeValue), else from
+  // encoding it from the value itself where it has a tagged form (EncodeValue), else from
   // ToPython(value). Returns what pickle_element raised (then nothing is stored), or None.
   // REQUIRES: the GIL.
   nb::object AddValue(const std::optional<Value>& value, nb::handle pickle_element);
@@ -60,7 +60,7 @@ class ChunkWriter {
   // when the arena has no room.
   std::optional<int64_t> Region(const std::vector<std::pair<const void*, int64_t>>& sources);
   // Copies `sources` into `region` and records the element whose tag stream ends at the
-  // stream's end (`kind`: native or pickled).
+  // stream's end (`kind`: tagged or pickled).
   void Store(ElementKind kind, const std::vector<std::pair<const void*, int64_t>>& sources,
              int64_t region);
 

@@ -1,6 +1,6 @@
 // Implementation of py_element_codec.h.
 //
-// Encoding: one tag byte per node, then its payload (integers native-endian, as both sides are
+// Encoding: one tag byte per node, then its payload (integers in host byte order, as both sides are
 // processes of one machine):
 //   'N' None   'T' True   'F' False   'i' int64   'd' float64
 //   's' str (u64 length, UTF-8 bytes)   'b' bytes (u64 length, bytes)
@@ -61,7 +61,7 @@ void PutString(std::string* out, const char* data, size_t size) {
 
 // The numpy array `obj` (exact ndarray) as an Array sharing its memory, if it is C-contiguous
 // and of a Spelt dtype.
-std::optional<Array> NativeArray(PyObject* obj) {
+std::optional<Array> SpeltDtypeArray(PyObject* obj) {
   Py_buffer view;
   if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS) != 0) {  // Fortran order, strided
     PyErr_Clear();
@@ -155,7 +155,7 @@ bool Encode(PyObject* obj, int depth, std::string* out, std::vector<Array>* arra
     return true;
   }
   if (type == GetNumpy().ndarray) {
-    std::optional<Array> array = NativeArray(obj);
+    std::optional<Array> array = SpeltDtypeArray(obj);
     if (!array || array->shape.size() > 255) return false;
     out->push_back('a');
     Put<uint8_t>(out, static_cast<uint8_t>(array->dtype));
@@ -168,7 +168,7 @@ bool Encode(PyObject* obj, int depth, std::string* out, std::vector<Array>* arra
 }
 
 // EncodeValue's recursion: the same tags as Encode() writes for the value's Python object.
-bool EncodeNative(const Value& value, int depth, std::string* out, std::vector<Array>* arrays) {
+bool EncodeTagged(const Value& value, int depth, std::string* out, std::vector<Array>* arrays) {
   if (depth > kMaxDepth) return false;
   struct Visitor {
     int depth;
@@ -211,7 +211,7 @@ bool EncodeNative(const Value& value, int depth, std::string* out, std::vector<A
       out->push_back(s->kind == Sequence::Kind::kList ? 'l' : 't');
       Put<uint64_t>(out, s->items.size());
       for (const Value& item : s->items) {
-        if (!EncodeNative(item, depth + 1, out, arrays)) return false;
+        if (!EncodeTagged(item, depth + 1, out, arrays)) return false;
       }
       return true;
     }
@@ -221,7 +221,7 @@ bool EncodeNative(const Value& value, int depth, std::string* out, std::vector<A
       Put<uint64_t>(out, m->items.size());
       for (const auto& [key, item] : m->items) {
         PutString(out, key.data(), key.size());
-        if (!EncodeNative(item, depth + 1, out, arrays)) return false;
+        if (!EncodeTagged(item, depth + 1, out, arrays)) return false;
       }
       return true;
     }
@@ -351,7 +351,7 @@ class Decoder {
 
 bool EncodeValue(const Value& value, std::string* out, std::vector<Array>* arrays) {
   const size_t size = out->size(), count = arrays->size();
-  if (EncodeNative(value, 0, out, arrays)) return true;
+  if (EncodeTagged(value, 0, out, arrays)) return true;
   out->resize(size);
   arrays->resize(count);
   return false;

@@ -1,7 +1,7 @@
-// The native encoding of elements that worker processes hand to the consumer (py_arena.h,
+// The tagged encoding of elements that worker processes hand to the consumer (py_arena.h,
 // docs/workers.md). An element made only of exact built-in types (None, bool, int that fits
 // int64, float, str, bytes, list, tuple, dict with str keys), C-contiguous numpy.ndarrays of a
-// Spelt dtype (native byte order) and numpy scalars of those dtypes is written as a compact tag
+// Spelt dtype (host byte order) and numpy scalars of those dtypes is written as a compact tag
 // stream plus its arrays' bytes; the consumer rebuilds it as an engine Value, its arrays
 // pointing into the shared arena, without Python objects except for numpy scalars. Anything
 // else (subclasses, namedtuples, Fortran-order arrays, other numpy dtypes, user classes,
@@ -25,12 +25,12 @@ namespace spelt::python {
 
 // Appends the encoding of `obj` to *out and its arrays, in order, to *arrays (each sharing the
 // numpy array's memory, kept alive by the Array's owner). Returns false, with *out and *arrays
-// unchanged, if `obj` has no exact native form.
+// unchanged, if `obj` has no exact tagged form.
 bool EncodeElement(nb::handle obj, std::string* out, std::vector<Array>* arrays);
 
 // The encoding that EncodeElement(ToPython(value)) writes, made from the engine value itself:
 // no Python object is made and no GIL is needed. Returns false, with *out and *arrays
-// unchanged, where the Python object would need Python to encode or has no native form
+// unchanged, where the Python object would need Python to encode or has no tagged form
 // (Opaque leaves, tagged containers such as namedtuples or rebuilt pytree nodes, numpy
 // scalars, nesting deeper than EncodeElement's); the caller then encodes ToPython(value).
 bool EncodeValue(const Value& value, std::string* out, std::vector<Array>* arrays);

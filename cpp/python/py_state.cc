@@ -8,12 +8,15 @@
 #include <string>
 #include <string_view>
 
+#include "spelt/interleave.h"
+#include "spelt/packing_options.h"
+
 namespace spelt::python {
 namespace {
 
 // The fields whose Python types JSON cannot hold (see py_state.h).
-constexpr std::string_view kIntKeyedField = "future_states";
-constexpr std::string_view kTupleValuedField = "remainder_slices";
+constexpr std::string_view kIntKeyedField = kFutureStatesKey;
+constexpr std::string_view kTupleValuedField = kRemainderSlicesKey;
 
 nb::object ToPython(const State& state);
 

@@ -95,16 +95,17 @@ void RegisterTFRecord(nb::module_& m) {
       .def("__next__", &TFRecordIterator::Next)
       .def("get_state", [](TFRecordIterator& self) {
         nb::dict state;
-        state["reader_offset"] = TFRecordIterator::Lock(self).reader().Tell();
+        state[kReaderOffsetKey] = TFRecordIterator::Lock(self).reader().Tell();
         return state;
       }, "{'reader_offset': byte offset of the next record}")
       .def("set_state", [](TFRecordIterator& self, nb::dict state) {
-        if (!state.contains("reader_offset") || !nb::isinstance<nb::int_>(state["reader_offset"])) {
+        if (!state.contains(kReaderOffsetKey) ||
+            !nb::isinstance<nb::int_>(state[kReaderOffsetKey])) {
           throw std::invalid_argument(
               "TFRecordIterDataset: state must be {'reader_offset': int}, got " +
               nb::cast<std::string>(nb::repr(state)));
         }
-        const int64_t offset = nb::cast<int64_t>(state["reader_offset"]);
+        const int64_t offset = nb::cast<int64_t>(state[kReaderOffsetKey]);
         if (offset < 0) {
           throw std::invalid_argument("TFRecordIterDataset: negative reader_offset " +
                                       std::to_string(offset));

@@ -15,6 +15,7 @@
 
 #include "spelt/dataset.h"
 #include "spelt/random.h"
+#include "spelt/seeds.h"
 #include "spelt/source.h"
 #include "spelt/value.h"
 #include "test_util.h"
@@ -90,6 +91,33 @@ TEST(IterOpsTest, AStreamOfAMapDatasetIsNoLevel) {
   EXPECT_NE(seeded.ToIter().Limit(5).node()->DefaultSeed(),
             seeded.AsStream().Limit(5).node()->DefaultSeed());
   EXPECT_EQ(DrainInts(*seeded.AsStream().Limit(5).MakeIterator()), (Ints{0, 1, 2, 3, 4}));
+}
+
+TEST(ParseAnySeedTest, SplitsDecimalIntoWordsAsNumpy) {
+  using Words = std::vector<uint32_t>;
+  EXPECT_EQ(ParseAnySeed("0", "seed").words(), Words({0}));
+  EXPECT_EQ(ParseAnySeed("4294967295", "seed").words(), Words({0xFFFFFFFFu}));
+  EXPECT_EQ(ParseAnySeed("4294967296", "seed").words(), Words({0, 1}));
+  // 2**100 + 7
+  EXPECT_EQ(ParseAnySeed("1267650600228229401496703205383", "seed").words(),
+            Words({7, 0, 0, 16}));
+  EXPECT_EQ(ParseAnySeed("893247023984", "seed").words(), AnySeed(int64_t{893247023984}).words());
+}
+
+TEST(ParseAnySeedTest, NegativeOrNonDecimalThrowsNamingWhat) {
+  auto message = [](const char* decimal, const char* what) {
+    try {
+      ParseAnySeed(decimal, what);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("-1", "random_map"), "random_map: seed must be non-negative, got -1");
+  EXPECT_EQ(message("-18446744073709551616", "seed"),
+            "seed: seed must be non-negative, got -18446744073709551616");
+  EXPECT_EQ(message("", "seed"), "seed: seed must be an integer, got ''");
+  EXPECT_EQ(message("1.5", "seed"), "seed: seed must be an integer, got '1.5'");
 }
 
 }  // namespace

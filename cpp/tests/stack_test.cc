@@ -554,7 +554,7 @@ TEST(StackTest, OpaqueUnpackingToOpaqueIsALeaf) {
 // ---------------------------------------------------------------------------------------------
 // Opaque leaves (StackLeaves).
 
-// A leaf with no native form: Unpack() returns itself, StackLeaves() makes an int64 array of
+// A leaf with no Value-tree form: Unpack() returns itself, StackLeaves() makes an int64 array of
 // the payloads (as np.stack would of objects that numpy converts) and records its calls.
 class LeafOpaque : public Opaque, public std::enable_shared_from_this<LeafOpaque> {
  public:

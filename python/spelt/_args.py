@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from spelt import _core
+
 MAX_INDEX = 2**63 - 1  # sys.maxsize: the engine's indices are int64
 
 
@@ -130,14 +132,8 @@ def data_source(source: Any, what: str, methods: tuple[str, ...] = ("__getitem__
 def seed_words(seed: Any, what: str = "seed") -> list[int]:
     """The 32-bit words of a ``ds.seed()`` or ``random_map`` seed, least significant first: any
     non-negative int, as Grain (numpy's SeedSequence) accepts. TypeError if not an int,
-    ValueError if negative."""
-    seed = int_arg(seed, f"{what}: seed")
-    if seed < 0:
-        raise ValueError(f"{what}: seed must be non-negative, got {seed}")
-    words = [seed & 0xFFFFFFFF]
-    while seed := seed >> 32:
-        words.append(seed & 0xFFFFFFFF)
-    return words
+    ValueError if negative (checked by the engine, spelt/seeds.h)."""
+    return _core.seed_words(int_arg(seed, f"{what}: seed"), what)
 
 
 def resolve_seed(seed: int | None, parent_node: Any, what: str) -> int:

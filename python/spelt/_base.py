@@ -377,7 +377,7 @@ class IterDataset(_Transformations, Generic[T], abc.ABC):
 
     def __iter__(self) -> DatasetIterator:
         tracked = self._tracked_iterator(self)  # debug mode or STAGE_TIMING: count per stage
-        return NativeDatasetIterator(engine_iterator(self), self) if tracked is None else tracked
+        return EngineDatasetIterator(engine_iterator(self), self) if tracked is None else tracked
 
     @classmethod
     def mix(
@@ -516,7 +516,7 @@ class Unpicklable:
         )
 
 
-class NativeDatasetIterator(Unpicklable, DatasetIterator):
+class EngineDatasetIterator(Unpicklable, DatasetIterator):
     """Iterator of an engine pipeline. State is a JSON-compatible dict in Grain's layout; the
     engine's iterator answers Grain's get_next_index / set_next_index itself (each operation
     of the pipeline reads its next index from its state: spelt/node.h)."""

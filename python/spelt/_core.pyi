@@ -130,6 +130,11 @@ def source(source: NativeSource) -> MapDataset: ...
 def source(source: object) -> MapDataset:
     """A MapDataset over any object with __len__ and __getitem__."""
 
+def seed_words(seed: int, what: str) -> list[int]:
+    """
+    The 32-bit words of a seed of any size (ds.seed(), random_map), least significant first, as numpy splits an int (spelt/seeds.h): ValueError naming `what` if negative.
+    """
+
 def range(start: int, stop: int, step: int) -> MapDataset: ...
 
 def concatenate(datasets: Sequence[MapDataset]) -> MapDataset: ...
@@ -229,6 +234,20 @@ def with_filter_thresholds(dataset: IterDataset, warn_set: bool, warn: float | N
     """
 
 NEXT_INDEX_KEY: str = 'next_index'
+
+PARENT_KEY: str = 'parent'
+
+INTERLEAVE_NEXT_INDEX_IN_CYCLE_KEY: str = 'next_index_in_cycle'
+
+INTERLEAVE_NEXT_INDEX_IN_DATASETS_KEY: str = 'next_index_in_datasets'
+
+INTERLEAVE_ITERATORS_IN_USE_INDICES_KEY: str = 'iterators_in_use_indices'
+
+INTERLEAVE_ITERATORS_IN_USE_STATES_KEY: str = 'iterators_in_use_states'
+
+INTERLEAVE_EXHAUSTED_KEY: str = 'exhausted'
+
+INTERLEAVE_FUTURE_STATES_KEY: str = 'future_states'
 
 class DatasetIterator:
     """

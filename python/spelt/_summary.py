@@ -433,7 +433,7 @@ def profiled_iterator(ds: Any) -> Any:
     for trackers in _collectors:
         trackers.append(tracker)
     # Through the profiled node, so that a Python dataset on top (custom __iter__) is counted.
-    it = _base.NativeDatasetIterator(_base.engine_iterator(twin), twin, tracker)
+    it = _base.EngineDatasetIterator(_base.engine_iterator(twin), twin, tracker)
     tracker.start = time.perf_counter()
     if _config.config.py_debug_mode:
         _start_reporting(it, tracker)

@@ -326,7 +326,7 @@ class DataLoader:
             self._per_index_count += 1
         # Stream operations with state of their own (FlatMap, and RandomMap / MapWithIndex after
         # a Batch) make the state the raw dataset state, as Grain does for FlatMap.
-        self._native_checkpointing = any(
+        self._raw_dataset_state = any(
             isinstance(
                 op,
                 (
@@ -405,7 +405,7 @@ class DataLoader:
 
     # State conversion between the engine's position and Grain's layout.
     def _to_loader_state(self, dataset_state: dict[str, Any]) -> dict[str, Any]:
-        if self._native_checkpointing:
+        if self._raw_dataset_state:
             return dataset_state
         n = dataset_state[_core.NEXT_INDEX_KEY]
         s, count = self._shard_options.shard_index, self._shard_options.shard_count
@@ -426,7 +426,7 @@ class DataLoader:
         }
 
     def _from_loader_state(self, state: Any) -> dict[str, Any]:
-        if self._native_checkpointing:
+        if self._raw_dataset_state:
             return state
         if not isinstance(state, dict):
             raise ValueError(f"DataLoader state must be a JSON object, got {type(state).__name__}")

@@ -115,7 +115,7 @@ class PackIterDataset(_base.IterDataset):
         return self._name
 
 
-class PackingDatasetIterator(_base.NativeDatasetIterator):
+class PackingDatasetIterator(_base.EngineDatasetIterator):
     """Iterator of a PackIterDataset (Grain's PackingDatasetIterator)."""
 
     def __init__(self, it: Any, num_packing_bins: int, pipeline: Any = None):
@@ -278,6 +278,10 @@ class _PackAndBatchIterDataset(_base.IterDataset):
         )
 
 
+# The state key of _CountingIterator.
+_COUNT_KEY = "count"
+
+
 class _CountingIterator(_base.DatasetIterator):
     """Hands out ``record.data`` of the records of ``records`` and keeps their metadata; state:
     ``{"count": records handed out}`` (not restorable: the input is a plain iterator)."""
@@ -293,7 +297,7 @@ class _CountingIterator(_base.DatasetIterator):
         return r.data
 
     def get_state(self) -> dict[str, Any]:
-        return {"count": len(self._metadata)}
+        return {_COUNT_KEY: len(self._metadata)}
 
     def set_state(self, state: dict[str, Any]) -> None:
         raise ValueError("PackAndBatchOperation over a plain iterator cannot be restored")
@@ -343,5 +347,5 @@ class PackAndBatchOperation:
         metadata: list[Any] = []
         it = iter(self.apply_to(_RecordsIterDataset(iter(input_iterator), metadata)))
         for batch in it:
-            packed = it.get_state()["parent"]["count"]
+            packed = it.get_state()[_core.PARENT_KEY][_COUNT_KEY]
             yield record.Record(metadata=metadata[packed - 1].remove_record_key(), data=batch)

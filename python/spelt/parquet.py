@@ -28,15 +28,17 @@ from spelt.transformations.interleave import InterleaveIterDataset
 _CYCLE_LENGTH = 16
 # Row dicts are built this many at a time (a whole row group of dicts could be large).
 _ROWS_PER_BLOCK = 1024
+# The keys of a file's state (Grain's).
+_ROW_GROUP_KEY, _ROW_KEY = "row_group", "index_within_row_group"
 
 
 def _check_state(state: Any) -> tuple[int, int]:
-    if not isinstance(state, dict) or set(state) != {"row_group", "index_within_row_group"}:
+    if not isinstance(state, dict) or set(state) != {_ROW_GROUP_KEY, _ROW_KEY}:
         raise ValueError(
             "a ParquetIterDataset state is {'row_group': g, 'index_within_row_group': i},"
             f" got {state!r}"
         )
-    g, i = state["row_group"], state["index_within_row_group"]
+    g, i = state[_ROW_GROUP_KEY], state[_ROW_KEY]
     if not isinstance(g, int) or not isinstance(i, int) or g < 0 or i < 0:
         raise ValueError(f"state fields must be non-negative ints, got {state!r}")
     return g, i
@@ -55,7 +57,7 @@ class _FileCursor:
         self.g, self.i = 0, 0
 
     def state(self) -> dict[str, int]:
-        return {"row_group": self.g, "index_within_row_group": self.i}
+        return {_ROW_GROUP_KEY: self.g, _ROW_KEY: self.i}
 
     def seek(self, g: int, i: int) -> None:
         self.g, self.i, self.group = g, i, None

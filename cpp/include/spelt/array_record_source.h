@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "spelt/array_record.h"
+#include "spelt/multi_file_index.h"
 #include "spelt/source.h"
 
 namespace spelt {
@@ -27,7 +28,7 @@ class ArrayRecordSource final : public RandomAccessSource {
   ArrayRecordSource(const ArrayRecordSource&) = delete;
   ArrayRecordSource& operator=(const ArrayRecordSource&) = delete;
 
-  int64_t Length() const override { return total_; }
+  int64_t Length() const override { return index_.NumRecords(); }
   // Record `index` as bytes. Throws std::out_of_range naming the index and the length, and
   // for a bad chunk the reader's CorruptFileError / UnsupportedError (naming the file and
   // byte offset) with the record key and Repr() added to its detail.
@@ -46,15 +47,12 @@ class ArrayRecordSource final : public RandomAccessSource {
   const std::vector<std::string>& paths() const { return paths_; }
 
  private:
-  // (file number, record number in that file) of a key; throws std::out_of_range.
-  std::pair<size_t, uint64_t> Locate(int64_t index) const;
   // " (reading record key <index> of <repr>)": added to the detail of a bad-chunk error.
   std::string NamingRecord(int64_t index) const;
 
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<ArrayRecordReader>> readers_;
-  std::vector<int64_t> starts_;  // starts_[f] = first key of file f
-  int64_t total_ = 0;
+  MultiFileIndex index_;  // key -> (reader, record)
   std::string repr_;
 };
 

@@ -21,7 +21,7 @@ class BFloat16Array final : public Opaque {
   // REQUIRES: bits.dtype == DType::kUint16 (std::invalid_argument otherwise).
   explicit BFloat16Array(Array bits);
   const Array& bits() const { return bits_; }
-  Value Unpack() const override;  // the same leaf (it has no native form)
+  Value Unpack() const override;  // the same leaf (it has no Value-tree form)
   std::string Describe() const override;  // e.g. "bfloat16[224,224,3]"
   // One BFloat16Array of shape [n, ...]; std::invalid_argument if a leaf is not a
   // BFloat16Array or its shape differs from this one's.

@@ -11,7 +11,8 @@
 // must be used by one thread at a time.
 //
 // Ownership: the handle classes MapDataset / IterDataset are cheap to copy (shared_ptr to an
-// immutable node). Their methods check arguments and call the node factories of cpp/src/ops/.
+// immutable node). Their methods check arguments and call the node factories of cpp/src/ops/
+// (cpp/src/api/ implements them). The handles are the top layer: no operation uses them.
 #ifndef SPELT_DATASET_H_
 #define SPELT_DATASET_H_
 
@@ -22,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include "spelt/dataset_options.h"
+#include "spelt/interleave.h"
 #include "spelt/node.h"
 #include "spelt/random.h"
 #include "spelt/read_options.h"
@@ -179,12 +182,7 @@ class IterDataset {
   // each time its iterator is made, possibly from a thread of the iterator): elements are
   // taken in turn from at most options.cycle_length open iterators (ops/interleave.cc).
   // Throws std::invalid_argument on count < 0 or a bad option.
-  struct InterleaveOptions {
-    int64_t cycle_length = 1;
-    int64_t num_make_iter_threads = 1;  // 0: iterators are made when needed, in Next()
-    int64_t make_iter_buffer_size = 1;  // iterators made ahead (with num_make_iter_threads > 0)
-    int64_t iter_buffer_size = 1;       // ThreadPrefetch buffer of each interleaved iterator
-  };
+  using InterleaveOptions = spelt::InterleaveOptions;  // spelt/interleave.h
   static IterDataset Interleave(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
                                 InterleaveOptions options);
   static IterDataset Interleave(std::vector<IterDataset> datasets, InterleaveOptions options);
@@ -194,6 +192,15 @@ class IterDataset {
  private:
   std::shared_ptr<const IterNode> node_;
 };
+
+// An iterator of `ds` whose filtering iterators check `options` (spelt/dataset_options.h).
+// ds.MakeIterator() is MakeIterator(ds, DatasetOptions{}).
+std::unique_ptr<DatasetIterator> MakeIterator(const IterDataset& ds, DatasetOptions options);
+
+// `ds`, whose iterators check `thresholds` over the options they are made with: Grain's
+// WithOptionsIterDataset inside a dataset that another iterator opens when it needs it (one of
+// an interleave's datasets). Not a level of the default-seed derivation.
+IterDataset WithFilterThresholds(const IterDataset& ds, FilterThresholds thresholds);
 
 }  // namespace spelt
 

@@ -8,17 +8,16 @@
 // and if it is >= filter_warn_threshold_ratio, `warn` gets Grain's message (the default
 // writes it to stderr, at most once per 60 s in the process). A threshold that is nullopt or 0 disables its check (Grain's `or inf`).
 //
+// MakeIterator(ds, options) and WithFilterThresholds (spelt/dataset.h) apply them to a pipeline.
+//
 // Thread-safety: MakeIterator(ds, options) may be called from any thread; the iterators it
 // makes call `warn` from the thread that calls their Next().
 #ifndef SPELT_DATASET_OPTIONS_H_
 #define SPELT_DATASET_OPTIONS_H_
 
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
-
-#include "spelt/dataset.h"
 
 namespace spelt {
 
@@ -29,21 +28,12 @@ struct DatasetOptions {
   std::function<void(const std::string&)> warn;
 };
 
-// An iterator of `ds` whose filtering iterators check `options`. ds.MakeIterator() is
-// MakeIterator(ds, DatasetOptions{}).
-std::unique_ptr<DatasetIterator> MakeIterator(const IterDataset& ds, DatasetOptions options);
-
 // Thresholds a pipeline sets for itself: each field that holds a value (nullopt inside: the
 // check is disabled) overrides that of the options of the iterator that makes this one.
 struct FilterThresholds {
   std::optional<std::optional<double>> filter_warn_threshold_ratio;
   std::optional<std::optional<double>> filter_raise_threshold_ratio;
 };
-
-// `ds`, whose iterators check `thresholds` over the options they are made with: Grain's
-// WithOptionsIterDataset inside a dataset that another iterator opens when it needs it (one of
-// an interleave's datasets). Not a level of the default-seed derivation.
-IterDataset WithFilterThresholds(const IterDataset& ds, FilterThresholds thresholds);
 
 }  // namespace spelt
 

@@ -41,6 +41,8 @@ using State = nlohmann::ordered_json;
 // The key of a position state {"next_index": n}: the first n elements of a MapDataset read in
 // order (Grain's PrefetchDatasetIterator: to_iter_dataset, mp_prefetch, the DataLoader).
 inline constexpr char kNextIndexKey[] = "next_index";
+// The key under which an operation's state holds its parent's (limit, repeat, rebatch, ...).
+inline constexpr char kParentKey[] = "parent";
 
 // Grain's get_next_index / set_next_index on an iterator that cannot tell the index of its next
 // element (after a filter, a shuffle window, a mix, ...). Python's NotImplementedError.

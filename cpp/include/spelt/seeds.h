@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "spelt/node.h"
 #include "spelt/random.h"
@@ -22,6 +23,12 @@ uint32_t ResolveSeed(std::optional<int64_t> seed, const DatasetNode& parent, con
 // A seed of any size (random_map): `seed` if given, else `parent`'s default seed;
 // std::invalid_argument if there is none.
 AnySeed ResolveAnySeed(std::optional<AnySeed> seed, const DatasetNode& parent);
+
+// A seed of any size (ds.seed(), random_map) from its decimal digits, as a Python int prints
+// (for faces whose ints are wider than 64 bits): Grain's rule (numpy's SeedSequence), any
+// non-negative integer. std::invalid_argument "<what>: seed must be non-negative, got <decimal>"
+// for a negative one, and naming `what` for text that is not a decimal integer.
+AnySeed ParseAnySeed(std::string_view decimal, std::string_view what);
 
 }  // namespace spelt
 

@@ -37,6 +37,10 @@ std::string_view TFRecordCompressionName(TFRecordCompression compression);
 TFRecordCompression DetectTFRecordCompression(const std::string& path,
                                               const FileSystemPtr& fs = nullptr);
 
+// The key of the state of an iterator over a TFRecord file (Grain's TFRecordIterDataset,
+// spelt/tfrecord_dataset.h): TFRecordReader::Tell() of the next record.
+inline constexpr char kReaderOffsetKey[] = "reader_offset";
+
 // Reads the records of one file in order. Not thread-safe (one thread at a time); separate
 // readers of the same file are independent.
 class TFRecordReader {

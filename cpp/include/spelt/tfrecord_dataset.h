@@ -14,9 +14,9 @@ namespace spelt {
 
 // The records of `path` in file order, as bytes values. nullopt compression detects it.
 // The file is opened by MakeIterator() (std::system_error naming it if that fails, as Grain
-// fails when iterating). Iterator state: Grain's {"reader_offset": n}, the byte offset of the
-// next record (in the decompressed stream for a gzip / zlib file, where restoring decompresses
-// up to it). Next() throws CorruptFileError (spelt/tfrecord.h) on a bad record; SetState
+// fails when iterating). Iterator state: Grain's {kReaderOffsetKey: n} (spelt/tfrecord.h),
+// the byte offset of the next record (in the decompressed stream for a gzip / zlib file, where
+// restoring decompresses up to it). Next() throws CorruptFileError (spelt/tfrecord.h) on a bad record; SetState
 // throws std::invalid_argument for a missing, negative or out-of-file offset.
 // `fs` opens the file (null: by its scheme, spelt/file_system.h).
 IterDataset TFRecordIterDataset(std::string path,

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "spelt/file_system.h"
+#include "spelt/multi_file_index.h"
 #include "spelt/source.h"
 
 namespace spelt {
@@ -40,7 +41,7 @@ class TFRecordSource final : public RandomAccessSource {
   TFRecordSource(const TFRecordSource&) = delete;
   TFRecordSource& operator=(const TFRecordSource&) = delete;
 
-  int64_t Length() const override { return total_; }
+  int64_t Length() const override { return index_.NumRecords(); }
   // Record `index` as bytes. Throws std::out_of_range naming the index and the length, and
   // CorruptFileError naming the file and the record's offset if its payload CRC does not
   // match.
@@ -81,8 +82,7 @@ class TFRecordSource final : public RandomAccessSource {
 
   std::vector<std::string> paths_;
   std::vector<std::unique_ptr<File>> files_;
-  std::vector<int64_t> starts_;  // starts_[f] = first key of file f
-  int64_t total_ = 0;
+  MultiFileIndex index_;  // key -> (file, record)
   std::string repr_;
 };
 

@@ -7,11 +7,14 @@
 #include <utility>
 
 #include "core/nodes.h"
+#include "exec/filter_threshold.h"
 #include "ops/batch.h"
+#include "ops/cache.h"
 #include "ops/concatenate.h"
 #include "ops/filter.h"
 #include "ops/iter_flat_map.h"
 #include "ops/flat_map.h"
+#include "ops/interleave.h"
 #include "ops/iter_filter.h"
 #include "ops/iter_map.h"
 #include "ops/iter_mix.h"
@@ -25,6 +28,7 @@
 #include "ops/with_options.h"
 #include "ops/shuffle.h"
 #include "ops/slice.h"
+#include "ops/thread_prefetch.h"
 #include "ops/source_dataset.h"
 #include "ops/to_iter_dataset.h"
 #include "ops/window_shuffle.h"
@@ -304,6 +308,45 @@ IterDataset IterDataset::WindowShuffle(int64_t window_size, int64_t seed) const 
 IterDataset IterDataset::Rebatch(int64_t batch_size, bool drop_remainder) const {
   if (batch_size <= 0) throw std::invalid_argument("batch_size must be positive.");  // Grain's
   return IterDataset(internal::MakeRebatchNode(node_, batch_size, drop_remainder));
+}
+
+IterDataset IterDataset::ThreadPrefetch(int64_t buffer_size) const {
+  return IterDataset(internal::MakeThreadPrefetchNode(node_, buffer_size));
+}
+
+IterDataset IterDataset::Cache() const { return IterDataset(internal::MakeCacheNode(node_)); }
+
+IterDataset IterDataset::Interleave(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
+                                    InterleaveOptions options) {
+  if (count < 0) throw std::invalid_argument("interleave: negative number of datasets");
+  if (options.cycle_length <= 0) {
+    throw std::invalid_argument("interleave: cycle_length must be positive, got " +
+                                std::to_string(options.cycle_length));
+  }
+  if (options.num_make_iter_threads < 0 || options.make_iter_buffer_size < 0 ||
+      options.iter_buffer_size < 0) {
+    throw std::invalid_argument(
+        "interleave: num_make_iter_threads, make_iter_buffer_size and iter_buffer_size must be"
+        " >= 0");
+  }
+  auto node_at = [dataset_at = std::move(dataset_at)](int64_t i) { return dataset_at(i).node(); };
+  return IterDataset(internal::MakeInterleaveNode(count, std::move(node_at), options));
+}
+
+IterDataset IterDataset::Interleave(std::vector<IterDataset> datasets,
+                                    InterleaveOptions options) {
+  const auto count = static_cast<int64_t>(datasets.size());
+  return Interleave(
+      count, [datasets = std::move(datasets)](int64_t i) { return datasets[i]; }, options);
+}
+
+
+std::unique_ptr<DatasetIterator> MakeIterator(const IterDataset& ds, DatasetOptions options) {
+  return internal::MakeIteratorWithOptions(*ds.node(), std::move(options));
+}
+
+IterDataset WithFilterThresholds(const IterDataset& ds, FilterThresholds thresholds) {
+  return IterDataset(internal::MakeFilterThresholdsNode(ds.node(), thresholds));
 }
 
 }  // namespace spelt

@@ -20,8 +20,8 @@ inline std::optional<Value> NoneAsFiltered(Value v) {
   return v;
 }
 
-// The key under which an operation's state holds its parent's (limit, repeat, rebatch, ...).
-inline constexpr char kParentKey[] = "parent";
+// The key under which an operation's state holds its parents' states (mix, zip).
+inline constexpr char kParentsKey[] = "parents";
 
 // state.cc: reading fields of a State with clear errors (std::invalid_argument naming the
 // node and the field; std::out_of_range for an integer beyond int64, e.g. 2**63).

@@ -85,8 +85,6 @@ void FilterThresholdChecker::Check(bool passed) {
   passed_ = skipped_ = 0;
 }
 
-}  // namespace internal
-
 namespace {
 
 class ThresholdsNode final : public IterNode {
@@ -104,7 +102,7 @@ class ThresholdsNode final : public IterNode {
     if (const auto& raise = thresholds_.filter_raise_threshold_ratio) {
       options.filter_raise_threshold_ratio = *raise;
     }
-    return spelt::MakeIterator(IterDataset(parent_), std::move(options));
+    return MakeIteratorWithOptions(*parent_, std::move(options));
   }
 
  private:
@@ -114,18 +112,20 @@ class ThresholdsNode final : public IterNode {
 
 }  // namespace
 
-IterDataset WithFilterThresholds(const IterDataset& ds, FilterThresholds thresholds) {
-  return IterDataset(std::make_shared<ThresholdsNode>(ds.node(), thresholds));
+IterNodePtr MakeFilterThresholdsNode(IterNodePtr parent, FilterThresholds thresholds) {
+  return std::make_shared<ThresholdsNode>(std::move(parent), thresholds);
 }
 
-std::unique_ptr<DatasetIterator> MakeIterator(const IterDataset& ds, DatasetOptions options) {
-  const DatasetOptions* outer = internal::current_options;
-  internal::current_options = &options;
+std::unique_ptr<DatasetIterator> MakeIteratorWithOptions(const IterNode& node,
+                                                         DatasetOptions options) {
+  const DatasetOptions* outer = current_options;
+  current_options = &options;
   struct Restore {
     const DatasetOptions* outer;
-    ~Restore() { internal::current_options = outer; }
+    ~Restore() { current_options = outer; }
   } restore{outer};
-  return ds.MakeIterator();
+  return node.MakeIterator();
 }
 
+}  // namespace internal
 }  // namespace spelt

@@ -14,12 +14,15 @@
 #include <vector>
 
 #include "core/iter_op_node.h"
-#include "spelt/dataset.h"
 
 namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "CacheIterDataset";
+// State keys besides kParentKey (Grain's CacheIterDataset): elements of the pass returned,
+// whether the cache is filled.
+constexpr char kPositionKey[] = "position";
+constexpr char kCacheFilledKey[] = "cache_filled";
 
 class CacheIterator final : public DatasetIterator {
  public:
@@ -42,13 +45,13 @@ class CacheIterator final : public DatasetIterator {
   }
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent", parent_->GetState()}, {"position", position_},
-                 {"cache_filled", filled_ || refill_}};
+    return State{{kParentKey, parent_->GetState()}, {kPositionKey, position_},
+                 {kCacheFilledKey, filled_ || refill_}};
   }
   void SetState(const State& state) override {
-    const State& parent = StateField(state, "parent", kName);
-    const int64_t position = StateInt(state, "position", kName);
-    const State& filled = StateField(state, "cache_filled", kName);
+    const State& parent = StateField(state, kParentKey, kName);
+    const int64_t position = StateInt(state, kPositionKey, kName);
+    const State& filled = StateField(state, kCacheFilledKey, kName);
     if (position < 0) throw std::invalid_argument(std::string(kName) + ": negative position");
     if (!filled.is_boolean()) {
       throw std::invalid_argument(std::string(kName) + ": 'cache_filled' must be a bool");
@@ -97,9 +100,3 @@ IterNodePtr MakeCacheNode(IterNodePtr parent) {
 }
 
 }  // namespace spelt::internal
-
-namespace spelt {
-
-IterDataset IterDataset::Cache() const { return IterDataset(internal::MakeCacheNode(node_)); }
-
-}  // namespace spelt

@@ -12,19 +12,23 @@
 // is none) when the buffer was last empty, "remainder_slices": {feature: [start, stop]} of that
 // remainder ([-1, -1]: whole, all [-1, -1]: no remainder), "elements_from_buffer_after_checkpoint":
 // outputs returned since}. Restoring re-reads the remainder and replays those outputs.
+#include "ops/packing.h"
+
 #include <algorithm>
 #include <deque>
 #include <stdexcept>
 
-#include "core/nodes.h"
 #include "ops/pack_buffers.h"
-#include "spelt/packing.h"
 
 namespace spelt {
 namespace internal {
 namespace {
 
 constexpr const char* kName = "ConcatThenSplitIterDataset";
+// State keys besides kRemainderSlicesKey (spelt/packing.h; Grain's ConcatThenSplitIterDataset):
+// the parent's state before the remainder, the elements of the buffer returned since.
+constexpr char kParentStateKey[] = "parent_state";
+constexpr char kElementsFromBufferKey[] = "elements_from_buffer_after_checkpoint";
 using Slice = std::pair<int64_t, int64_t>;
 constexpr Slice kWhole = {-1, -1};
 
@@ -108,9 +112,9 @@ class ConcatThenSplitIterator final : public DatasetIterator {
   State GetState() const override { return state_; }
 
   void SetState(const State& state) override {
-    const State& slices = StateField(state, "remainder_slices", kName);
-    const int64_t replay = StateInt(state, "elements_from_buffer_after_checkpoint", kName);
-    const State& parent_state = StateField(state, "parent_state", kName);
+    const State& slices = StateField(state, kRemainderSlicesKey, kName);
+    const int64_t replay = StateInt(state, kElementsFromBufferKey, kName);
+    const State& parent_state = StateField(state, kParentStateKey, kName);
     std::vector<Slice> restored(config_->features.size(), kWhole);
     bool has_remainder = false;
     for (size_t k = 0; k < config_->features.size(); ++k) {
@@ -152,7 +156,7 @@ class ConcatThenSplitIterator final : public DatasetIterator {
 
  private:
   Value Pop() {
-    ++state_["elements_from_buffer_after_checkpoint"].get_ref<int64_t&>();
+    ++state_[kElementsFromBufferKey].get_ref<int64_t&>();
     Value out = std::move(packed_.front());
     packed_.pop_front();
     return out;
@@ -166,9 +170,9 @@ class ConcatThenSplitIterator final : public DatasetIterator {
       const Slice s = remainder_ ? remainder_->slices[k] : kWhole;
       slices[config_->features[k].key] = {s.first, s.second};
     }
-    state_ = State{{"parent_state", remainder_ ? remainder_->parent_state : parent_->GetState()},
-                   {"remainder_slices", std::move(slices)},
-                   {"elements_from_buffer_after_checkpoint", 0}};
+    state_ = State{{kParentStateKey, remainder_ ? remainder_->parent_state : parent_->GetState()},
+                   {kRemainderSlicesKey, std::move(slices)},
+                   {kElementsFromBufferKey, 0}};
   }
 
   Element Read(const Value& v, State parent_state) {
@@ -317,11 +321,9 @@ class ConcatThenSplitNode final : public IterNode {
 };
 
 }  // namespace
-}  // namespace internal
 
-IterDataset ConcatThenSplit(const IterDataset& parent, ConcatThenSplitOptions options) {
-  using internal::kName;
-  auto config = std::make_shared<internal::Config>();
+IterNodePtr MakeConcatThenSplitNode(IterNodePtr parent, ConcatThenSplitOptions options) {
+  auto config = std::make_shared<Config>();
   auto contains = [](const std::vector<std::string>& v, const std::string& k) {
     return std::find(v.begin(), v.end(), k) != v.end();
   };
@@ -344,8 +346,8 @@ IterDataset ConcatThenSplit(const IterDataset& parent, ConcatThenSplitOptions op
   }
   config->split_full_length_features = options.split_full_length_features;
   config->bos_token_id = options.bos_token_id;
-  return IterDataset(
-      std::make_shared<internal::ConcatThenSplitNode>(parent.node(), std::move(config)));
+  return std::make_shared<ConcatThenSplitNode>(std::move(parent), std::move(config));
 }
 
+}  // namespace internal
 }  // namespace spelt

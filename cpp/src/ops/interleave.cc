@@ -6,11 +6,8 @@
 // once none is left; the stream ends when every slot is empty. Every dataset is read through
 // a ThreadPrefetchIterator of iter_buffer_size (as Grain does), so an iterator's state is the
 // one after its last element returned, even at its end.
-// State (Grain's keys and order): {"next_index_in_cycle", "next_index_in_datasets",
-// "iterators_in_use_indices", "iterators_in_use_states", "exhausted" (0/1 per slot),
-// "future_states" (dataset index as a string -> the state its iterator starts from, set by
-// elastic restores)}. GetState() opens the slots not yet opened, as Grain does, so that their
-// states are known. With num_make_iter_threads > 0, the next make_iter_buffer_size datasets'
+// State: Grain's keys and order (spelt/interleave.h). GetState() opens the slots not yet
+// opened, as Grain does, so that their states are known. With num_make_iter_threads > 0, the next make_iter_buffer_size datasets'
 // iterators are made (and start prefetching) ahead on threads of their own once the iterator
 // has started; restoring drops them (and none are made after StopThreadPrefetching()).
 // Every dataset's iterator checks the DatasetOptions of the interleave's iterator (its filter
@@ -27,7 +24,6 @@
 #include <string>
 
 #include "spelt/blocking_wait.h"
-#include "spelt/dataset_options.h"
 #include "exec/filter_threshold.h"
 #include "ops/thread_prefetch.h"
 
@@ -35,21 +31,19 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "InterleaveIterDataset";
-constexpr char kStatesKey[] = "iterators_in_use_states";
-constexpr char kExhaustedKey[] = "exhausted";
 
-using Options = IterDataset::InterleaveOptions;
+using Options = InterleaveOptions;
 using Prefetched = std::unique_ptr<ThreadPrefetchIterator>;
 
 // What the iterators share with the threads that make iterators ahead.
 struct Datasets {
   int64_t count = 0;
-  std::function<IterDataset(int64_t)> dataset_at;
+  std::function<IterNodePtr(int64_t)> node_at;
   int64_t iter_buffer_size = 1;
 
   Prefetched Make(int64_t index, bool start_prefetch, const DatasetOptions& options) const {
-    auto it = std::make_unique<ThreadPrefetchIterator>(MakeIterator(dataset_at(index), options),
-                                                       iter_buffer_size);
+    auto it = std::make_unique<ThreadPrefetchIterator>(
+        MakeIteratorWithOptions(*node_at(index), options), iter_buffer_size);
     if (start_prefetch) it->StartPrefetch();
     return it;
   }
@@ -112,19 +106,19 @@ class InterleaveIterator final : public DatasetIterator {
       exhausted.push_back(slot.exhausted_state ? 1 : 0);
     }
     for (const auto& [index, state] : future_states_) future[std::to_string(index)] = state;
-    return State{{"next_index_in_cycle", next_in_cycle_},
-                 {"next_index_in_datasets", next_in_datasets_},
-                 {"iterators_in_use_indices", std::move(indices)},
-                 {kStatesKey, std::move(states)},
+    return State{{kNextIndexInCycleKey, next_in_cycle_},
+                 {kNextIndexInDatasetsKey, next_in_datasets_},
+                 {kIteratorsInUseIndicesKey, std::move(indices)},
+                 {kIteratorsInUseStatesKey, std::move(states)},
                  {kExhaustedKey, std::move(exhausted)},
-                 {"future_states", std::move(future)}};
+                 {kFutureStatesKey, std::move(future)}};
   }
 
   void SetState(const State& state) override {
-    const int64_t next_in_cycle = StateInt(state, "next_index_in_cycle", kName);
-    const int64_t next_in_datasets = StateInt(state, "next_index_in_datasets", kName);
-    const State& indices = StateField(state, "iterators_in_use_indices", kName);
-    const State& states = StateField(state, kStatesKey, kName);
+    const int64_t next_in_cycle = StateInt(state, kNextIndexInCycleKey, kName);
+    const int64_t next_in_datasets = StateInt(state, kNextIndexInDatasetsKey, kName);
+    const State& indices = StateField(state, kIteratorsInUseIndicesKey, kName);
+    const State& states = StateField(state, kIteratorsInUseStatesKey, kName);
     const State& exhausted = StateField(state, kExhaustedKey, kName);
     const int64_t n = static_cast<int64_t>(slots_.size());
     if (!indices.is_array() || !states.is_array() || !exhausted.is_array() ||
@@ -185,7 +179,8 @@ class InterleaveIterator final : public DatasetIterator {
     const State& only = OnlyDatasetState(state, "set_next_index");
     const Prefetched reader = OnlyDatasetIterator();
     State out = state;
-    out[kStatesKey][0] = reader->StateAtIndex(index, only.is_null() ? reader->GetState() : only);
+    out[kIteratorsInUseStatesKey][0] =
+        reader->StateAtIndex(index, only.is_null() ? reader->GetState() : only);
     out[kExhaustedKey] = State::array({0});
     return out;
   }
@@ -204,9 +199,9 @@ class InterleaveIterator final : public DatasetIterator {
                                  " is not supported for InterleaveDatasetIterator with more "
                                  "than one dataset.");
     }
-    const State& states = StateField(state, kStatesKey, kName);
+    const State& states = StateField(state, kIteratorsInUseStatesKey, kName);
     if (!states.is_array() || states.size() != 1) {
-      throw std::invalid_argument(std::string(kName) + ": '" + kStatesKey +
+      throw std::invalid_argument(std::string(kName) + ": '" + kIteratorsInUseStatesKey +
                                   "' must be a list of 1 entry");
     }
     return states[0];
@@ -268,7 +263,7 @@ class InterleaveIterator final : public DatasetIterator {
 
   static std::map<int64_t, State> FutureStates(const State& state) {
     std::map<int64_t, State> out;
-    auto it = state.find("future_states");
+    auto it = state.find(kFutureStatesKey);
     if (it == state.end() || it->is_null()) return out;
     if (!it->is_object()) {
       throw std::invalid_argument(std::string(kName) + ": 'future_states' must be a mapping");
@@ -315,40 +310,13 @@ class InterleaveNode final : public IterNode {
 
 }  // namespace
 
-IterNodePtr MakeInterleaveNode(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
+IterNodePtr MakeInterleaveNode(int64_t count, std::function<IterNodePtr(int64_t)> node_at,
                                Options options) {
   auto datasets = std::make_shared<Datasets>();
   datasets->count = count;
-  datasets->dataset_at = std::move(dataset_at);
+  datasets->node_at = std::move(node_at);
   datasets->iter_buffer_size = options.iter_buffer_size;
   return std::make_shared<InterleaveNode>(std::move(datasets), options);
 }
 
 }  // namespace spelt::internal
-
-namespace spelt {
-
-IterDataset IterDataset::Interleave(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
-                                    InterleaveOptions options) {
-  if (count < 0) throw std::invalid_argument("interleave: negative number of datasets");
-  if (options.cycle_length <= 0) {
-    throw std::invalid_argument("interleave: cycle_length must be positive, got " +
-                                std::to_string(options.cycle_length));
-  }
-  if (options.num_make_iter_threads < 0 || options.make_iter_buffer_size < 0 ||
-      options.iter_buffer_size < 0) {
-    throw std::invalid_argument(
-        "interleave: num_make_iter_threads, make_iter_buffer_size and iter_buffer_size must be"
-        " >= 0");
-  }
-  return IterDataset(internal::MakeInterleaveNode(count, std::move(dataset_at), options));
-}
-
-IterDataset IterDataset::Interleave(std::vector<IterDataset> datasets,
-                                    InterleaveOptions options) {
-  const auto count = static_cast<int64_t>(datasets.size());
-  return Interleave(
-      count, [datasets = std::move(datasets)](int64_t i) { return datasets[i]; }, options);
-}
-
-}  // namespace spelt

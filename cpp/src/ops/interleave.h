@@ -6,13 +6,15 @@
 #include <functional>
 
 #include "core/nodes.h"
-#include "spelt/dataset.h"
+#include "spelt/interleave.h"
 
 namespace spelt::internal {
 
-// REQUIRES: count >= 0 and valid options (checked by IterDataset::Interleave).
-IterNodePtr MakeInterleaveNode(int64_t count, std::function<IterDataset(int64_t)> dataset_at,
-                               IterDataset::InterleaveOptions options);
+// `node_at(i)`: the node of dataset i, called each time its iterator is made (possibly from a
+// thread of the iterator). REQUIRES: count >= 0 and valid options (checked by
+// IterDataset::Interleave).
+IterNodePtr MakeInterleaveNode(int64_t count, std::function<IterNodePtr(int64_t)> node_at,
+                               InterleaveOptions options);
 
 }  // namespace spelt::internal
 

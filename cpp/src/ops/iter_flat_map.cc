@@ -7,6 +7,9 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "FlatMapIterDataset";
+// State key besides kParentKey (Grain's FlatMapIterDataset): the outputs of the parent's last
+// element already returned.
+constexpr char kNextIndexInBufferKey[] = "next_index_in_buffer";
 
 class IterFlatMapIterator final : public DatasetIterator {
  public:
@@ -27,14 +30,14 @@ class IterFlatMapIterator final : public DatasetIterator {
 
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent", last_parent_state_},
-                 {"next_index_in_buffer", static_cast<int64_t>(next_in_buffer_)}};
+    return State{{kParentKey, last_parent_state_},
+                 {kNextIndexInBufferKey, static_cast<int64_t>(next_in_buffer_)}};
   }
 
   void SetState(const State& state) override {
-    const int64_t k = StateInt(state, "next_index_in_buffer", kName);
+    const int64_t k = StateInt(state, kNextIndexInBufferKey, kName);
     if (k < 0) throw std::invalid_argument(std::string(kName) + ": negative next_index_in_buffer");
-    const State& parent_state = StateField(state, "parent", kName);
+    const State& parent_state = StateField(state, kParentKey, kName);
     parent_->SetState(parent_state);
     last_parent_state_ = parent_state;
     buffer_.clear();

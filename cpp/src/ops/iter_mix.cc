@@ -13,6 +13,10 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "MixedIterDataset";
+// State keys (Grain's MixedIterDataset): the parents' states, the next element's index, and
+// whether a parent ended.
+constexpr char kIndexKey[] = "index";
+constexpr char kStopKey[] = "stop";
 
 class MixIterator final : public DatasetIterator {
  public:
@@ -46,12 +50,12 @@ class MixIterator final : public DatasetIterator {
         parents[keys_[i]] = parents_[i]->GetState();
       }
     }
-    return State{{"parents", std::move(parents)}, {"index", index_}, {"stop", stop_}};
+    return State{{kParentsKey, std::move(parents)}, {kIndexKey, index_}, {kStopKey, stop_}};
   }
   void SetState(const State& state) override {
-    const State& parents = StateField(state, "parents", kName);
-    const int64_t index = StateInt(state, "index", kName);
-    const State& stop = StateField(state, "stop", kName);
+    const State& parents = StateField(state, kParentsKey, kName);
+    const int64_t index = StateInt(state, kIndexKey, kName);
+    const State& stop = StateField(state, kStopKey, kName);
     if (index < 0) throw std::invalid_argument(std::string(kName) + ": negative index");
     if (!stop.is_boolean()) throw std::invalid_argument(std::string(kName) + ": bad 'stop'");
     if (keys_.empty()) {

@@ -10,6 +10,8 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "RepeatIterDataset";
+// State key besides kParentKey (Grain's RepeatIterDataset): the epochs completed.
+constexpr char kEpochKey[] = "epoch";
 
 class RepeatIterator final : public DatasetIterator {
  public:
@@ -33,12 +35,12 @@ class RepeatIterator final : public DatasetIterator {
   }
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent", parent_->GetState()}, {"epoch", epoch_}};
+    return State{{kParentKey, parent_->GetState()}, {kEpochKey, epoch_}};
   }
   void SetState(const State& state) override {
-    const int64_t epoch = StateInt(state, "epoch", kName);
+    const int64_t epoch = StateInt(state, kEpochKey, kName);
     if (epoch < 0) throw std::invalid_argument(std::string(kName) + ": negative epoch");
-    parent_->SetState(StateField(state, "parent", kName));
+    parent_->SetState(StateField(state, kParentKey, kName));
     epoch_ = epoch;
   }
 

@@ -6,11 +6,12 @@
 // State (Grain's): {"parent": parent state before the first element of the batch being
 // emitted, "next_row": bins of it already emitted, "counter": bins emitted in all}; restoring
 // re-packs that batch from the parent and skips its first next_row bins.
+#include "ops/packing.h"
+
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
-#include "core/nodes.h"
 #include "core/pcg64.h"
 #include "ops/packed_bins.h"
 #include "spelt/stack.h"
@@ -18,6 +19,11 @@
 namespace spelt {
 namespace internal {
 namespace {
+
+// State keys besides kParentKey (Grain's FirstFitPackIterDataset): bins of the current batch
+// already emitted, bins emitted in all.
+constexpr char kNextRowKey[] = "next_row";
+constexpr char kCounterKey[] = "counter";
 
 // Whether outputs follow JAX's trees (sorted dict keys), as Grain's packers' do with JAX.
 bool JaxTrees() { return CurrentTreeSemantics() == TreeSemantics::kJax; }
@@ -63,19 +69,20 @@ class PackIterator final : public DatasetIterator {
 
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent", last_emitted_state_}, {"next_row", next_row_}, {"counter", counter_}};
+    return State{
+        {kParentKey, last_emitted_state_}, {kNextRowKey, next_row_}, {kCounterKey, counter_}};
   }
 
   void SetState(const State& state) override {
     const char* name = spec_->op_name.c_str();
-    const int64_t next_row = StateInt(state, "next_row", name);
-    const int64_t counter = StateInt(state, "counter", name);
+    const int64_t next_row = StateInt(state, kNextRowKey, name);
+    const int64_t counter = StateInt(state, kCounterKey, name);
     if (next_row < 0 || counter < next_row) {
       throw std::invalid_argument(spec_->op_name + ": invalid state (next_row " +
                                   std::to_string(next_row) + ", counter " +
                                   std::to_string(counter) + ")");
     }
-    parent_->SetState(StateField(state, "parent", name));
+    parent_->SetState(StateField(state, kParentKey, name));
     bins_.reset();
     out_.clear();
     order_.clear();
@@ -279,15 +286,15 @@ class PackNode final : public IterNode {
 };
 
 }  // namespace
-}  // namespace internal
 
-IterDataset Pack(const IterDataset& parent, PackOptions options) {
+IterNodePtr MakePackNode(IterNodePtr parent, PackOptions options) {
   const char* name = options.whole_batches ? "PackAndBatchOperation"
                      : options.strategy == PackStrategy::kBestFit ? "BestFitPackIterDataset"
                                                                   : "FirstFitPackIterDataset";
   if (options.whole_batches) options.shuffle_bins = false;
-  auto spec = internal::MakePackSpec(std::move(options), name);
-  return IterDataset(std::make_shared<internal::PackNode>(parent.node(), std::move(spec)));
+  auto spec = MakePackSpec(std::move(options), name);
+  return std::make_shared<PackNode>(std::move(parent), std::move(spec));
 }
 
+}  // namespace internal
 }  // namespace spelt

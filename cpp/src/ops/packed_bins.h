@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "ops/pack_buffers.h"
-#include "spelt/packing.h"
+#include "spelt/packing_options.h"
 
 namespace spelt::internal {
 

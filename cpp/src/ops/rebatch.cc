@@ -20,6 +20,9 @@ namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "RebatchIterDataset";
+// State key besides kParentKey (Grain's RebatchIterDataset): rows of the parent batch being
+// cut already returned.
+constexpr char kBatchIdxKey[] = "batch_idx";
 
 std::string LeafName(const LeafPath& path) {
   return path.empty() ? std::string("the element") : "leaf '" + PathName(path) + "'";
@@ -121,13 +124,13 @@ class RebatchIterator final : public DatasetIterator {
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
     if (pending_rows_ > 0) return pending_start_;
-    return State{{"parent", last_parent_state_}, {"batch_idx", batch_idx_}};
+    return State{{kParentKey, last_parent_state_}, {kBatchIdxKey, batch_idx_}};
   }
 
   void SetState(const State& state) override {
-    const int64_t batch_idx = StateInt(state, "batch_idx", kName);
+    const int64_t batch_idx = StateInt(state, kBatchIdxKey, kName);
     if (batch_idx < 0) throw std::invalid_argument(std::string(kName) + ": negative batch_idx");
-    parent_->SetState(StateField(state, "parent", kName));
+    parent_->SetState(StateField(state, kParentKey, kName));
     last_parent_state_ = parent_->GetState();
     batch_idx_ = batch_idx;
     current_.reset();

@@ -10,7 +10,6 @@
 #include <set>
 
 #include "spelt/blocking_wait.h"
-#include "spelt/dataset.h"
 #include "spelt/thread_prefetch.h"
 
 namespace spelt::internal {
@@ -184,16 +183,6 @@ void ThreadPrefetchIterator::SetState(const State& state) {
 
 bool ThreadPrefetchingStopped() { return g_stopped.load(); }
 
-IterNodePtr MakeThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size) {
-  return std::make_shared<ThreadPrefetchNode>(std::move(parent), buffer_size);
-}
-
-}  // namespace spelt::internal
-
-namespace spelt {
-namespace {
-
-// Grain's message.
 void CheckBufferSize(int64_t buffer_size) {
   if (buffer_size < 0) {
     throw std::invalid_argument(
@@ -202,12 +191,14 @@ void CheckBufferSize(int64_t buffer_size) {
   }
 }
 
-}  // namespace
-
-IterDataset IterDataset::ThreadPrefetch(int64_t buffer_size) const {
+IterNodePtr MakeThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size) {
   CheckBufferSize(buffer_size);
-  return IterDataset(internal::MakeThreadPrefetchNode(node_, buffer_size));
+  return std::make_shared<ThreadPrefetchNode>(std::move(parent), buffer_size);
 }
+
+}  // namespace spelt::internal
+
+namespace spelt {
 
 void StopThreadPrefetching() {
   internal::g_stopped.store(true);
@@ -221,7 +212,7 @@ void StopThreadPrefetching() {
 
 std::unique_ptr<DatasetIterator> MakeThreadPrefetchIterator(
     std::unique_ptr<DatasetIterator> parent, int64_t buffer_size) {
-  CheckBufferSize(buffer_size);
+  internal::CheckBufferSize(buffer_size);
   return std::make_unique<internal::ThreadPrefetchIterator>(std::move(parent), buffer_size);
 }
 

@@ -75,7 +75,10 @@ class ThreadPrefetchIterator final : public DatasetIterator {
 // True once StopThreadPrefetching() was called: no new threads are started.
 bool ThreadPrefetchingStopped();
 
-// REQUIRES: buffer_size >= 0 (checked by IterDataset::ThreadPrefetch).
+// Throws std::invalid_argument (Grain's message) if buffer_size < 0.
+void CheckBufferSize(int64_t buffer_size);
+
+// IterDataset::ThreadPrefetch's node. Throws as CheckBufferSize.
 IterNodePtr MakeThreadPrefetchNode(IterNodePtr parent, int64_t buffer_size);
 
 }  // namespace spelt::internal

@@ -1,18 +1,14 @@
 // VirtualShardIterDataset's round robin over one host's virtual shards (spelt/virtual_shards.h
 // has the order and the state; python/spelt/virtual_shards.py the Python face). The turn is
 // an index into the live shards, so that reading the next shard's element is one virtual call.
-#include "spelt/virtual_shards.h"
+#include "ops/virtual_shards.h"
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 
-#include "core/nodes.h"
-
-namespace spelt {
+namespace spelt::internal {
 namespace {
-
-using internal::StateField;
-using internal::StateInt;
 
 constexpr const char* kName = "VirtualShardIterDataset";
 constexpr const char* kKeys[] = {"num_virtual_shards", "shard_index", "shard_count",
@@ -121,26 +117,26 @@ class VirtualShardsIterator final : public DatasetIterator {
 
 class VirtualShardsNode final : public IterNode {
  public:
-  VirtualShardsNode(std::vector<internal::IterNodePtr> shards, int64_t num_virtual_shards,
+  VirtualShardsNode(std::vector<IterNodePtr> shards, int64_t num_virtual_shards,
                     int64_t shard_index, int64_t shard_count)
       : IterNode({shards.begin(), shards.end()}), shards_(std::move(shards)),
         k_(num_virtual_shards), index_(shard_index), count_(shard_count) {}
   std::string Name() const override { return kName; }
   std::unique_ptr<DatasetIterator> MakeIterator() const override {
     std::vector<std::unique_ptr<DatasetIterator>> its;
-    for (const internal::IterNodePtr& shard : shards_) its.push_back(shard->MakeIterator());
+    for (const IterNodePtr& shard : shards_) its.push_back(shard->MakeIterator());
     return std::make_unique<VirtualShardsIterator>(std::move(its), k_, index_, count_);
   }
 
  private:
-  std::vector<internal::IterNodePtr> shards_;
+  std::vector<IterNodePtr> shards_;
   int64_t k_, index_, count_;
 };
 
 }  // namespace
 
-IterDataset VirtualShards(std::vector<IterDataset> shards, int64_t num_virtual_shards,
-                          int64_t shard_index, int64_t shard_count) {
+IterNodePtr MakeVirtualShardsNode(std::vector<IterNodePtr> shards, int64_t num_virtual_shards,
+                                  int64_t shard_index, int64_t shard_count) {
   if (shard_count <= 0 || shard_index < 0 || shard_index >= shard_count ||
       shard_count > num_virtual_shards) {
     throw std::invalid_argument(
@@ -155,10 +151,8 @@ IterDataset VirtualShards(std::vector<IterDataset> shards, int64_t num_virtual_s
                                 " of " + std::to_string(num_virtual_shards) + " shards, got " +
                                 std::to_string(shards.size()) + " pipelines");
   }
-  std::vector<internal::IterNodePtr> nodes;
-  for (auto& shard : shards) nodes.push_back(shard.node());
-  return IterDataset(std::make_shared<VirtualShardsNode>(std::move(nodes), num_virtual_shards,
-                                                          shard_index, shard_count));
+  return std::make_shared<VirtualShardsNode>(std::move(shards), num_virtual_shards, shard_index,
+                                             shard_count);
 }
 
-}  // namespace spelt
+}  // namespace spelt::internal

@@ -57,6 +57,11 @@ class WindowShuffleMapNode final : public IndexMapNode {
 };
 
 constexpr const char* kIterName = "WindowShuffleIterDataset";
+// State keys (Grain's WindowShuffleIterDataset): the parent's state before the window, the
+// window's number, the elements of it already returned.
+constexpr char kWindowStartStateKey[] = "parent_window_start_state";
+constexpr char kWindowIndexKey[] = "window_index";
+constexpr char kPosInWindowKey[] = "pos_in_window";
 
 class WindowShuffleIterator final : public DatasetIterator {
  public:
@@ -91,19 +96,19 @@ class WindowShuffleIterator final : public DatasetIterator {
 
   void StartPrefetch() override { parent_->StartPrefetch(); }
   State GetState() const override {
-    return State{{"parent_window_start_state", window_start_state_},
-                 {"window_index", window_index_},
-                 {"pos_in_window", pos_in_window_}};
+    return State{{kWindowStartStateKey, window_start_state_},
+                 {kWindowIndexKey, window_index_},
+                 {kPosInWindowKey, pos_in_window_}};
   }
 
   void SetState(const State& state) override {
-    const int64_t window_index = StateInt(state, "window_index", kIterName);
-    const int64_t pos = StateInt(state, "pos_in_window", kIterName);
+    const int64_t window_index = StateInt(state, kWindowIndexKey, kIterName);
+    const int64_t pos = StateInt(state, kPosInWindowKey, kIterName);
     if (window_index < 0 || pos < 0) {
       throw std::invalid_argument(std::string(kIterName) +
                                   ": window_index and pos_in_window must be non-negative");
     }
-    const State& start = StateField(state, "parent_window_start_state", kIterName);
+    const State& start = StateField(state, kWindowStartStateKey, kIterName);
     parent_->SetState(start);
     window_start_state_ = start;
     window_index_ = window_index;

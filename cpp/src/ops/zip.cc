@@ -100,10 +100,10 @@ class ZipIterator final : public DatasetIterator {
   State GetState() const override {
     State parents = State::array();
     for (const auto& p : parents_) parents.push_back(p->GetState());
-    return State{{"parents", std::move(parents)}};
+    return State{{kParentsKey, std::move(parents)}};
   }
   void SetState(const State& state) override {
-    const State& parents = StateField(state, "parents", "ZipIterDataset");
+    const State& parents = StateField(state, kParentsKey, "ZipIterDataset");
     if (!parents.is_array() || parents.size() != parents_.size()) {
       throw std::invalid_argument("ZipIterDataset: state field 'parents' must be a list of " +
                                   std::to_string(parents_.size()) + " states");

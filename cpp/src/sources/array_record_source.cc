@@ -1,13 +1,17 @@
 // ArrayRecordSource (spelt/array_record_source.h).
 #include "spelt/array_record_source.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "spelt/errors.h"
 #include "spelt/read_threads.h"
 
 namespace spelt {
+namespace {
+
+constexpr const char* kName = "ArrayRecordSource";
+
+}  // namespace
 
 ArrayRecordSource::ArrayRecordSource(std::vector<std::string> paths,
                                      ArrayRecordReaderOptions options, std::string repr,
@@ -16,25 +20,14 @@ ArrayRecordSource::ArrayRecordSource(std::vector<std::string> paths,
   if (paths_.empty()) throw std::invalid_argument("ArrayRecordSource: no files given");
   for (const std::string& path : paths_) {
     readers_.push_back(ArrayRecordReader::Open(path, options, fs));
-    starts_.push_back(total_);
-    total_ += static_cast<int64_t>(readers_.back()->NumRecords());
+    index_.AddFile(static_cast<int64_t>(readers_.back()->NumRecords()));
   }
-}
-
-std::pair<size_t, uint64_t> ArrayRecordSource::Locate(int64_t index) const {
-  if (index < 0 || index >= total_) {
-    throw std::out_of_range("ArrayRecordSource: record key " + std::to_string(index) +
-                            " out of range [0, " + std::to_string(total_) + ")");
-  }
-  const auto it = std::upper_bound(starts_.begin(), starts_.end(), index);
-  const auto file = static_cast<size_t>(it - starts_.begin() - 1);
-  return {file, static_cast<uint64_t>(index - starts_[file])};
 }
 
 Value ArrayRecordSource::Get(int64_t index) const {
-  const auto [file, position] = Locate(index);
+  const auto [file, record] = index_.Locate(index, kName);
   try {
-    return Value::Bytes(readers_[file]->ReadRecord(position));
+    return Value::Bytes(readers_[file]->ReadRecord(static_cast<uint64_t>(record)));
   } catch (const CorruptFileError& e) {
     throw CorruptFileError(e.path(), e.offset(), e.detail() + NamingRecord(index));
   } catch (const UnsupportedError& e) {
@@ -52,8 +45,8 @@ std::vector<std::string> ArrayRecordSource::ReadMany(std::span<const int64_t> in
   std::vector<std::vector<uint64_t>> positions(readers_.size());
   std::vector<std::vector<size_t>> slots(readers_.size());
   for (size_t i = 0; i < indices.size(); ++i) {
-    const auto [file, position] = Locate(indices[i]);
-    positions[file].push_back(position);
+    const auto [file, record] = index_.Locate(indices[i], kName);
+    positions[file].push_back(static_cast<uint64_t>(record));
     slots[file].push_back(i);
   }
   std::vector<std::string> out(indices.size());

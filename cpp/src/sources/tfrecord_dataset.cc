@@ -1,11 +1,9 @@
 // TFRecordIterDataset (spelt/tfrecord_dataset.h): a source IterNode over TFRecordReader.
-#include "spelt/tfrecord_dataset.h"
+#include "sources/tfrecord_dataset.h"
 
 #include <stdexcept>
 
-#include "core/nodes.h"
-
-namespace spelt {
+namespace spelt::internal {
 namespace {
 
 constexpr const char* kName = "TFRecordIterDataset";
@@ -21,11 +19,11 @@ class TFRecordIterator final : public DatasetIterator {
   }
 
   State GetState() const override {
-    return State{{"reader_offset", static_cast<int64_t>(reader_->Tell())}};
+    return State{{kReaderOffsetKey, static_cast<int64_t>(reader_->Tell())}};
   }
 
   void SetState(const State& state) override {
-    const int64_t offset = internal::StateInt(state, "reader_offset", kName);
+    const int64_t offset = StateInt(state, kReaderOffsetKey, kName);
     if (offset < 0) {
       throw std::invalid_argument(std::string(kName) + ": negative reader_offset " +
                                   std::to_string(offset));
@@ -59,9 +57,9 @@ class TFRecordNode final : public IterNode {
 
 }  // namespace
 
-IterDataset TFRecordIterDataset(std::string path, std::optional<TFRecordCompression> compression,
-                                FileSystemPtr fs) {
-  return IterDataset(std::make_shared<TFRecordNode>(std::move(path), compression, std::move(fs)));
+IterNodePtr MakeTFRecordNode(std::string path, std::optional<TFRecordCompression> compression,
+                             FileSystemPtr fs) {
+  return std::make_shared<TFRecordNode>(std::move(path), compression, std::move(fs));
 }
 
-}  // namespace spelt
+}  // namespace spelt::internal

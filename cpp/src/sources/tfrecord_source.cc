@@ -1,7 +1,6 @@
 // TFRecordSource (spelt/tfrecord_source.h).
 #include "spelt/tfrecord_source.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include "spelt/tfrecord.h"
@@ -51,21 +50,15 @@ TFRecordSource::TFRecordSource(std::vector<std::string> paths, std::string repr,
     }
     f->offsets = internal::tfrecord::IndexRecords(*f->file, file_progress);
     done_before += f->file->size();
-    starts_.push_back(total_);
-    total_ += static_cast<int64_t>(f->offsets.size() - 1);
+    index_.AddFile(static_cast<int64_t>(f->offsets.size() - 1));
   }
 }
 
 TFRecordSource::~TFRecordSource() = default;
 
 TFRecordSource::Location TFRecordSource::Locate(int64_t index) const {
-  if (index < 0 || index >= total_) {
-    throw std::out_of_range("TFRecordSource: record key " + std::to_string(index) +
-                            " out of range [0, " + std::to_string(total_) + ") of " + repr_);
-  }
-  const auto it = std::upper_bound(starts_.begin(), starts_.end(), index);
-  const auto f = static_cast<size_t>(it - starts_.begin() - 1);
-  const auto j = static_cast<size_t>(index - starts_[f]);
+  const auto [f, record] = index_.Locate(index, "TFRecordSource", repr_);
+  const auto j = static_cast<size_t>(record);
   const std::vector<uint64_t>& offsets = files_[f]->offsets;
   return {f, offsets[j], offsets[j + 1] - offsets[j] - kHeaderSize - kFooterSize};
 }
@@ -80,7 +73,7 @@ void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* o
                              const std::string* bytes) const {
   const Location start = Locate(first);
   const File& f = *files_[start.file];
-  const uint64_t end = f.offsets[static_cast<size_t>(first - starts_[start.file] + count)];
+  const uint64_t end = f.offsets[static_cast<size_t>(first - index_.Start(start.file) + count)];
   if (count == 1 && bytes == nullptr) {  // straight into the record's own memory: one copy
     std::string record(start.length + kFooterSize, '\0');
     f.file->ReadAt(start.offset + kHeaderSize, record.data(), record.size());
@@ -103,7 +96,7 @@ void TFRecordSource::ReadRun(int64_t first, int64_t count, std::vector<Value>* o
     bytes = &read;
   }
   for (int64_t k = 0; k < count; ++k) {
-    const size_t j = static_cast<size_t>(first - starts_[start.file] + k);
+    const size_t j = static_cast<size_t>(first - index_.Start(start.file) + k);
     const uint64_t at = f.offsets[j] - start.offset + kHeaderSize;
     const uint64_t length = f.offsets[j + 1] - f.offsets[j] - kHeaderSize - kFooterSize;
     const std::string_view payload(bytes->data() + at, length);
@@ -120,10 +113,10 @@ std::vector<TFRecordSource::Run> TFRecordSource::PlanRuns(std::span<const int64_
   while (i < indices.size()) {
     // The longest run of consecutive keys in one file, up to kMaxRunBytes.
     const Location start = Locate(indices[i]);
-    const int64_t file_end = start.file + 1 < starts_.size() ? starts_[start.file + 1] : total_;
+    const int64_t file_end = index_.End(start.file);
     const std::vector<uint64_t>& offsets = files_[start.file]->offsets;
     const auto end_of = [&](int64_t key) {
-      return offsets[static_cast<size_t>(key - starts_[start.file]) + 1];
+      return offsets[static_cast<size_t>(key - index_.Start(start.file)) + 1];
     };
     size_t n = 1;
     while (i + n < indices.size() && indices[i + n] == indices[i] + static_cast<int64_t>(n) &&
@@ -144,7 +137,7 @@ std::vector<std::string> TFRecordSource::FetchRuns(std::span<const int64_t> indi
     const int64_t first = indices[runs[r].begin];
     const Location start = Locate(first);
     const std::vector<uint64_t>& offsets = files_[start.file]->offsets;
-    const uint64_t end = offsets[static_cast<size_t>(first - starts_[start.file] + runs[r].count)];
+    const uint64_t end = offsets[static_cast<size_t>(first - index_.Start(start.file) + runs[r].count)];
     bytes[r].resize(end - start.offset);
     by_file[start.file].push_back({start.offset, end - start.offset, bytes[r].data()});
   }

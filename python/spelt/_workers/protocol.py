@@ -80,7 +80,7 @@ def unpack_error(packed: tuple[bytes, str], where: str | None = None) -> BaseExc
 
 
 def pickle_element(value: Any, in_band: bool) -> tuple[bytes, list[memoryview]]:
-    """(pickle, out-of-band buffers) of an element that has no native encoding (``ChunkWriter.add``
+    """(pickle, out-of-band buffers) of an element that has no tagged encoding (``ChunkWriter.add``
     calls it): protocol 5, buffers of IN_BAND_BYTES or more out of band unless `in_band`.
     ``pickle`` first, cloudpickle if that fails. Raises if neither can pickle it."""
     buffers: list[memoryview] = []

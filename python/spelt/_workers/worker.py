@@ -7,7 +7,7 @@ MapDataset (dataset_size bytes), then the pickled worker_init_fn (init_size byte
 gate, says it is ready, and answers requests in order (protocol.py) until the consumer closes
 the socket. A chunk is computed and stored into the arena by the engine in one call
 (``MapDataset.compute_chunk_into`` with the arena's ``_core.ChunkWriter``: one call per request,
-or per piece of about 1 MiB when elements are large): elements with a native form are encoded
+or per piece of about 1 MiB when elements are large): elements with a tagged form are encoded
 from the engine's values and never become Python objects; the others are pickled.
 
 A worker exits by itself when the consumer process ends, however it ends: the socket reaches
@@ -87,7 +87,7 @@ def _compute(node: Any, arena: Any, begin: int, count: int, piece: int) -> tuple
     `error` is the exception of the element after those in the record, or None."""
     writer = arena.writer()
     for first in range(begin, begin + count, piece):
-        # One call computes the piece and stores it (elements with a native form never become
+        # One call computes the piece and stores it (elements with a tagged form never become
         # Python objects); a pickling error comes first, the compute error being for a later
         # element.
         stored, error, pickle_failed = node.compute_chunk_into(

@@ -17,6 +17,17 @@ from spelt import dataset_options
 from spelt import element_spec
 
 
+# The keys of the engine's state (spelt/interleave.h).
+_CYCLE_INDEX, _NEXT_DATASET, _INDICES, _STATES, _EXHAUSTED, _FUTURE = (
+    _core.INTERLEAVE_NEXT_INDEX_IN_CYCLE_KEY,
+    _core.INTERLEAVE_NEXT_INDEX_IN_DATASETS_KEY,
+    _core.INTERLEAVE_ITERATORS_IN_USE_INDICES_KEY,
+    _core.INTERLEAVE_ITERATORS_IN_USE_STATES_KEY,
+    _core.INTERLEAVE_EXHAUSTED_KEY,
+    _core.INTERLEAVE_FUTURE_STATES_KEY,
+)
+
+
 def _dataset_node(datasets: Any, index: int) -> Any:
     """The engine node of ``datasets[index]``: an IterDataset's, or a MapDataset's
     ``to_iter_dataset()`` (as Grain reads a MapDataset), with the filter thresholds that its own
@@ -54,7 +65,7 @@ def _iter_dataset(datasets: Any, index: int) -> _base.IterDataset:
     return ds.to_iter_dataset() if isinstance(ds, _base.MapDataset) else ds
 
 
-class InterleaveDatasetIterator(_base.NativeDatasetIterator):
+class InterleaveDatasetIterator(_base.EngineDatasetIterator):
     """The iterator of an InterleaveIterDataset: the engine's, whose state has Grain's keys
     (``future_states`` keyed by int dataset index: cpp/python/py_state.h), with Grain's
     per-dataset ("shard") state management for elastic restores (``get_shard_states`` /
@@ -77,8 +88,8 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
         """One ``{"exhausted": 0/1, "state": ...}`` per dataset (Grain's layout): the datasets
         in the cycle with their states, the others at their start (or future) state."""
         state = self.get_state()
-        future, first_unopened = state["future_states"], state["next_index_in_datasets"]
-        indices = state["iterators_in_use_indices"]
+        future, first_unopened = state[_FUTURE], state[_NEXT_DATASET]
+        indices = state[_INDICES]
         shards: list[Any] = [None] * len(self._datasets)
         for i in range(len(shards)):
             if i >= first_unopened:
@@ -86,9 +97,7 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
                 shards[i] = {"exhausted": 0, "state": start}
             elif i not in indices:  # exhausted and out of the cycle
                 shards[i] = {"exhausted": 1, "state": self._start_state(i)}
-        for index, it_state, exhausted in zip(
-            indices, state["iterators_in_use_states"], state["exhausted"]
-        ):
+        for index, it_state, exhausted in zip(indices, state[_STATES], state[_EXHAUSTED]):
             shards[index] = {"exhausted": exhausted, "state": it_state}
         return shards
 
@@ -119,12 +128,12 @@ class InterleaveDatasetIterator(_base.NativeDatasetIterator):
         next_in_datasets = max(indices) + 1 if indices else 0
         self.set_state(
             {
-                "next_index_in_cycle": 0,
-                "next_index_in_datasets": next_in_datasets,
-                "iterators_in_use_indices": indices,
-                "iterators_in_use_states": states,
-                "exhausted": exhausted,
-                "future_states": future,
+                _CYCLE_INDEX: 0,
+                _NEXT_DATASET: next_in_datasets,
+                _INDICES: indices,
+                _STATES: states,
+                _EXHAUSTED: exhausted,
+                _FUTURE: future,
             }
         )
 

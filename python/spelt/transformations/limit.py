@@ -11,8 +11,6 @@ class LimitIterDataset(_base.ParentSpec, _base.IterDataset):
     """The first ``count`` elements of ``parent``. State: ``{"parent", "count_elements_read"}``.
     ValueError if count <= 0 (Grain's message)."""
 
-    _COUNT = "count_elements_read"
-
     def __init__(self, parent: _base.IterDataset, count: int):
         super().__init__(parent)
         self._count = _args.int_arg(count, "count")

@@ -41,7 +41,7 @@ class ThreadPrefetchIterDataset(_base.ParentSpec, _base.IterDataset):
         return f"ThreadPrefetchIterDataset(prefetch_buffer_size={self._prefetch_buffer_size})"
 
 
-class ThreadPrefetchDatasetIterator(_base.NativeDatasetIterator):
+class ThreadPrefetchDatasetIterator(_base.EngineDatasetIterator):
     """Reads ``parent`` (any iterator with ``get_state()`` and ``set_state()``) ahead on a
     thread, up to ``prefetch_buffer_size`` elements, with ThreadPrefetchIterDataset's state and
     restore rules. ``close()`` closes the parent too. ValueError if prefetch_buffer_size < 0."""
