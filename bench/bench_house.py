@@ -166,21 +166,23 @@ def run_h1(g: Any, rounds: int) -> dict[str, float]:
             return self._spin(element)
 
     def make():
-        sampler = g.samplers.IndexSampler(
-            num_records=len(source),
-            shuffle=True,
-            seed=0,
-            num_epochs=1,
-            shard_options=g.sharding.NoSharding(),
-        )
-        return g.DataLoader(
-            data_source=source,
-            sampler=sampler,
-            operations=[SpinMap(), g.transforms.Batch(64)],
-            worker_count=2,
-        )
+        return _shuffled_loader(g, source, [SpinMap(), g.transforms.Batch(64)], worker_count=2)
 
     return _timed_epoch(make, _rows, H12_RECORDS // 64, steady=True)
+
+
+def _shuffled_loader(g: Any, source: Any, operations: list[Any], worker_count: int) -> Any:
+    """One epoch of `source`, shuffled (seed 0), through `operations`."""
+    sampler = g.samplers.IndexSampler(
+        num_records=len(source),
+        shuffle=True,
+        seed=0,
+        num_epochs=1,
+        shard_options=g.sharding.NoSharding(),
+    )
+    return g.DataLoader(
+        data_source=source, sampler=sampler, operations=operations, worker_count=worker_count
+    )
 
 
 def _map_cpu_us(rounds: int) -> float:
@@ -208,18 +210,7 @@ def run_h2(g: Any, rounds: int) -> dict[str, float]:
 def run_h3(g: Any) -> dict[str, float]:
     array = np.random.default_rng(0).integers(0, 256, H3_SHAPE, np.uint8)
     faces = {
-        "DataLoader": lambda: g.DataLoader(
-            data_source=array,
-            sampler=g.samplers.IndexSampler(
-                num_records=len(array),
-                shuffle=True,
-                seed=0,
-                num_epochs=1,
-                shard_options=g.sharding.NoSharding(),
-            ),
-            operations=[g.transforms.Batch(128)],
-            worker_count=0,
-        ),
+        "DataLoader": lambda: _shuffled_loader(g, array, [g.transforms.Batch(128)], 0),
         "to_iter_dataset().batch": lambda: (
             g.MapDataset.source(array).seed(0).shuffle().to_iter_dataset().batch(128)
         ),
