@@ -26,12 +26,17 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence, runtime_checkab
 from spelt import sharding
 
 
+def as_path(directory: Any) -> Any:
+    """``directory`` as a path object (a ``str`` or ``os.PathLike`` becomes a pathlib.Path)."""
+    if isinstance(directory, (str, bytes)) or not hasattr(directory, "__truediv__"):
+        return pathlib.Path(os.fsdecode(directory))
+    return directory
+
+
 def state_file(directory: Any) -> Any:
     """The path of this process's state file in ``directory``."""
-    if isinstance(directory, (str, bytes)) or not hasattr(directory, "__truediv__"):
-        directory = pathlib.Path(os.fsdecode(directory))
     index, count = sharding.get_process_index_and_count()
-    return directory / f"process_{index}-of-{count}.json"
+    return as_path(directory) / f"process_{index}-of-{count}.json"
 
 
 def write_state(directory: Any, state: str) -> None:
