@@ -150,6 +150,26 @@ def test_get_set_state_and_string_keys_restore_the_same_host():
     assert sorted(_flat(by_shards)) == sorted(rest)
 
 
+def test_state_after_a_resize_restores_on_the_same_count():
+    """After a restore on another count that left exhausted shards out, the state (process
+    file) restores that host again: the same remaining elements, in the same order."""
+    hosts = [_elastic(i, 2) for i in range(2)]
+    for it in hosts:
+        _take(it, 9)
+    union = {k: s for it in hosts for k, s in it.get_shard_states().items()}
+    assert union[0]["exhausted"] and union[1]["exhausted"]
+    it = _elastic(0, 1)
+    it.set_shard_states(union)
+    _take(it, 2)
+    state = json.loads(json.dumps(it.get_state()))
+    assert sorted(state["spelt_exhausted_shards"]) == ["0", "1"]
+    rest = _flat(it)
+    again = _elastic(0, 1)
+    again.set_state(state)
+    assert _flat(again) == rest
+    assert again.get_shard_states()[0] == union[0]
+
+
 def test_set_shard_states_refuses_other_shards():
     it = _elastic(0, 2)
     with pytest.raises(ValueError, match=r"reads global shards \[0, 2, 4, 6\], got .*\[0, 2\]"):

@@ -9,7 +9,8 @@ whose state is global (``Redistributable``: ElasticIterator), from files that al
 ElasticIterator position (a prefetch or ``device_put`` after an ElasticIterator), or from files
 that all hold VirtualShardIterDataset states (each process takes its own virtual shards' states
 from their union); any other restore raises a ValueError naming what was saved and what is
-asked (docs/compatibility.md).
+asked (docs/compatibility.md). An ElasticIterator over an interleave of shards restores from
+per-shard files instead (``spelt._shard_checkpoint``).
 
 ``directory`` may be any path object with ``/`` and ``read_text``/``write_text``/``exists``
 (``pathlib.Path``, ``etils.epath.Path`` as Orbax passes it) or a ``str``/``os.PathLike``.

@@ -18,7 +18,9 @@ Each process writes and reads its own file, ``process_<i>-of-<n>.json`` with ``i
 Grain and Spelt are the same, so either restores the other's. An ElasticIterator's checkpoint
 also restores on another number of processes (its state is the global position), as does
 one of a prefetch or ``device_put`` after it; any other iterator's raises ValueError there
-(docs/compatibility.md, Checkpoints across process counts). The iterators' own
+(docs/compatibility.md, Checkpoints across process counts). An ElasticIterator over an
+interleave of shards also writes upstream Grain's ``shard_state_<k>.json`` per shard and
+restores from them on another process count (``spelt._shard_checkpoint``). The iterators' own
 ``save``/``load`` (Orbax's newer ``StatefulCheckpointable`` protocol) write the same files.
 """
 

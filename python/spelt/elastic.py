@@ -1,6 +1,8 @@
 """Grain's ``ElasticIterator``: a checkpoint that restores with a different number of hosts.
 
-Behaviour of grain/_src/python/dataset/elastic_iterator.py (Grain 0.2.18). The input is an
+Behaviour of grain/_src/python/dataset/elastic_iterator.py (Grain 0.2.18). An IterDataset
+built on an interleave of shards (upstream Grain after 0.2.18) is handled by
+``spelt.elastic_interleave``; what follows is the MapDataset case. The input is an
 unbatched, unsharded MapDataset ``ds``; the iterator shards and batches it itself. With
 ``global_batch_size`` B over ``shard_count`` k hosts, host i reads
 ``ds[g + i :: k]`` in batches of B // k (drop_remainder=True), where g is the global position

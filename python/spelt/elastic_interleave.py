@@ -63,6 +63,10 @@ def host_batch_size(global_batch_size: int, shard_count: int) -> int:
     return size
 
 
+# The keys of a state after a restore that left exhausted shards out (``get_state``).
+_DONE_KEY, _PIPELINE_KEY = "spelt_exhausted_shards", "spelt_pipeline_state"
+
+
 class ElasticIterDatasetIterator(_base.DatasetIterator):
     """One host's iterator of an IterDataset whose interleave is already sliced to its shards.
 
@@ -175,11 +179,24 @@ class ElasticIterDatasetIterator(_base.DatasetIterator):
         self._iterator.set_state(top)
 
     def get_state(self) -> Any:
-        """The pipeline's state (restores only this host of the same configuration)."""
-        return self._iterator.get_state()
+        """The pipeline's state, which restores this host of the same configuration (as
+        upstream's). After a ``set_shard_states`` that left exhausted shards out of the
+        interleave: ``{"spelt_exhausted_shards": {str(global index): state},
+        "spelt_pipeline_state": the pipeline's state}`` (Spelt only)."""
+        state = self._iterator.get_state()
+        if not self._done:
+            return state
+        return {_DONE_KEY: {str(k): s for k, s in self._done.items()}, _PIPELINE_KEY: state}
 
     def set_state(self, state: Any) -> None:
-        self._iterator.set_state(state)
+        """Restores a ``get_state()`` of this host (same shard options)."""
+        done = state.get(_DONE_KEY) if isinstance(state, dict) else None
+        done = {} if done is None else {int(k): s for k, s in done.items()}
+        if done != self._done:
+            _base.close_keeping_sources(self._iterator)
+            self._done = done
+            self._start([k for k in self._global if k not in done])
+        self._iterator.set_state(state[_PIPELINE_KEY] if done else state)
 
     def start_prefetch(self) -> None:
         self._iterator.start_prefetch()

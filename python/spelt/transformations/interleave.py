@@ -241,9 +241,14 @@ class InterleaveIterDataset(_base.IterDataset):
     def select(self, indices: Sequence[int]) -> InterleaveIterDataset:
         """A copy interleaving only ``datasets[j]`` for j in ``indices``, in that order (a
         lazy MapDataset of datasets is read for them)."""
-        selected = _base.with_parents(self, self.parents)
-        selected._datasets = [self._datasets[j] for j in indices]
-        return selected
+        threads, make_buffer, buffer = self._options
+        return InterleaveIterDataset(
+            [self._datasets[j] for j in indices],
+            cycle_length=self._cycle_length,
+            num_make_iter_threads=threads,
+            make_iter_buffer_size=make_buffer,
+            iter_buffer_size=buffer,
+        )
 
     def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
         """Keeps ``datasets[sl]`` (Grain's sharding of an interleave; mutates this dataset)."""
