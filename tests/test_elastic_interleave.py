@@ -37,8 +37,15 @@ def _shards():
 ALL = sorted(x for s in range(NUM_SHARDS) for x in range(100 * s, 100 * s + 3 + s))
 
 
-def _elastic(index, count, global_batch_size=0, cycle_length=2):
-    ds = spelt.experimental.InterleaveIterDataset(_shards(), cycle_length=cycle_length)
+def _lazy_shards():
+    """The shards of ``_shards`` as a lazy MapDataset of datasets."""
+    return spelt.MapDataset.range(NUM_SHARDS).map(
+        lambda s: spelt.MapDataset.range(100 * s, 100 * s + 3 + s).to_iter_dataset()
+    )
+
+
+def _elastic(index, count, global_batch_size=0, cycle_length=2, shards=_shards):
+    ds = spelt.experimental.InterleaveIterDataset(shards(), cycle_length=cycle_length)
     return spelt.experimental.ElasticIterator(
         ds.map(lambda x: x + 0), global_batch_size, sharding.ShardOptions(index, count)
     )
@@ -119,8 +126,8 @@ def test_errors_are_upstreams():
 
 
 def test_requires_an_interleave():
-    """A source that slices but has no interleave above it (here a Parquet-like set_slice
-    dataset is not at hand: an interleave-free pipeline of a sliceable source)."""
+    """A pipeline of a source that slices itself (``set_slice``, as a Parquet dataset) but
+    has no interleave."""
 
     class Sliceable(spelt.IterDataset):
         def __init__(self):
@@ -179,10 +186,11 @@ def test_set_shard_states_refuses_other_shards():
 RESIZES = [(2, 1), (1, 2), (2, 3), (3, 2), (3, 1)]
 
 
+@pytest.mark.parametrize("shards", [_shards, _lazy_shards])
 @pytest.mark.parametrize("steps", [3, 9])  # after 9 steps, exhausted shards are out of the cycle
 @pytest.mark.parametrize("before, after", RESIZES)
-def test_shard_states_redistribute_every_element_once(before, after, steps):
-    hosts = [_elastic(i, before, global_batch_size=before) for i in range(before)]
+def test_shard_states_redistribute_every_element_once(before, after, steps, shards):
+    hosts = [_elastic(i, before, before, shards=shards) for i in range(before)]
     read = [_take(it, steps) for it in hosts]
     assert any(s["exhausted"] for it in hosts for s in it.get_shard_states().values()) == (
         steps == 9
@@ -192,7 +200,7 @@ def test_shard_states_redistribute_every_element_once(before, after, steps):
         union.update(it.get_shard_states())
     assert sorted(union) == list(range(NUM_SHARDS))
     for i in range(after):
-        it = _elastic(i, after, global_batch_size=after)
+        it = _elastic(i, after, after, shards=shards)
         it.set_shard_states({k: s for k, s in union.items() if k % after == i})
         read.append(_flat(it))
     _assert_once(*read)

@@ -118,8 +118,10 @@ class ElasticIterDatasetIterator(_base.DatasetIterator):
     def _start(self, active: list[int]) -> None:
         """(Re)builds the pipeline with an interleave of the shards ``active`` (global
         indices, a subset of this host's) alone."""
-        local = [self._global.index(k) for k in active]
-        interleaved = self._interleave.select(local)
+        interleaved = self._interleave
+        if active != self._global:  # (a lazy MapDataset of datasets stays lazy otherwise)
+            local = {k: j for j, k in enumerate(self._global)}
+            interleaved = interleaved.select([local[k] for k in active])
 
         def visit(node: Any, descend: Any) -> Any:
             return interleaved if node is self._interleave else descend(node)
