@@ -210,10 +210,7 @@ class ElasticIterator(dataset.IterDataset):
         self._ds = multithread_prefetch.sliced(
             ds, shard_options.shard_index, shard_options.shard_count, False
         )
-        if elastic_interleave.find_interleave(self._ds) is None:
-            raise ValueError(
-                "ElasticIterDatasetIterator requires an InterleaveIterDataset in the dataset graph."
-            )
+        elastic_interleave.find_interleave(self._ds)  # ValueError if there is none
         if global_batch_size > 0:
             elastic_interleave.host_batch_size(global_batch_size, shard_options.shard_count)
 

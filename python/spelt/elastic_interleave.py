@@ -26,15 +26,18 @@ from spelt import sharding
 from spelt.transformations import interleave
 
 
-def find_interleave(ds: Any) -> interleave.InterleaveIterDataset | None:
-    """The first InterleaveIterDataset met walking up from ``ds`` through its parents."""
+def find_interleave(ds: Any) -> interleave.InterleaveIterDataset:
+    """The first InterleaveIterDataset met walking up from ``ds`` through its parents;
+    ValueError (upstream's message) if there is none."""
     to_check = [ds]
     while to_check:
         node = to_check.pop(0)
         if isinstance(node, interleave.InterleaveIterDataset):
             return node
         to_check.extend(p for p in node.parents if isinstance(p, _base.IterDataset))
-    return None
+    raise ValueError(
+        "ElasticIterDatasetIterator requires an InterleaveIterDataset in the dataset graph."
+    )
 
 
 def _find_interleave_state(state: Any) -> dict[str, Any] | None:
@@ -98,10 +101,6 @@ class ElasticIterDatasetIterator(_base.DatasetIterator):
     ):
         super().__init__()
         found = find_interleave(parent)
-        if found is None:
-            raise ValueError(
-                "ElasticIterDatasetIterator requires an InterleaveIterDataset in the dataset graph."
-            )
         self._pipeline, self._interleave = parent, found
         self._shard_options = shard_options
         self._read_options = read_options
