@@ -137,8 +137,12 @@ def test_bad_arguments():
         spelt.experimental.ElasticIterator(ds, 6, spelt.sharding.ShardOptions(0, 4))
     with pytest.raises(ValueError, match="positive"):
         spelt.experimental.ElasticIterator(ds, 0, spelt.sharding.NoSharding())
-    with pytest.raises(TypeError, match="MapDataset"):
+    # An IterDataset needs an interleave of shards (tests/test_elastic_interleave.py); a
+    # to_iter_dataset (prefetch) is refused as upstream does.
+    with pytest.raises(ValueError, match="zip, mix or prefetch"):
         spelt.experimental.ElasticIterator(ds.to_iter_dataset(), 2, spelt.sharding.NoSharding())
+    with pytest.raises(TypeError, match="needs a dataset"):
+        spelt.experimental.ElasticIterator(list(range(10)), 2, spelt.sharding.NoSharding())
     it = spelt.experimental.ElasticIterator(ds, 2, spelt.sharding.NoSharding())
     for bad in ({"next_index": 3}, {"global_next_index": -2}, [4]):
         with pytest.raises(ValueError, match="global_next_index"):

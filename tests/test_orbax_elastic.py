@@ -8,7 +8,9 @@ would write into one item directory are gathered there. An ElasticIterator saved
 processes restores on M: across the union of the processes every element of the dataset is
 read exactly once, in the order of the new configuration. So is every output of a
 VirtualShardIterDataset (a filtered mix over 12 virtual shards, processes saving at different
-steps). Any other iterator raises a ValueError that names what was saved and what is asked.
+steps), and so is every element of an ElasticIterator over an interleave of shards (its
+shard_state_<k>.json files). Any other iterator raises a ValueError that names what was
+saved and what is asked.
 """
 
 import json
@@ -62,6 +64,15 @@ def _virtual(g, index, count):
     return iter(ds)
 
 
+def _interleave(g, index, count):
+    """An ElasticIterator over an interleave of 6 shards (upstream Grain after 0.2.18, Spelt
+    only here): its checkpoint has a shard_state_<k>.json per shard, which any process count
+    restores (tests/test_elastic_interleave.py)."""
+    shards = [g.MapDataset.range(LENGTH)[s::6].to_iter_dataset() for s in range(6)]
+    ds = g.experimental.InterleaveIterDataset(shards, cycle_length=2)
+    return g.experimental.ElasticIterator(ds, GLOBAL_BATCH, g.sharding.ShardOptions(index, count))
+
+
 def _plain(g, index, count):
     return iter(_dataset(g)[index::count].to_iter_dataset())
 
@@ -99,12 +110,15 @@ def _step(action, lib, api, index, count, directory):
     items = {"elastic": elastic_item, "plain": plain, "device_put": device_put}
     if lib == "spelt":
         items["virtual"] = _virtual(g, index, count)
+        interleaved = _interleave(g, index, count)
+        items["interleave"] = iter(interleaved) if api == "v1" else interleaved
     if action == "save":
         before = {"elastic": _flat(next(elastic_item) for _ in range(STEPS_BEFORE))}
         before["plain"] = [int(next(plain)) for _ in range(STEPS_BEFORE)]
         before["device_put"] = _flat(next(device_put) for _ in range(STEPS_BEFORE))
         if lib == "spelt":  # the processes save at different steps
             before["virtual"] = _flat(next(items["virtual"]) for _ in range(STEPS_BEFORE + index))
+            before["interleave"] = _flat(next(items["interleave"]) for _ in range(STEPS_BEFORE))
         if api == "v1":
             ocp.experimental.v1.save_checkpointables(directory, items)
         else:
@@ -149,7 +163,9 @@ def _save(lib, api, count, tmp_path):
     before = []
     for index in range(count):
         before.append(_run("save", lib, api, index, count, tmp_path / f"p{index}"))
-        for state in (tmp_path / f"p{index}").rglob(f"process_{index}-of-{count}.json"):
+        written = tmp_path / f"p{index}"
+        files = [*written.rglob(f"process_{index}-of-{count}.json")]
+        for state in files + [*written.rglob("shard_state_*.json")]:
             target = tmp_path / "p0" / state.relative_to(tmp_path / f"p{index}")
             if index:
                 shutil.copy(state, target)
@@ -180,6 +196,13 @@ def _assert_virtual_once(before, outs):
     assert sorted(union) == sorted(expected)
 
 
+def _assert_interleave_once(before, outs):
+    """The ElasticIterator over an interleave read every element once across the processes
+    before the save and after the restore."""
+    union = [x for out in [*before, *outs] for x in out["interleave"]]
+    assert sorted(union) == list(range(LENGTH))
+
+
 def _plain_error(out, saved, index, count):
     error = out["plain"]["error"]
     assert error.startswith("ValueError: File ")
@@ -205,6 +228,7 @@ def test_two_processes_restore_on_one(tmp_path):
     error = _plain_error(out, 2, 0, 1)
     assert "process_0-of-2.json, process_1-of-2.json" in error
     _assert_virtual_once(before, [out])
+    _assert_interleave_once(before, [out])
 
 
 def test_one_process_restores_on_two(tmp_path):
@@ -218,6 +242,7 @@ def test_one_process_restores_on_two(tmp_path):
     union = before["elastic"] + outs[0]["elastic"] + outs[1]["elastic"]
     assert sorted(union) == list(range(LENGTH))
     _assert_virtual_once([before], outs)
+    _assert_interleave_once([before], outs)
 
 
 def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
@@ -231,6 +256,7 @@ def test_orbax_v1_api_two_processes_restore_on_one(tmp_path):
     assert out["device_put"] == out["elastic"]  # its own load(): no item, the files' rule
     _plain_error(out, 2, 0, 1)
     _assert_virtual_once(before, [out])
+    _assert_interleave_once(before, [out])
 
 
 def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
@@ -247,8 +273,10 @@ def test_grain_checkpoint_of_two_processes_restores_in_spelt_on_one(tmp_path):
             assert out["elastic"] == _elastic_order(index, 2, GLOBAL_BATCH * STEPS_BEFORE), lib
             assert out["device_put"] == out["elastic"], lib
             assert out["plain"] == list(_dataset_list()[index::2][STEPS_BEFORE:]), lib
-    # The same pipelines read the same elements in both (Grain has no VirtualShardIterDataset).
-    assert before == [{k: v for k, v in b.items() if k != "virtual"} for b in spelt_before]
+    # The same pipelines read the same elements in both (Grain 0.2.18 has no
+    # VirtualShardIterDataset, nor an ElasticIterator over an IterDataset).
+    spelt_only = ("virtual", "interleave")
+    assert before == [{k: v for k, v in b.items() if k not in spelt_only} for b in spelt_before]
     grain_out = _run("restore", "grain", "manager", 0, 1, directory)
     for name in ("elastic", "device_put"):
         assert "process_0-of-1.json does not exist" in grain_out[name]["error"]

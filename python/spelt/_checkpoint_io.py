@@ -9,7 +9,8 @@ whose state is global (``Redistributable``: ElasticIterator), from files that al
 ElasticIterator position (a prefetch or ``device_put`` after an ElasticIterator), or from files
 that all hold VirtualShardIterDataset states (each process takes its own virtual shards' states
 from their union); any other restore raises a ValueError naming what was saved and what is
-asked (docs/compatibility.md).
+asked (docs/compatibility.md). An ElasticIterator over an interleave of shards restores from
+per-shard files instead (``spelt._shard_checkpoint``).
 
 ``directory`` may be any path object with ``/`` and ``read_text``/``write_text``/``exists``
 (``pathlib.Path``, ``etils.epath.Path`` as Orbax passes it) or a ``str``/``os.PathLike``.
@@ -26,12 +27,17 @@ from typing import Any, Awaitable, Callable, Protocol, Sequence, runtime_checkab
 from spelt import sharding
 
 
+def as_path(directory: Any) -> Any:
+    """``directory`` as a path object (a ``str`` or ``os.PathLike`` becomes a pathlib.Path)."""
+    if isinstance(directory, (str, bytes)) or not hasattr(directory, "__truediv__"):
+        return pathlib.Path(os.fsdecode(directory))
+    return directory
+
+
 def state_file(directory: Any) -> Any:
     """The path of this process's state file in ``directory``."""
-    if isinstance(directory, (str, bytes)) or not hasattr(directory, "__truediv__"):
-        directory = pathlib.Path(os.fsdecode(directory))
     index, count = sharding.get_process_index_and_count()
-    return directory / f"process_{index}-of-{count}.json"
+    return as_path(directory) / f"process_{index}-of-{count}.json"
 
 
 def write_state(directory: Any, state: str) -> None:

@@ -18,7 +18,9 @@ Each process writes and reads its own file, ``process_<i>-of-<n>.json`` with ``i
 Grain and Spelt are the same, so either restores the other's. An ElasticIterator's checkpoint
 also restores on another number of processes (its state is the global position), as does
 one of a prefetch or ``device_put`` after it; any other iterator's raises ValueError there
-(docs/compatibility.md, Checkpoints across process counts). The iterators' own
+(docs/compatibility.md, Checkpoints across process counts). An ElasticIterator over an
+interleave of shards also writes upstream Grain's ``shard_state_<k>.json`` per shard and
+restores from them on another process count (``spelt._shard_checkpoint``). The iterators' own
 ``save``/``load`` (Orbax's newer ``StatefulCheckpointable`` protocol) write the same files.
 """
 
@@ -30,8 +32,10 @@ import json
 from typing import Any
 
 from spelt import _checkpoint_io
+from spelt import _shard_checkpoint
 from spelt import dataset
 from spelt import elastic
+from spelt import elastic_interleave
 
 __all__ = ["CheckpointHandler"]
 
@@ -49,8 +53,12 @@ class CheckpointHandler:
         """Writes ``item`` (or ``args.item``)'s state to ``directory/process_<i>-of-<n>.json``.
 
         ``item`` is for Orbax's older API (Grain's). A ``DatasetIterator``'s state dict is
-        written as JSON (indent 4); a ``DataLoaderIterator``'s state is already JSON bytes."""
+        written as JSON (indent 4); a ``DataLoaderIterator``'s state is already JSON bytes. An
+        ElasticIterator over an interleave of shards (or its iterator) also writes
+        ``shard_state_<k>.json`` for each global shard k it reads (upstream's layout)."""
         item = _item(item, args)
+        if _has_shard_states(item):
+            _shard_checkpoint.save_shard_states(directory, item.get_shard_states())
         if isinstance(item, _JSON_STATE):
             state = json.dumps(item.get_state(), indent=4)
         else:
@@ -64,11 +72,17 @@ class CheckpointHandler:
         A checkpoint written by another number of processes restores into an ElasticIterator
         (or its iterator), whose state is the global position, and into any iterator from
         files that all hold such a position (a prefetch or ``device_put`` after an
-        ElasticIterator): every file must hold the same one. ValueError if this process's file
+        ElasticIterator): every file must hold the same one. An ElasticIterator over an
+        interleave of shards restores from the ``shard_state_<k>.json`` files of its shards
+        instead (returned without starting its prefetch, as upstream's). ValueError if this
+        process's file
         is missing and the item's state cannot be redistributed (naming the files saved and
         this process's index and count), or if the state does not fit the iterator's
         pipeline."""
         item = _item(item, args)
+        if _has_shard_states(item) and _shard_checkpoint.restores_from_shards(directory):
+            _shard_checkpoint.restore_shard_states(directory, item)
+            return item
         state = _checkpoint_io.read_state(directory, item)
         if isinstance(item, _JSON_STATE):
             item.set_state(json.loads(state))
@@ -100,6 +114,13 @@ class CheckpointHandler:
 # Items whose get_state() is a dict written as JSON; DataLoader iterators give JSON bytes. An
 # ElasticIterator (an IterDataset with the iterator methods, as Grain's) is checkpointed itself.
 _JSON_STATE = (dataset.DatasetIterator, elastic.ElasticIterator)
+
+
+def _has_shard_states(item: Any) -> bool:
+    """Whether ``item`` is an ElasticIterator over an interleave of shards (or its iterator),
+    checkpointed with one file per shard as well (``spelt._shard_checkpoint``)."""
+    base = item.base_iterator if isinstance(item, elastic.ElasticIterator) else item
+    return isinstance(base, elastic_interleave.ElasticIterDatasetIterator)
 
 
 def _item(item: Any, args: Any) -> Any:

@@ -1,6 +1,8 @@
 """Grain's ``ElasticIterator``: a checkpoint that restores with a different number of hosts.
 
-Behaviour of grain/_src/python/dataset/elastic_iterator.py (Grain 0.2.18). The input is an
+Behaviour of grain/_src/python/dataset/elastic_iterator.py (Grain 0.2.18). An IterDataset
+built on an interleave of shards (upstream Grain after 0.2.18) is handled by
+``spelt.elastic_interleave``; what follows is the MapDataset case. The input is an
 unbatched, unsharded MapDataset ``ds``; the iterator shards and batches it itself. With
 ``global_batch_size`` B over ``shard_count`` k hosts, host i reads
 ``ds[g + i :: k]`` in batches of B // k (drop_remainder=True), where g is the global position
@@ -26,9 +28,14 @@ from typing import Any, Awaitable
 from spelt import _base
 from spelt import _checkpoint_io
 from spelt import dataset
+from spelt import elastic_interleave
 from spelt import options as options_lib
 from spelt import sharding
 from spelt.transformations import filter as filter_lib
+from spelt.transformations import mix
+from spelt.transformations import multithread_prefetch
+from spelt.transformations import prefetch
+from spelt.transformations import zip as zip_lib
 
 _STATE_KEY = _checkpoint_io.POSITION_KEY
 
@@ -49,18 +56,32 @@ def _global_next_index(state: Any) -> int:
     return _checkpoint_io.position(state)
 
 
-def _host_batch_size(global_batch_size: int, shard_options: sharding.ShardOptions) -> int:
+def _check_int(global_batch_size: Any) -> None:
     if isinstance(global_batch_size, bool) or not isinstance(global_batch_size, int):
         raise TypeError(f"global_batch_size must be an int, got {type(global_batch_size).__name__}")
+
+
+def _host_batch_size(global_batch_size: int, shard_options: sharding.ShardOptions) -> int:
+    _check_int(global_batch_size)
     if global_batch_size <= 0:
         raise ValueError(f"global_batch_size must be positive, got {global_batch_size}")
-    host_batch_size, remainder = divmod(global_batch_size, shard_options.shard_count)
-    if remainder or not host_batch_size:
-        raise ValueError(
-            f"Global batch size {global_batch_size} is not divisible by"
-            f" shard count {shard_options.shard_count}."
-        )
-    return host_batch_size
+    return elastic_interleave.host_batch_size(global_batch_size, shard_options.shard_count)
+
+
+def _check_iter_transformations(ds: dataset.IterDataset) -> None:
+    """ValueError (upstream's message) if ``ds`` or an ancestor is a zip, mix or prefetch
+    (``to_iter_dataset``, ``mp_prefetch``): their states are not the interleave's."""
+    to_check = [ds]
+    while to_check:
+        node = to_check.pop()
+        if isinstance(
+            node, (zip_lib.ZipIterDataset, prefetch.PrefetchIterDataset, mix.MixedIterDataset)
+        ):
+            raise ValueError(
+                "ElasticIterator for IterDataset does not support zip, mix or"
+                " prefetch transformation yet."
+            )
+        to_check.extend(node.parents)
 
 
 class _ElasticDatasetIterator(dataset.DatasetIterator):
@@ -130,20 +151,26 @@ class ElasticIterator(dataset.IterDataset):
     """Shards and batches ``ds`` for one host so that its checkpoint restores any host count.
 
     Args:
-        ds: an unbatched, unsharded MapDataset (finite or repeated) without ``filter``.
+        ds: an unbatched, unsharded MapDataset (finite or repeated) without ``filter``, or an
+            IterDataset built on an InterleaveIterDataset of shards (upstream Grain after
+            0.2.18; ``spelt.elastic_interleave``), without zip, mix or prefetch above it.
         global_batch_size: int, elements per step over all hosts; divisible by
             ``shard_options.shard_count``. Each ``next`` returns this host's batch of
             ``global_batch_size // shard_count`` elements (stacked as ``batch`` does: leading
-            dimension of that size).
+            dimension of that size). For an IterDataset, <= 0 means no batching.
         shard_options: this host's shard (``shard_index`` of ``shard_count``).
         read_options: ReadOptions of the read-ahead (``to_iter_dataset``).
-        multiprocessing_options: if given, the host pipeline is ``mp_prefetch``-ed with them.
+        multiprocessing_options: if given, the host pipeline is ``mp_prefetch``-ed with them
+            (MapDataset only).
 
     Raises:
         ValueError: ``ds`` contains a MapDataset ``filter`` (Grain's message), or
             ``global_batch_size`` is not a positive multiple of the shard count (Grain raises
-            the latter at the first ``next``).
-        TypeError: ``global_batch_size`` is not an int.
+            the latter at the first ``next``); for an IterDataset: a zip, mix or prefetch,
+            no InterleaveIterDataset ("... requires an InterleaveIterDataset in the dataset
+            graph."), or a source that cannot be sliced.
+        NotImplementedError: ``multiprocessing_options`` with an IterDataset (upstream's).
+        TypeError: ``global_batch_size`` is not an int, or ``ds`` is not a dataset.
 
     As in Grain, ``iter()`` returns one iterator, made at the first call and kept, and the
     dataset itself has ``next``/``get_state``/``set_state``/``close``, which act on it. A host
@@ -153,7 +180,7 @@ class ElasticIterator(dataset.IterDataset):
 
     def __init__(
         self,
-        ds: dataset.MapDataset,
+        ds: dataset.MapDataset | dataset.IterDataset,
         global_batch_size: int,
         shard_options: sharding.ShardOptions,
         *,
@@ -161,15 +188,36 @@ class ElasticIterator(dataset.IterDataset):
         multiprocessing_options: options_lib.MultiprocessingOptions | None = None,
     ):
         super().__init__()
-        if not isinstance(ds, dataset.MapDataset):
-            raise TypeError(f"ElasticIterator needs a MapDataset, got {type(ds).__name__}")
+        if not isinstance(ds, (dataset.MapDataset, dataset.IterDataset)):
+            raise TypeError(f"ElasticIterator needs a dataset, got {type(ds).__name__}")
         _check_no_filter(ds)
-        self._host_batch_size = _host_batch_size(global_batch_size, shard_options)
         self._ds = ds
         self.global_batch_size = global_batch_size
         self._shard_options = shard_options
         self._read_options = read_options
         self._multiprocessing_options = multiprocessing_options
+        if isinstance(ds, dataset.MapDataset):
+            self._host_batch_size = _host_batch_size(global_batch_size, shard_options)
+            return
+        if multiprocessing_options:
+            raise NotImplementedError(
+                "ElasticIterator does not support multiprocess prefetching for IterDataset."
+            )
+        _check_int(global_batch_size)
+        _check_iter_transformations(ds)
+        # A copy whose interleave holds this host's shards i, i + k, ... (upstream slices
+        # a deep copy in place).
+        self._ds = multithread_prefetch.sliced(
+            ds, shard_options.shard_index, shard_options.shard_count, False
+        )
+        elastic_interleave.find_interleave(self._ds)  # ValueError if there is none
+        if global_batch_size > 0:
+            elastic_interleave.host_batch_size(global_batch_size, shard_options.shard_count)
+
+    @property
+    def shard_options(self) -> sharding.ShardOptions:
+        """This host's shard (``shard_index`` of ``shard_count``)."""
+        return self._shard_options
 
     def host_stream(self, global_next_index: int) -> dataset.IterDataset:
         """This host's batches from global position ``global_next_index`` on: the engine
@@ -185,42 +233,71 @@ class ElasticIterator(dataset.IterDataset):
         return stream
 
     @functools.cached_property
-    def _default_iterator(self) -> _ElasticDatasetIterator:
+    def base_iterator(
+        self,
+    ) -> _ElasticDatasetIterator | elastic_interleave.ElasticIterDatasetIterator:
+        """The iterator ``iter()`` returns (upstream's name), made at the first use."""
+        if isinstance(self._ds, dataset.IterDataset):
+            return elastic_interleave.ElasticIterDatasetIterator(
+                self._ds,
+                self.global_batch_size,
+                self._shard_options,
+                read_options=self._read_options,
+            )
         return _ElasticDatasetIterator(self)
 
+    def _shard_iterator(self, method: str) -> elastic_interleave.ElasticIterDatasetIterator:
+        if not isinstance(self._ds, dataset.IterDataset):
+            raise NotImplementedError(
+                f"{method} is only supported for IterDataset-based ElasticIterator."
+            )
+        return self.base_iterator
+
+    def get_shard_states(self) -> dict[int, Any]:
+        """``{global shard index: state}`` of the shards this host reads (IterDataset only;
+        ``ElasticIterDatasetIterator.get_shard_states``). NotImplementedError for a
+        MapDataset (upstream's)."""
+        return self._shard_iterator("get_shard_states").get_shard_states()
+
+    def set_shard_states(self, shard_states: dict[int | str, Any]) -> None:
+        """Restores this host's shards from ``{global shard index: state}`` of a checkpoint of
+        any host count (IterDataset only; ``ElasticIterDatasetIterator.set_shard_states``).
+        NotImplementedError for a MapDataset (upstream's)."""
+        self._shard_iterator("set_shard_states").set_shard_states(shard_states)
+
     def __iter__(self) -> dataset.DatasetIterator:
-        return self._default_iterator
+        return self.base_iterator
 
     def __next__(self) -> Any:
-        return next(self._default_iterator)
+        return next(self.base_iterator)
 
     def get_state(self) -> dict[str, Any]:
-        return self._default_iterator.get_state()
+        return self.base_iterator.get_state()
 
     def set_state(self, state: dict[str, Any]) -> None:
-        self._default_iterator.set_state(state)
+        self.base_iterator.set_state(state)
 
     # Orbax: the ElasticIterator itself is a checkpointable, as its iterator is.
     def merge_process_states(self, states: dict[str, str]) -> str:
         """See ``_ElasticDatasetIterator.merge_process_states``."""
-        return self._default_iterator.merge_process_states(states)
+        return self.base_iterator.merge_process_states(states)
 
     def start_prefetch(self) -> None:
         """Starts the read-ahead of the iterator ``iter()`` returns (Orbax's restore calls it)."""
-        self._default_iterator.start_prefetch()
+        self.base_iterator.start_prefetch()
 
     async def save(self, directory: Any) -> Awaitable[None]:
         """Orbax v1's checkpointable ``save`` (a coroutine) of the iterator ``iter()`` returns."""
-        return await self._default_iterator.save(directory)
+        return await self.base_iterator.save(directory)
 
     async def load(self, directory: Any) -> Awaitable[None]:
         """Orbax v1's checkpointable ``load`` (a coroutine) into the iterator ``iter()``
         returns, from a checkpoint written by any number of processes."""
-        return await self._default_iterator.load(directory)
+        return await self.base_iterator.load(directory)
 
     def close(self) -> None:
-        if "_default_iterator" in self.__dict__:
-            self._default_iterator.close()
+        if "base_iterator" in self.__dict__:
+            self.base_iterator.close()
 
     def __str__(self) -> str:
         return (

@@ -65,29 +65,32 @@ def _iter_dataset(datasets: Any, index: int) -> _base.IterDataset:
     return ds.to_iter_dataset() if isinstance(ds, _base.MapDataset) else ds
 
 
-class InterleaveDatasetIterator(_base.EngineDatasetIterator):
-    """The iterator of an InterleaveIterDataset: the engine's, whose state has Grain's keys
-    (``future_states`` keyed by int dataset index: cpp/python/py_state.h), with Grain's
-    per-dataset ("shard") state management for elastic restores (``get_shard_states`` /
-    ``set_shard_states``)."""
+# The keys of an interleave's state (Grain's).
+STATE_KEYS = frozenset((_CYCLE_INDEX, _NEXT_DATASET, _INDICES, _STATES, _EXHAUSTED, _FUTURE))
 
-    def __init__(self, it: Any, ds: InterleaveIterDataset, datasets: Any, cycle_length: int):
-        """it: the engine's iterator of ``ds``, whose ``datasets`` and ``cycle_length`` these
-        are."""
-        super().__init__(it, ds)
-        self._name = str(ds)
+
+class ShardStates:
+    """Converts an interleave's state to and from one state per dataset ("shard"; Grain's
+    per-dataset state management for elastic restores): the datasets' start states are those
+    of fresh iterators, made once each. Not thread-safe."""
+
+    def __init__(self, datasets: Any, cycle_length: int):
         self._datasets, self._cycle_length = datasets, cycle_length
         self._start_states: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        """The number of datasets (shards)."""
+        return len(self._datasets)
 
     def _start_state(self, index: int) -> Any:
         if index not in self._start_states:
             self._start_states[index] = iter(_iter_dataset(self._datasets, index)).get_state()
         return self._start_states[index]
 
-    def get_shard_states(self) -> list[dict[str, Any]]:
-        """One ``{"exhausted": 0/1, "state": ...}`` per dataset (Grain's layout): the datasets
-        in the cycle with their states, the others at their start (or future) state."""
-        state = self.get_state()
+    def split(self, state: dict[str, Any]) -> list[dict[str, Any]]:
+        """One ``{"exhausted": 0/1, "state": ...}`` per dataset of the interleave state
+        ``state`` (Grain's layout): the datasets in the cycle with their states, the others at
+        their start (or future) state."""
         future, first_unopened = state[_FUTURE], state[_NEXT_DATASET]
         indices = state[_INDICES]
         shards: list[Any] = [None] * len(self._datasets)
@@ -101,8 +104,8 @@ class InterleaveDatasetIterator(_base.EngineDatasetIterator):
             shards[index] = {"exhausted": exhausted, "state": it_state}
         return shards
 
-    def set_shard_states(self, shard_states: Sequence[dict[str, Any]]) -> None:
-        """Restores per-dataset states (from ``get_shard_states``, possibly of another
+    def join(self, shard_states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        """The interleave state of per-dataset states (from ``split``, possibly of another
         sharding): the first cycle_length datasets not exhausted fill the cycle, the others
         start from their states when opened; exhausted ones fill what is left of the cycle."""
         cycle = min(self._cycle_length, len(self._datasets))
@@ -123,19 +126,40 @@ class InterleaveDatasetIterator(_base.EngineDatasetIterator):
                 indices.append(i)
                 states.append(shard["state"])
                 exhausted.append(1)
-        # Past every dataset in the cycle, exhausted ones too: they are not opened again. (A
-        # dataset past them is not exhausted, or the cycle is full of ones that are not.)
+        # Past every dataset in the cycle, exhausted ones too: they are not opened again. An
+        # exhausted dataset out of the cycle and past it is opened again from its state, as in
+        # upstream Grain (whose split gives it its start state): ElasticIterator leaves the
+        # exhausted shards out of the interleave it restores (spelt/elastic_interleave.py).
         next_in_datasets = max(indices) + 1 if indices else 0
-        self.set_state(
-            {
-                _CYCLE_INDEX: 0,
-                _NEXT_DATASET: next_in_datasets,
-                _INDICES: indices,
-                _STATES: states,
-                _EXHAUSTED: exhausted,
-                _FUTURE: future,
-            }
-        )
+        return {
+            _CYCLE_INDEX: 0,
+            _NEXT_DATASET: next_in_datasets,
+            _INDICES: indices,
+            _STATES: states,
+            _EXHAUSTED: exhausted,
+            _FUTURE: future,
+        }
+
+
+class InterleaveDatasetIterator(_base.EngineDatasetIterator):
+    """The iterator of an InterleaveIterDataset: the engine's, whose state has Grain's keys
+    (``future_states`` keyed by int dataset index: cpp/python/py_state.h), with Grain's
+    per-dataset ("shard") state management for elastic restores (``get_shard_states`` /
+    ``set_shard_states``)."""
+
+    def __init__(self, it: Any, ds: InterleaveIterDataset):
+        """it: the engine's iterator of ``ds``."""
+        super().__init__(it, ds)
+        self._name = str(ds)
+        self._shards = ds.shard_states()
+
+    def get_shard_states(self) -> list[dict[str, Any]]:
+        """One ``{"exhausted": 0/1, "state": ...}`` per dataset (``ShardStates.split``)."""
+        return self._shards.split(self.get_state())
+
+    def set_shard_states(self, shard_states: Sequence[dict[str, Any]]) -> None:
+        """Restores per-dataset states (``ShardStates.join``)."""
+        self.set_state(self._shards.join(shard_states))
 
     def __str__(self) -> str:
         return self._name.replace("InterleaveIterDataset", "InterleaveDatasetIterator")
@@ -203,12 +227,28 @@ class InterleaveIterDataset(_base.IterDataset):
 
     def __iter__(self) -> InterleaveDatasetIterator:
         it = self.engine_node.make_iterator()
-        return InterleaveDatasetIterator(it, self, self._datasets, self._cycle_length)
+        return InterleaveDatasetIterator(it, self)
+
+    def shard_states(self) -> ShardStates:
+        """The converter of this interleave's states to and from per-dataset states."""
+        return ShardStates(self._datasets, self._cycle_length)
 
     @property
     def _element_spec(self) -> Any:
         # The first dataset's, as Grain's (the datasets are assumed to be alike).
         return element_spec.get_element_spec(self._datasets[0])
+
+    def select(self, indices: Sequence[int]) -> InterleaveIterDataset:
+        """A copy interleaving only ``datasets[j]`` for j in ``indices``, in that order (a
+        lazy MapDataset of datasets is read for them)."""
+        threads, make_buffer, buffer = self._options
+        return InterleaveIterDataset(
+            [self._datasets[j] for j in indices],
+            cycle_length=self._cycle_length,
+            num_make_iter_threads=threads,
+            make_iter_buffer_size=make_buffer,
+            iter_buffer_size=buffer,
+        )
 
     def set_slice(self, sl: slice, sequential_slice: bool = False) -> None:
         """Keeps ``datasets[sl]`` (Grain's sharding of an interleave; mutates this dataset)."""

@@ -39,7 +39,7 @@ def _block(length: int, index: int, count: int) -> slice:
     return slice(start, start + size + (index < rest))
 
 
-def _sliced(ds: Any, index: int, count: int, sequential: bool) -> Any:
+def sliced(ds: Any, index: int, count: int, sequential: bool) -> Any:
     """A copy of the pipeline ``ds`` for shard ``index`` of ``count`` (Grain's
     _set_slice_iter_dataset with slice(index, None, count), without mutating ``ds``):
     to_iter_dataset stages read their MapDataset sliced (strided, or in contiguous blocks if
@@ -89,7 +89,7 @@ def multithread_prefetch(
         return ds
     options = _base.pipeline_options(ds)
     shards = [
-        ds if num_threads == 1 else _sliced(ds, i, num_threads, sequential_slice)
+        ds if num_threads == 1 else sliced(ds, i, num_threads, sequential_slice)
         for i in range(num_threads)
     ]
     out = interleave.InterleaveIterDataset(
