@@ -15,6 +15,7 @@
 #include "ops/batch.h"
 #include "ops/slice.h"
 #include "spelt/executor.h"
+#include "spelt/stage_stats.h"
 
 namespace spelt::internal {
 namespace {
@@ -50,6 +51,7 @@ class BatchedReadAheadIterator final : public DatasetIterator {
     // At the end, the element-wise iterator has consumed the whole parent (a dropped
     // remainder included).
     next_index_ = batch ? std::min(length_, next_index_ + batch_size_) : length_;
+    if (batch && !sized_) ReadAheadAtLeast(ValueBytes(*batch));
     return batch;
   }
 
@@ -84,6 +86,22 @@ class BatchedReadAheadIterator final : public DatasetIterator {
                                             : MakeInlineExecutor(std::move(batches)));
   }
 
+  // Once the first batch's size is known: with threads, reads ahead at least
+  // kMinReadAheadBytes of batches (restarting the read-ahead after the first batch, whose few
+  // batches in flight are computed again). prefetch_buffer_size counts elements, and Grain's
+  // default of 500 is 3 batches of 128: one batch per chunk, so a thread hand-off per batch,
+  // which for small batches (100 KB, gathered in 9 us) costs as much as computing them.
+  void ReadAheadAtLeast(int64_t batch_bytes) {
+    sized_ = true;
+    if (!threads_ || batch_bytes <= 0) return;
+    const int64_t wanted = (kMinReadAheadBytes + batch_bytes - 1) / batch_bytes;
+    if (wanted <= options_.prefetch_buffer_size) return;
+    options_.prefetch_buffer_size = wanted;
+    Start(next_index_);
+  }
+
+  static constexpr int64_t kMinReadAheadBytes = int64_t{4} << 20;
+
   const MapNodePtr parent_;
   const int64_t length_;
   ReadOptions options_;
@@ -92,6 +110,7 @@ class BatchedReadAheadIterator final : public DatasetIterator {
   const bool drop_remainder_;
   const std::function<std::unique_ptr<DatasetIterator>()> elementwise_;
   int64_t next_index_ = 0;  // parent elements consumed
+  bool sized_ = false;       // ReadAheadAtLeast has seen a batch
   std::unique_ptr<DatasetIterator> batches_;
   std::unique_ptr<DatasetIterator> fallback_;  // after an error
 };

@@ -14,7 +14,8 @@ namespace spelt::internal {
 
 // Batches of `batch_size` consecutive elements of `parent` (the last one partial unless
 // `drop_remainder`), stacked and read ahead on the process-wide pool (computed in the calling
-// thread where `options` allow no threads): the elements, states and
+// thread where `options` allow no threads), about options.prefetch_buffer_size elements ahead
+// in whole batches, and at least 4 MiB of batches once the first is seen: the elements, states and
 // errors of BatchIterDataset over PrefetchIterDataset (state {"next_index": n}, n the parent
 // elements consumed), which `elementwise()` makes and which takes over after an error.
 // REQUIRES: parent calls no Python (CallsPython()) and has no filter.
