@@ -30,6 +30,7 @@ _BENCHES = [
     "bench_blocking",  # Python code on the read threads (B1, B2), Spelt vs Grain
     "bench_vision",  # native image ops (V1-V3, peak memory), Spelt vs Grain and simplejpeg
     "bench_remote",  # object-store reads at a round trip (remote O1, O3, the model)
+    "bench_house",  # H1-H3 of issue 19 (alone here; --baseline PYTHON compares two builds)
 ]
 
 
