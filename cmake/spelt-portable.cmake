@@ -12,7 +12,7 @@
 # - references to the glibc symbols that got a newer version after 2.28 go to the older
 #   version through the pins of cpp/portable/glibc_2_28.cc (-Wl,--wrap=<symbol>).
 set(SPELT_GLIBC_PINNED_SYMBOLS
-    pthread_create pthread_join pthread_once pthread_mutex_trylock log2 exp log fstat
+    pthread_create pthread_join pthread_once pthread_mutex_trylock pthread_detach log2 exp log fstat
     __libc_single_threaded)
 
 # The pins are for x86_64 builds on a glibc newer than 2.28 (this Debian 12 machine); a build

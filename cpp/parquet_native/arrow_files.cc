@@ -155,7 +155,11 @@ class Input {
     const Clock::time_point start = Clock::now();
     const auto deadline =
         start + std::chrono::duration<double>(retry_seconds.load(std::memory_order_relaxed));
-    thread_local std::minstd_rand random(std::random_device{}());
+    // Seeded from the clock and the thread, not std::random_device: the static libstdc++'s
+    // random_device calls arc4random (glibc 2.36), beyond the wheel's manylinux_2_28 policy.
+    thread_local std::minstd_rand random(static_cast<std::minstd_rand::result_type>(
+        Clock::now().time_since_epoch().count() ^
+        std::hash<std::thread::id>{}(std::this_thread::get_id())));
     for (int attempt = 0;; ++attempt) {
       CountStart(attempt > 0);
       arrow::Result<int64_t> read = handle_->ReadAt(static_cast<int64_t>(range.offset),

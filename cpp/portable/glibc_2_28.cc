@@ -28,6 +28,7 @@ SPELT_PIN(pthread_create, "GLIBC_2.2.5");
 SPELT_PIN(pthread_join, "GLIBC_2.2.5");
 SPELT_PIN(pthread_once, "GLIBC_2.2.5");
 SPELT_PIN(pthread_mutex_trylock, "GLIBC_2.2.5");
+SPELT_PIN(pthread_detach, "GLIBC_2.2.5");  // std::thread::detach (the native remote files)
 // glibc 2.29 made log2 (and exp, log, pow) set errno per C99 instead of SVID; the result is
 // the same.
 SPELT_PIN(log2, "GLIBC_2.2.5");
