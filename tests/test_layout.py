@@ -157,7 +157,7 @@ _CPP_LAYERS = {
     "exec": ({"exec"}, {"executor.h", "stage_stats.h", "dataset_options.h"}, {"base", "core"}),
     "ops": (
         {"ops"},
-        {"packing_options.h", "thread_prefetch.h", "interleave.h"},
+        {"packing_options.h", "thread_prefetch.h", "interleave.h", "batched_read_ahead.h"},
         {"base", "core", "exec"},
     ),
     # The handles users build pipelines with, at the top: no node uses them.

@@ -286,3 +286,24 @@ class SlowMap(spelt.transforms.Map):
 
     def map(self, element):
         return slow(element)
+
+
+def none_at_sevens(x):
+    """A map that returns None (an element to_iter_dataset skips) where x % 7 == 3."""
+    return None if x % 7 == 3 else x
+
+
+def fail_at_23(x):
+    if x == 23:
+        raise TransformError("element 23")
+    return x
+
+
+class NoneFrom(spelt.transforms.Map):
+    """A DataLoader Map that returns None for records >= `first` (the loader yields them)."""
+
+    def __init__(self, first: int):
+        self.first = first
+
+    def map(self, element):
+        return None if element >= self.first else element

@@ -9,6 +9,7 @@
 
 #include "bindings.h"
 #include "gil.h"
+#include "marker_as_none.h"
 #include "py_adapters.h"
 #include "py_value.h"
 #include "spelt/dataset_options.h"
@@ -199,16 +200,7 @@ void RegisterDatasets(nb::module_& m) {
       }, "fn"_a)
       .def("window_shuffle", &IterDataset::WindowShuffle, "window_size"_a, "seed"_a,
            "Grain's WindowShuffleIterDataset.")
-      .def("marker_as_none", [](const IterDataset& d, nb::handle marker) {
-        // Compared by identity in C++: no Python call and no GIL per element.
-        return d.Map([marker = MakePyRef(marker)](Value v) -> Value {
-          if (const auto* opaque = std::get_if<std::shared_ptr<const Opaque>>(&v.variant())) {
-            const auto* object = dynamic_cast<const PyOpaque*>(opaque->get());
-            if (object != nullptr && object->object().ptr() == marker.get()) return Value();
-          }
-          return v;
-        });
-      }, "marker"_a, "Each element that is the object `marker` (by identity) becomes None, the "
+      .def("marker_as_none", &MarkerAsNone, "marker"_a, "Each element that is the object `marker` (by identity) becomes None, the "
          "rest pass unchanged; a MapIterDataset node whose function runs no Python.")
       .def("with_options", &IterDataset::WithOptions,
            "Grain's WithOptionsIterDataset level (for default-seed derivation).")

@@ -8,7 +8,17 @@
 //       longer chunks against Ray's larger per-chunk cost). Its iterator is
 //       MakeOrderedIterator over a ProcessExecutor: chunks of consecutive indices of `parent`
 //       are computed by worker processes; the merge in index order, the state
-//       ({"next_index": n}) and everything downstream (batch, ...) are C++.
+//       ({"next_index": n}) and everything downstream (batch, ...) are C++. A batch(n) over it
+//       (with no filter below and allow_nones false) has the workers compute whole batches
+//       (spelt/batched_read_ahead.h): chunks of consecutive batches of
+//       `parent.batches_from(m, n, drop_remainder, none_marker)`, so the consumer neither
+//       decodes nor stacks elements one by one.
+//   MapDataset.batches_from(begin, batch_size, drop_remainder, none_marker=None) -> MapDataset
+//       MakeBatchesFromNode: the batches of the elements from `begin` on, raising where an
+//       element is None, with the object `none_marker` (by identity) as a None element (what
+//       the workers compute for such a batch). A batch that holds Python objects (a numpy
+//       object array) raises too: the consumer may traverse them where the worker could not
+//       (a JAX pytree class registered in the user's __main__, which workers do not run).
 //   MapDataset.compute_chunk(begin, count) -> (values, error)
 //       ComputeChunk, values as a list (None where filtered) and `error` the exception raised
 //       by element begin + len(values) (else None): what a Ray actor runs per request.
@@ -24,7 +34,10 @@
 //   keeper.acquire() -> lease     a pool of started workers, leased to this iterator (raises if
 //                                 the pipeline cannot be pickled); dropping the lease hands the
 //                                 pool back to the keeper, which keeps it warm for a while;
-//   lease.submit(begin, count) -> ticket
+//   lease.submit(begin, count, batching) -> ticket
+//                                 batching: None, or (m, n, drop_remainder, none_marker) to
+//                                 compute batches [begin, begin + count) of
+//                                 parent.batches_from(*batching) instead of elements
 //   ticket.take() -> (chunk, error, seconds, nbytes)
 //                                 blocks (without the GIL) for the chunk; raises if the pool
 //                                 failed (a worker died, Ctrl-C), in which case the executor
@@ -37,18 +50,22 @@
 // Thread-safety: as every executor, used by the one thread that drives the iterator; every
 // call into Python takes the GIL.
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
 
 #include <algorithm>
 #include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <variant>
 
 #include "bindings.h"
 #include "gil.h"
 #include "py_arena.h"
 #include "py_chunk_writer.h"
 #include "py_value.h"
+#include "spelt/batched_read_ahead.h"
 #include "spelt/executor.h"
 
 namespace spelt::python {
@@ -104,13 +121,19 @@ class ChunkSizer {
 // to the keeper.
 class Session {
  public:
-  Session(nb::handle keeper, int64_t length, double target_chunk_seconds)
-      : keeper_(MakePyRef(keeper)), length_(length), sizer_(target_chunk_seconds) {
+  // batching: None, or the arguments of MapDataset.batches_from for the batches computed.
+  // failures: counts the pool's failures (calls that raised), if not null.
+  Session(nb::handle keeper, int64_t length, double target_chunk_seconds, nb::object batching,
+          std::shared_ptr<int64_t> failures)
+      : keeper_(MakePyRef(keeper)), length_(length), batching_(MakePyRef(batching)),
+        failures_(std::move(failures)), sizer_(target_chunk_seconds) {
     Lease();  // starts the workers now, and raises now if the pipeline cannot be pickled
   }
 
   PyRef Submit(int64_t begin, int64_t count) {
-    nb::object ticket = Call([&] { return Lease().attr("submit")(begin, count); });
+    nb::object ticket = Call([&] {
+      return Lease().attr("submit")(begin, count, nb::handle(batching_.get()));
+    });
     ++outstanding_;
     submitted_end_ = begin + count;
     return MakePyRef(ticket);
@@ -166,6 +189,7 @@ class Session {
       return f();
     } catch (nb::python_error&) {
       suspect_end_ = std::max(suspect_end_, submitted_end_);
+      if (failures_) ++*failures_;
       if (lease_) {
         nb::error_scope keep;  // the error being propagated
         try {
@@ -182,6 +206,8 @@ class Session {
   PyRef keeper_;
   PyRef lease_;  // null when no pool is leased
   const int64_t length_;
+  const PyRef batching_;
+  const std::shared_ptr<int64_t> failures_;
   int64_t outstanding_ = 0;  // chunks of lease_ submitted, neither taken nor abandoned
   int64_t submitted_end_ = 0;
   int64_t taken_end_ = 0;    // end of the last chunk taken
@@ -211,11 +237,17 @@ class ProcessChunk final : public PendingChunk {
 
 class ProcessExecutor final : public ChunkExecutor {
  public:
+  // batching: the arguments of MapDataset.batches_from to compute batches (a function that
+  // makes them under the GIL), else null; failures: counts the pool's failures.
   ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight,
-                  double target_chunk_seconds)
+                  double target_chunk_seconds,
+                  const std::function<nb::object()>& batching = nullptr,
+                  std::shared_ptr<int64_t> failures = nullptr)
       : max_in_flight_(max_in_flight) {
     GilAcquire gil;
-    session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds);
+    session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds,
+                                         batching ? batching() : nb::none(),
+                                         std::move(failures));
   }
   int64_t MaxInFlight() const override { return session_->OneByOne() ? 0 : max_in_flight_; }
   int64_t NextChunkSize() override { return session_->NextChunkSize(); }
@@ -228,6 +260,49 @@ class ProcessExecutor final : public ChunkExecutor {
  private:
   std::shared_ptr<Session> session_;
   const int64_t max_in_flight_;
+};
+
+// Whole batches computed by the workers: batches [0, ...) of parent.batches_from(begin, ...).
+class WorkerBatches final : public BatchesAhead {
+ public:
+  // none_marker: the Python object that is a None element (see BatchRequest), or None.
+  WorkerBatches(std::shared_ptr<const MapNode> parent, nb::handle keeper, int64_t max_in_flight,
+                double target_chunk_seconds, int64_t batch_size, bool drop_remainder,
+                nb::handle none_marker)
+      : parent_(std::move(parent)), keeper_(MakePyRef(keeper)), max_in_flight_(max_in_flight),
+        target_chunk_seconds_(target_chunk_seconds), batch_size_(batch_size),
+        drop_remainder_(drop_remainder), none_marker_(MakePyRef(none_marker)) {}
+
+  std::unique_ptr<DatasetIterator> From(int64_t begin) override {
+    const int64_t num_batches =
+        MakeBatchesFromNode(parent_, begin, batch_size_, drop_remainder_)->Length();
+    auto batching = [&] {
+      return nb::object(nb::make_tuple(begin, batch_size_, drop_remainder_,
+                                       nb::handle(none_marker_.get())));
+    };
+    return MakeOrderedIterator(
+        num_batches, /*allow_nones=*/true,  // a batch of None elements is None
+        std::make_unique<ProcessExecutor>(keeper_.get(), num_batches, max_in_flight_,
+                                          target_chunk_seconds_, batching, failures_));
+  }
+  // The pool failed (a worker died, Ctrl-C): raised as it is, as the element-wise iterator
+  // raises it; that iterator then starts new workers at the failed batch's start.
+  bool RaiseAsIs() override {
+    const bool failed = *failures_ > 0;
+    *failures_ = 0;
+    return failed;
+  }
+
+ private:
+  std::shared_ptr<const MapNode> parent_;
+  PyRef keeper_;
+  int64_t max_in_flight_;
+  double target_chunk_seconds_;
+  int64_t batch_size_;
+  bool drop_remainder_;
+  PyRef none_marker_;
+  // Failures of the current iterator's pool (written under the GIL by the consumer thread).
+  std::shared_ptr<int64_t> failures_ = std::make_shared<int64_t>(0);
 };
 
 class ProcessPrefetchNode final : public IterNode {
@@ -247,6 +322,26 @@ class ProcessPrefetchNode final : public IterNode {
         length, allow_nones_,
         std::make_unique<ProcessExecutor>(keeper_.get(), length, max_in_flight_,
                                           target_chunk_seconds_));
+  }
+  // Without a filter below, the workers compute whole batches; a Python map that returns None
+  // (an element to_iter_dataset skips) hands over to element-wise batching at its batch.
+  std::unique_ptr<DatasetIterator> MakeBatchIterator(
+      const BatchRequest& request,
+      std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
+    if (parent_->Filters() || allow_nones_) return nullptr;
+    nb::handle marker = nb::none();
+    if (request.none_marker) {
+      const auto* object = dynamic_cast<const PyOpaque*>(request.none_marker.get());
+      if (object == nullptr) return nullptr;
+      marker = object->object();
+    }
+    GilAcquire gil;  // for the references WorkerBatches takes
+    return MakeBatchedReadAheadIterator(
+        parent_->Length(), request.batch_size,
+        std::make_unique<WorkerBatches>(parent_, keeper_.get(), max_in_flight_,
+                                        target_chunk_seconds_, request.batch_size,
+                                        request.drop_remainder, marker),
+        std::move(elementwise));
   }
 
  private:
@@ -272,6 +367,31 @@ nb::object ExceptionToPython(const std::exception_ptr& error) {
     return nb::borrow(e.value());
   }
   throw std::logic_error("ExceptionToPython: the error did not raise");
+}
+
+// Whether a stacked batch holds Python objects: a numpy object array (or any leaf that is not
+// a numpy array), which only the consumer can be trusted to have traversed alike.
+bool HoldsObjects(const Value& batch) {
+  return std::visit(
+      [](const auto& v) -> bool {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::shared_ptr<const Sequence>>) {
+          return std::any_of(v->items.begin(), v->items.end(), HoldsObjects);
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const Mapping>>) {
+          return std::any_of(v->items.begin(), v->items.end(),
+                             [](const auto& item) { return HoldsObjects(item.second); });
+        } else if constexpr (std::is_same_v<T, std::shared_ptr<const Opaque>>) {
+          const auto* object = dynamic_cast<const PyOpaque*>(v.get());
+          if (object == nullptr) return true;
+          GilAcquire gil;
+          nb::handle leaf = object->object();
+          return !nb::hasattr(leaf, "dtype") || !nb::hasattr(leaf, "shape") ||
+                 nb::cast<std::string>(leaf.attr("dtype").attr("kind")) == "O";
+        } else {
+          return false;
+        }
+      },
+      batch.variant());
 }
 
 // ComputeChunk on the dataset's node: without the GIL unless the pipeline calls Python.
@@ -339,6 +459,31 @@ void RegisterProcessExecutor(nb::module_& m) {
      nb::arg("per_worker_buffer_size"), nb::arg("target_chunk_seconds") = 0.01);
 
   nb::handle map_dataset = nb::type<MapDataset>();
+  nb::setattr(map_dataset, "batches_from",
+              nb::cpp_function(
+                  [](const MapDataset& dataset, int64_t begin, int64_t batch_size,
+                     bool drop_remainder, nb::handle none_marker) {
+                    if (batch_size < 1) {
+                      throw std::invalid_argument("batches_from: batch_size must be >= 1");
+                    }
+                    std::function<bool(const Value&)> is_marker;
+                    if (!none_marker.is_none()) {
+                      is_marker = [marker = MakePyRef(none_marker)](const Value& v) {
+                        return IsObject(v, marker.get());
+                      };
+                    }
+                    const MapDataset batches(MakeBatchesFromNode(
+                        dataset.node(), begin, batch_size, drop_remainder, std::move(is_marker)));
+                    return batches.Map([](Value batch) {
+                      if (HoldsObjects(batch)) {
+                        throw std::invalid_argument("batch: holds Python objects");
+                      }
+                      return batch;
+                    });
+                  },
+                  nb::scope(map_dataset), nb::name("batches_from"), nb::is_method(),
+                  nb::arg("begin"), nb::arg("batch_size"), nb::arg("drop_remainder"),
+                  nb::arg("none_marker").none() = nb::none()));
   nb::setattr(map_dataset, "compute_chunk",
               nb::cpp_function(&ComputeChunkToPython, nb::scope(map_dataset),
                                nb::name("compute_chunk"), nb::is_method(), nb::arg("begin"),

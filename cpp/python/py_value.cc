@@ -286,6 +286,13 @@ Value Wrap(nb::handle obj) {
   return Value(std::shared_ptr<const Opaque>(std::make_shared<PyOpaque>(obj)));
 }
 
+bool IsObject(const Value& value, nb::handle obj) {
+  const auto* opaque = std::get_if<std::shared_ptr<const Opaque>>(&value.variant());
+  if (opaque == nullptr) return false;
+  const auto* object = dynamic_cast<const PyOpaque*>(opaque->get());
+  return object != nullptr && object->object().ptr() == obj.ptr();
+}
+
 namespace {
 
 // What rebuilds a dict subclass from its items (a Mapping's tag), as Grain's tree_lib does: the

@@ -67,6 +67,8 @@ class PyOpaque final : public Opaque, public std::enable_shared_from_this<PyOpaq
 
 // The object as a lazy Opaque value (no conversion until Unpack()).
 Value Wrap(nb::handle obj);
+// Whether `value` is the Python object `obj` itself (a PyOpaque of it). Needs no GIL.
+bool IsObject(const Value& value, nb::handle obj);
 // The object converted to a tree: dict (str keys) / list / tuple / namedtuple containers,
 // numpy arrays and numpy scalars as Arrays (0-d for scalars), Python bool/int/float/str/bytes
 // and None as native leaves, anything else as an Opaque leaf. Under TreeSemantics::kJax

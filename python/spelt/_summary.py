@@ -243,8 +243,8 @@ class _CountingLease:
         self._lease = lease
         self._time = time
 
-    def submit(self, begin: int, count: int) -> Any:
-        return _CountingTicket(self._lease.submit(begin, count), self._time)
+    def submit(self, begin: int, count: int, batching: Any = None) -> Any:
+        return _CountingTicket(self._lease.submit(begin, count, batching), self._time)
 
     def close(self) -> None:
         self._lease.close()

@@ -17,14 +17,30 @@ from __future__ import annotations
 
 import collections
 import functools
+import importlib.util
 from typing import Any, Callable
 
 import numpy as np
 
 
+# Set by use_plain_trees(): the process uses plain trees even if jax imports.
+_PLAIN: list[bool] = []
+
+
+def use_plain_trees() -> None:
+    """Makes this process use plain trees even if ``jax`` is installed: a worker process whose
+    consumer cannot import jax builds elements and batches as the consumer does. Call before
+    the first :func:`uses_jax`."""
+    _PLAIN[:] = [True]
+    uses_jax.cache_clear()
+    _jax_tree_util.cache_clear()
+
+
 @functools.cache
 def _jax_tree_util() -> Any:
-    """``jax.tree_util``, or None when ``jax`` does not import (imported once)."""
+    """``jax.tree_util`` (imported once, when first needed), or None without JAX."""
+    if not uses_jax():
+        return None
     try:
         from jax import tree_util  # pylint: disable=import-outside-toplevel
     except ImportError:
@@ -32,10 +48,15 @@ def _jax_tree_util() -> Any:
     return tree_util
 
 
+@functools.cache
 def uses_jax() -> bool:
-    """Whether trees are JAX pytrees (``jax`` imports), as in Grain; decided on the first call
-    and kept for the process."""
-    return _jax_tree_util() is not None
+    """Whether trees are JAX pytrees: ``jax`` is installed, as Grain decides by whether it
+    imports. Found without importing it (``import jax`` takes about a second), so that trees of
+    plain containers never import it; it is imported when a function here or the engine needs
+    ``jax.tree_util``. Decided on the first call and kept for the process."""
+    if _PLAIN:
+        return False
+    return importlib.util.find_spec("jax") is not None  # None for sys.modules["jax"] = None
 
 
 def _is_namedtuple(x: Any) -> bool:

@@ -185,17 +185,28 @@ class DatasetIterator {
   void SetNextIndex(int64_t index) { SetState(StateAtIndex(index, GetState())); }
 };
 
+// The batches IterNode::MakeBatchIterator is asked for: `batch_size` elements combined by
+// Stack(), the last batch partial unless `drop_remainder`. An element that is the object
+// `none_marker` (by identity, if set) is a None element of its batch: a map between the batch
+// and the node turns it into None (the DataLoader's records that an operation made None,
+// spelt.data_loader.NONE_ELEMENT).
+struct BatchRequest {
+  int64_t batch_size = 1;
+  bool drop_remainder = false;
+  std::shared_ptr<const Opaque> none_marker;
+};
+
 class IterNode : public DatasetNode {
  public:
   using DatasetNode::DatasetNode;
   virtual std::unique_ptr<DatasetIterator> MakeIterator() const = 0;
-  // An iterator of this node's elements in batches of `batch_size` combined by Stack() (the
-  // last one partial unless `drop_remainder`), for nodes that compute whole batches better
-  // than batching their iterator's elements one by one (read-ahead that stacks on its
-  // threads); null for the others (the default). It yields the elements, states and errors of
-  // `elementwise()`, the plain batching of MakeIterator()'s elements.
+  // An iterator of this node's elements in the batches of `request`, for nodes that compute
+  // whole batches better than batching their iterator's elements one by one (read-ahead
+  // threads or worker processes that stack them; spelt/batched_read_ahead.h); null for the
+  // others (the default). It yields the elements, states and errors of `elementwise()`, the
+  // plain batching of the elements (of MakeIterator(), with the marker made None).
   virtual std::unique_ptr<DatasetIterator> MakeBatchIterator(
-      int64_t /*batch_size*/, bool /*drop_remainder*/,
+      const BatchRequest& /*request*/,
       std::function<std::unique_ptr<DatasetIterator>()> /*elementwise*/) const {
     return nullptr;
   }

@@ -103,9 +103,9 @@ class ProfiledIter final : public IterNode {
     return std::make_unique<ProfiledIterator>(node_->MakeIterator(), stats_, false);
   }
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
-      int64_t batch_size, bool drop_remainder,
+      const BatchRequest& request,
       std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
-    auto batched = node_->MakeBatchIterator(batch_size, drop_remainder, std::move(elementwise));
+    auto batched = node_->MakeBatchIterator(request, std::move(elementwise));
     if (!batched) return nullptr;
     return std::make_unique<ProfiledIterator>(std::move(batched), stats_, true);
   }

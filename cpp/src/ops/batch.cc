@@ -22,9 +22,11 @@ BatchFn OrStack(BatchFn fn) {
 
 class BatchMapNode final : public MapNode {
  public:
-  BatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder, BatchFn fn)
+  BatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder, BatchFn fn,
+               BatchNones nones)
       : MapNode({parent}), parent_(std::move(parent)), batch_size_(batch_size),
-        parent_length_(parent_->Length()), stacks_(!fn), fn_(OrStack(std::move(fn))) {
+        parent_length_(parent_->Length()), stacks_(!fn), nones_(std::move(nones)),
+        fn_(OrStack(std::move(fn))) {
     if (parent_length_ == kInfiniteLength) {
       length_ = kInfiniteLength / batch_size_;  // Grain: sys.maxsize // batch_size
     } else if (drop_remainder) {
@@ -102,17 +104,25 @@ class BatchMapNode final : public MapNode {
   }
   // The batch of a range's elements. An element that is None (a source or map returned it; a
   // filter cannot be below a batch) is a None leaf of the batch, as Grain's batch stacks it
-  // (without jax; spelt/stack.h).
+  // (without jax; spelt/stack.h), unless nones_ says otherwise.
   Value Combine(std::span<std::optional<Value>> got) const {
     std::vector<Value> elements;
     elements.reserve(got.size());
-    for (std::optional<Value>& v : got) elements.push_back(v ? std::move(*v) : Value());
+    for (std::optional<Value>& v : got) {
+      if (!v && nones_.raise) {
+        throw std::invalid_argument("batch: element " + std::to_string(elements.size()) +
+                                    " of a batch is None");
+      }
+      const bool none = !v || (nones_.is_marker && nones_.is_marker(*v));
+      elements.push_back(none ? Value() : std::move(*v));
+    }
     return fn_(std::move(elements));
   }
 
   MapNodePtr parent_;
   int64_t batch_size_, parent_length_, length_;
-  bool stacks_;  // the batch function is the default, Stack()
+  bool stacks_;       // the batch function is the default, Stack()
+  BatchNones nones_;
   BatchFn fn_;
 };
 
@@ -184,7 +194,8 @@ class BatchIterNode final : public IterNode {
                                              fn);
     };
     if (stacks_) {
-      if (auto batched = parent_->MakeBatchIterator(batch_size_, drop_remainder_, elementwise)) {
+      const BatchRequest request{batch_size_, drop_remainder_, nullptr};
+      if (auto batched = parent_->MakeBatchIterator(request, elementwise)) {
         return batched;
       }
     }
@@ -215,9 +226,9 @@ int64_t FirstOfBatch(int64_t index, int64_t batch_size) {
 }
 
 MapNodePtr MakeBatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder,
-                            BatchFn fn) {
+                            BatchFn fn, BatchNones nones) {
   return std::make_shared<BatchMapNode>(std::move(parent), batch_size, drop_remainder,
-                                        std::move(fn));
+                                        std::move(fn), std::move(nones));
 }
 
 IterNodePtr MakeBatchIterNode(IterNodePtr parent, int64_t batch_size, bool drop_remainder,

@@ -7,8 +7,17 @@
 
 namespace spelt::internal {
 
+// How BatchMapDataset combines elements that are None. By default (Grain's MapDataset.batch)
+// a None element is a None leaf of its batch. For MakeBatchesFromNode
+// (spelt/batched_read_ahead.h): with `raise`, a None element raises std::invalid_argument, and
+// an element that `is_marker` accepts is the batch's None leaf instead.
+struct BatchNones {
+  bool raise = false;
+  std::function<bool(const Value&)> is_marker;
+};
+
 MapNodePtr MakeBatchMapNode(MapNodePtr parent, int64_t batch_size, bool drop_remainder,
-                            BatchFn fn);
+                            BatchFn fn, BatchNones nones = {});
 IterNodePtr MakeBatchIterNode(IterNodePtr parent, int64_t batch_size, bool drop_remainder,
                               BatchFn fn);
 

@@ -5,11 +5,58 @@
 // num_threads == 0 or prefetch_buffer_size == 0, chunks are computed in the calling thread.
 // State: {"next_index": n}.
 #include "ops/to_iter_dataset.h"
-#include "ops/batched_read_ahead.h"
+
+#include <algorithm>
+
+#include "spelt/batched_read_ahead.h"
 #include "spelt/executor.h"
 
 namespace spelt::internal {
 namespace {
+
+// Whole batches computed by the read-ahead threads (by the consumer where `options` allow no
+// threads), about options.prefetch_buffer_size elements ahead in whole batches, and at least
+// 4 MiB of batches once the first is seen.
+class PoolBatches final : public BatchesAhead {
+ public:
+  PoolBatches(MapNodePtr parent, ReadOptions options, int64_t batch_size, bool drop_remainder)
+      : parent_(std::move(parent)), options_(options),
+        threads_(options.num_threads > 0 && options.prefetch_buffer_size > 0),
+        batch_size_(batch_size), drop_remainder_(drop_remainder) {
+    // prefetch_buffer_size counts elements: read ahead about as many, in whole batches.
+    options_.prefetch_buffer_size =
+        std::max<int64_t>(1, options_.prefetch_buffer_size / batch_size_);
+  }
+
+  std::unique_ptr<DatasetIterator> From(int64_t begin) override {
+    MapNodePtr batches = MakeBatchesFromNode(parent_, begin, batch_size_, drop_remainder_);
+    const int64_t num_batches = batches->Length();
+    return MakeOrderedIterator(num_batches, /*allow_nones=*/false,
+                               threads_ ? MakeThreadPoolExecutor(std::move(batches), options_)
+                                        : MakeInlineExecutor(std::move(batches)));
+  }
+
+  // With threads, reads ahead at least kMinReadAheadBytes of batches (the few batches in flight
+  // when the read-ahead restarts are computed again). prefetch_buffer_size counts elements, and
+  // Grain's default of 500 is 3 batches of 128: one batch per chunk, so a thread hand-off per
+  // batch, which for small batches (100 KB, gathered in 9 us) costs as much as computing them.
+  bool Deepen(int64_t batch_bytes) override {
+    if (!threads_) return false;
+    const int64_t wanted = (kMinReadAheadBytes + batch_bytes - 1) / batch_bytes;
+    if (wanted <= options_.prefetch_buffer_size) return false;
+    options_.prefetch_buffer_size = wanted;
+    return true;
+  }
+
+ private:
+  static constexpr int64_t kMinReadAheadBytes = int64_t{4} << 20;
+
+  const MapNodePtr parent_;
+  ReadOptions options_;
+  const bool threads_;  // read ahead on the pool; else computed by the consumer
+  const int64_t batch_size_;
+  const bool drop_remainder_;
+};
 
 class PrefetchNode final : public IterNode {
  public:
@@ -28,11 +75,16 @@ class PrefetchNode final : public IterNode {
   // With elements never None (no filter, no Python), batches are computed whole (gathered
   // by the source, written by the maps): by the threads, or by the consumer without them.
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
-      int64_t batch_size, bool drop_remainder,
+      const BatchRequest& request,
       std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
-    if (parent_->CallsPython() || parent_->Filters() || allow_nones_) return nullptr;
-    return MakeBatchedReadAheadIterator(parent_, options_, batch_size, drop_remainder,
-                                        std::move(elementwise));
+    if (parent_->CallsPython() || parent_->Filters() || allow_nones_ || request.none_marker) {
+      return nullptr;
+    }
+    return MakeBatchedReadAheadIterator(
+        parent_->Length(), request.batch_size,
+        std::make_unique<PoolBatches>(parent_, options_, request.batch_size,
+                                      request.drop_remainder),
+        std::move(elementwise));
   }
 
  private:

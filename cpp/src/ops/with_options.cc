@@ -39,9 +39,9 @@ class WithOptionsIterNode final : public IterNode {
     return parent_->MakeIterator();
   }
   std::unique_ptr<DatasetIterator> MakeBatchIterator(
-      int64_t batch_size, bool drop_remainder,
+      const BatchRequest& request,
       std::function<std::unique_ptr<DatasetIterator>()> elementwise) const override {
-    return parent_->MakeBatchIterator(batch_size, drop_remainder, std::move(elementwise));
+    return parent_->MakeBatchIterator(request, std::move(elementwise));
   }
 
  private:

@@ -481,8 +481,10 @@ class _TunedLease:
         self._lease = lease
         self._tuner = tuner
 
-    def submit(self, begin: int, count: int) -> _TunedTicket:
-        return _TunedTicket(self._lease.submit(begin, count), count, self._tuner)
+    def submit(self, begin: int, count: int, batching: tuple | None = None) -> _TunedTicket:
+        # The tuner counts elements: a chunk of batches holds count * batch_size of them.
+        elements = count if batching is None else count * batching[1]
+        return _TunedTicket(self._lease.submit(begin, count, batching), elements, self._tuner)
 
     def close(self) -> None:
         self._lease.close()

@@ -88,7 +88,7 @@ class _IdleSlot:
 
 class Lease:
     """A pool leased to one iterator (the interface of process_executor.cc): ``submit(begin,
-    count)`` -> Ticket; ``close()`` stops a failed pool; dropping the lease hands it back."""
+    count, batching)`` -> Ticket; ``close()`` stops a failed pool; dropping the lease hands it back."""
 
     def __init__(self, slot: _IdleSlot, pool: pool_lib.WorkerPool):
         self._slot = slot
@@ -98,8 +98,8 @@ class Lease:
     def pool(self) -> pool_lib.WorkerPool:
         return self._pool
 
-    def submit(self, begin: int, count: int) -> pool_lib.Ticket:
-        return self._pool.submit(begin, count)
+    def submit(self, begin: int, count: int, batching: tuple | None = None) -> pool_lib.Ticket:
+        return self._pool.submit(begin, count, batching)
 
     def close(self) -> None:
         self._pool.close()

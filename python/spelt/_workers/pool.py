@@ -36,6 +36,7 @@ from multiprocessing import connection
 from typing import Any, NoReturn
 
 from spelt import _core
+from spelt import _tree
 from spelt._workers import arena as arena_lib
 from spelt._workers import launcher
 from spelt._workers import protocol
@@ -53,6 +54,7 @@ _CLOSE_GRACE_SECONDS = 0.5
 class _Chunk:
     begin: int
     count: int
+    batching: tuple | None  # see protocol.chunk_node
     ticket: weakref.ref = dataclasses.field(init=False)  # to its Ticket
     worker: int = -1  # -1 while not sent
     reply: tuple | None = None  # (record, error, seconds, nbytes) once received
@@ -203,6 +205,7 @@ class WorkerPool:
                 *payload,
                 index,
                 count,
+                int(_tree.uses_jax()),  # the workers build trees as this process does
                 os.getpid(),
                 *gate,
             ]
@@ -236,10 +239,11 @@ class WorkerPool:
         """True if no worker has exited (a pool kept idle is checked before reuse)."""
         return not self._closed and all(w.exitcode is None for w in self._workers)
 
-    def submit(self, begin: int, count: int) -> Ticket:
-        """Queues elements [begin, begin + count) and sends what the workers can take now."""
+    def submit(self, begin: int, count: int, batching: tuple | None = None) -> Ticket:
+        """Queues elements [begin, begin + count) (of the batches `batching` names, see
+        protocol.chunk_node) and sends what the workers can take now."""
         self._check_open()
-        chunk = _Chunk(begin, count)
+        chunk = _Chunk(begin, count, batching)
         ticket = Ticket(self, chunk)
         self._queue.append(chunk)
         self._receive_ready(timeout=0)
@@ -312,7 +316,9 @@ class WorkerPool:
             chunk = self._queue.popleft()
             freed = self._arenas[worker].take_released()
             try:
-                self._conns[worker].send_bytes(protocol.encode((chunk.begin, chunk.count, freed)))
+                self._conns[worker].send_bytes(
+                    protocol.encode((chunk.begin, chunk.count, chunk.batching, freed))
+                )
             except OSError:
                 self._raise_connection_lost(worker)
             chunk.worker = worker

@@ -2,8 +2,9 @@
 
 Over each worker's socket (``multiprocessing.connection.Connection`` framing), pickled tuples:
 
-* consumer -> worker: a request ``(begin, count, freed)``: compute elements ``begin .. begin +
-  count - 1`` of the MapDataset; ``freed`` lists arena regions the consumer no longer uses.
+* consumer -> worker: a request ``(begin, count, batching, freed)``: compute elements ``begin
+  .. begin + count - 1`` of the MapDataset (of its batches if ``batching``, see chunk_node);
+  ``freed`` lists arena regions the consumer no longer uses.
 * worker -> consumer: ``("ready",)`` once, when the worker has started; then one reply per
   request, in request order: ``("chunk", record, error, seconds, nbytes)``. ``record``
   (``_core.ChunkWriter``, cpp/python/py_chunk_writer.h; layout in arena_record.h) describes where the elements computed are
@@ -47,6 +48,14 @@ class RemoteTraceback(Exception):
 
     def __str__(self) -> str:
         return f'\n"""\n{self.tb}"""'
+
+
+def chunk_node(node: Any, batching: tuple | None) -> Any:
+    """The engine MapDataset whose elements a request computes: the pipeline's `node`, or, for
+    ``batching = (m, batch_size, drop_remainder, none_marker)``, ``node.batches_from(
+    *batching)``: stacked batches of its elements from m on, which raise where an element is
+    None (the consumer then batches element by element; spelt/batched_read_ahead.h)."""
+    return node if batching is None else node.batches_from(*batching)
 
 
 def encode(message: tuple) -> bytes:

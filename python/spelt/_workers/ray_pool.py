@@ -2,7 +2,7 @@
 process executor (cpp/python/process_executor.cc) talks to, once per chunk (docs/distributed.md).
 
 The interface is the worker pool's (keeper.py, pool.py): ``RayKeeper.acquire()`` -> lease;
-``lease.submit(begin, count)`` -> ticket; ``ticket.take()`` -> (``_core.UnpackedChunk``, error,
+``lease.submit(begin, count, batching)`` -> ticket; ``ticket.take()`` -> (``_core.UnpackedChunk``, error,
 seconds, nbytes); ``lease.close()`` after a failure; an untaken ticket dropped abandons its chunk.
 The merge in index order, the state and everything downstream stay in the engine's ordered core,
 so the output and the state are those of the pipeline without workers.
@@ -77,10 +77,18 @@ class ChunkActor:
         """(Ray node id, process id) of the actor."""
         return ray.get_runtime_context().get_node_id(), os.getpid()
 
-    def compute(self, pipeline: list[Any], digest: bytes, begin: int, count: int) -> tuple:
+    def compute(
+        self,
+        pipeline: list[Any],
+        digest: bytes,
+        begin: int,
+        count: int,
+        batching: tuple | None,
+    ) -> tuple:
         """(values, packed error, seconds, nbytes) of elements [begin, begin + count) of the
         pipeline whose pickle is the ObjectRef ``pipeline[0]`` (in a list, so that Ray does not
-        fetch it for every call). values: as MapDataset.compute_chunk, None where filtered."""
+        fetch it for every call), or of its batches (protocol.chunk_node). values: as
+        MapDataset.compute_chunk, None where filtered."""
         start = time.perf_counter()
         node = self._pipelines.get(digest)
         if node is None:
@@ -96,7 +104,7 @@ class ChunkActor:
             while len(self._pipelines) > _PIPELINES_PER_ACTOR:
                 self._pipelines.popitem(last=False)
         self._pipelines.move_to_end(digest)
-        values, error = node.compute_chunk(begin, count)
+        values, error = protocol.chunk_node(node, batching).compute_chunk(begin, count)
         first = next((v for v in values if v is not None), None)
         nbytes = _nbytes(first) * len(values) if first is not None else 0
         packed = None if error is None else protocol.pack_error(error)
@@ -116,9 +124,9 @@ class _Ticket:
     drops, so Ctrl-C would be lost. Its actor sees the abandonment through a weak reference
     (``_Actor.in_flight``), and Ray frees the result with the ticket's ObjectRef."""
 
-    def __init__(self, pool: RayPool, begin: int, count: int):
+    def __init__(self, pool: RayPool, begin: int, count: int, batching: tuple | None):
         self._pool = pool
-        self.begin, self.count = begin, count
+        self.begin, self.count, self.batching = begin, count, batching
         self.actor: _Actor | None = None  # computing it
         self.ref: Any = None  # its result
         self.taken = False
@@ -192,9 +200,9 @@ class RayPool:
     def closed(self) -> bool:
         return self._closed
 
-    def submit(self, begin: int, count: int) -> _Ticket:
+    def submit(self, begin: int, count: int, batching: tuple | None = None) -> _Ticket:
         self._check_open()
-        ticket = _Ticket(self, begin, count)
+        ticket = _Ticket(self, begin, count, batching)
         self._send(ticket, None, time.monotonic() + self._options.timeout_s)
         return ticket
 
@@ -224,7 +232,7 @@ class RayPool:
         actor = min(candidates, key=lambda a: a.in_flight)
         ticket.actor = actor
         ticket.ref = actor.handle.compute.remote(
-            self._payload, self.digest, ticket.begin, ticket.count
+            self._payload, self.digest, ticket.begin, ticket.count, ticket.batching
         )
         actor.tickets.append(weakref.ref(ticket))
 
@@ -302,8 +310,8 @@ class _Lease:
         self._keeper = keeper
         self._pool = pool
 
-    def submit(self, begin: int, count: int) -> _Ticket:
-        return self._pool.submit(begin, count)
+    def submit(self, begin: int, count: int, batching: tuple | None = None) -> _Ticket:
+        return self._pool.submit(begin, count, batching)
 
     def close(self) -> None:
         self._pool.close()

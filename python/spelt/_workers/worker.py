@@ -1,8 +1,10 @@
 """The worker process: computes chunks of a MapDataset's elements on request.
 
 bootstrap.py runs ``main([socket_fd, arena_fd, arena_size, payload_fd, dataset_size,
-init_size, worker_index, worker_count, parent_pid, gate_read_fd, gate_write_fd],
-release_gate)``. The payload (a memfd shared by all workers of a pool) holds the pickled
+init_size, worker_index, worker_count, uses_jax, parent_pid, gate_read_fd, gate_write_fd],
+release_gate)``; ``uses_jax`` is the consumer's spelt._tree.uses_jax() (0 or 1): with 0, the
+worker uses plain trees as the consumer does even if it could import jax, so that it stacks
+batches and converts elements as the consumer would. The payload (a memfd shared by all workers of a pool) holds the pickled
 MapDataset (dataset_size bytes), then the pickled worker_init_fn (init_size bytes). Once they are loaded and worker_init_fn has run, the worker releases its start
 gate, says it is ready, and answers requests in order (protocol.py) until the consumer closes
 the socket. A chunk is computed and stored into the arena by the engine in one call
@@ -28,6 +30,7 @@ from multiprocessing import connection
 from typing import Any, Callable
 
 from spelt import _core
+from spelt import _tree
 from spelt._workers import protocol
 
 _PARENT_POLL_SECONDS = 0.5
@@ -109,13 +112,14 @@ def _serve(conn: connection.Connection, node: Any, arena: Any) -> None:
     bytes_per_element = 0.0  # of the last chunk
     while True:
         try:
-            begin, count, freed = protocol.decode(conn.recv_bytes())
+            begin, count, batching, freed = protocol.decode(conn.recv_bytes())
         except EOFError:
             return
         arena.free(freed)
         start = time.perf_counter()
         piece = max(1, int(_PIECE_BYTES / bytes_per_element)) if bytes_per_element else count
-        record, error, nbytes = _compute(node, arena, begin, count, piece)
+        chunk_node = protocol.chunk_node(node, batching)
+        record, error, nbytes = _compute(chunk_node, arena, begin, count, piece)
         if count:
             bytes_per_element = nbytes / count
         conn.send_bytes(
@@ -141,11 +145,14 @@ def main(argv: list[str], release_gate: Callable[[], None]) -> int:
         init_size,
         index,
         count,
+        uses_jax,
         parent_pid,
         _,
         _,
     ) = map(int, argv)
     _exit_with_parent(parent_pid)
+    if not uses_jax:
+        _tree.use_plain_trees()
     _keep_freed_memory()
     conn = connection.Connection(sock_fd)
     try:
