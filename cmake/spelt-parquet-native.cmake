@@ -34,9 +34,13 @@ message(STATUS "spelt._parquet_native: building against ${SPELT_LIBPARQUET} ${SP
 
 file(GLOB SPELT_PARQUET_NATIVE_SOURCES CONFIGURE_DEPENDS
      ${CMAKE_CURRENT_SOURCE_DIR}/cpp/parquet_native/*.cc)
+# The module does not link libspelt: it compiles in the two sources it shares with it, the GIL
+# helper and the buffer pool (so it has its own pool instance, cpp/src/base/buffer_pool.h).
 nanobind_add_module(_parquet_native NB_STATIC NOMINSIZE ${SPELT_PARQUET_NATIVE_SOURCES}
-                    ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python/gil.cc)
-target_include_directories(_parquet_native PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python)
+                    ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python/gil.cc
+                    ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src/base/buffer_pool.cc)
+target_include_directories(_parquet_native PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src)
 target_include_directories(_parquet_native SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
 if(SPELT_LIBARROW_S3)
   set(SPELT_ARROW_S3 1)

@@ -44,9 +44,9 @@ struct DecodedRowGroup {
 
 template <typename T>
 nb::object NumericArray(DecodedColumn& column) {
-  auto* buffer = new Buffer(std::move(column.values));
-  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<Buffer*>(p); });
-  const T* data = reinterpret_cast<const T*>(buffer->get());
+  auto* buffer = new internal::Buffer(std::move(column.values));
+  nb::capsule owner(buffer, [](void* p) noexcept { delete static_cast<internal::Buffer*>(p); });
+  const T* data = reinterpret_cast<const T*>(buffer->data());
   const size_t shape[2] = {static_cast<size_t>(column.rows), static_cast<size_t>(column.width)};
   return nb::cast(
       nb::ndarray<nb::numpy, const T>(data, column.spec.list ? 2 : 1, shape, owner));

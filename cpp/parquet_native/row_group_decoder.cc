@@ -61,8 +61,8 @@ bool ReadNumeric(parquet::ColumnReader& column, int64_t levels_total, Levels& le
   } else if (levels_total != out.rows) {
     return false;
   }
-  out.values = BufferPool::Default().Acquire(static_cast<size_t>(levels_total) * sizeof(T));
-  T* values = reinterpret_cast<T*>(out.values.get());
+  out.values = internal::Buffer(static_cast<size_t>(levels_total) * sizeof(T));
+  T* values = reinterpret_cast<T*>(out.values.data());
   auto& reader = static_cast<parquet::TypedColumnReader<DType>&>(column);
   const int16_t max_def = column.descr()->max_definition_level();
   int16_t* def = max_def > 0 ? levels.def.data() : nullptr;

@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "buffer_pool.h"
+#include "base/buffer_pool.h"
 
 namespace parquet {
 class ParquetFileReader;
@@ -65,13 +65,14 @@ struct ColumnSpec {
 };
 
 // One decoded column of a row group with `rows` rows.
-// Numeric: `values` holds rows * width values of the spec's type (width 1 for a flat column).
+// Numeric: `values` holds rows * width values of the spec's type (width 1 for a flat column), in
+// a buffer of the module's pool (base/buffer_pool.h: no fresh pages per row group).
 // String / binary: value r is data[offsets[r], offsets[r + 1]).
 struct DecodedColumn {
   ColumnSpec spec;
   int64_t rows = 0;
   int64_t width = 1;
-  Buffer values{nullptr, BufferRelease{nullptr, 0}};
+  internal::Buffer values;
   std::vector<int64_t> offsets;
   std::string data;
 };

@@ -353,7 +353,7 @@ TEST(ArrayRecordChunkCacheTest, EvictsLeastRecentlyUsed) {
   ChunkCache cache(2);
   const auto chunk = [] {
     return std::make_shared<const internal::riegeli::DecodedChunk>(
-        internal::riegeli::Buffer(), std::string_view(), std::vector<uint64_t>());
+        internal::Buffer(), std::string_view(), std::vector<uint64_t>());
   };
   const ChunkCache::ChunkPtr a = chunk(), b = chunk(), c = chunk();
   cache.Insert(1, a);

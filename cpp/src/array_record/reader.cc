@@ -34,7 +34,7 @@ using internal::array_record::FooterMetadata;
 using internal::array_record::Postscript;
 using internal::array_record::ReadPlan;
 using internal::array_record::RecordLocations;
-using internal::riegeli::Buffer;
+using internal::Buffer;
 using internal::riegeli::Chunk;
 using internal::riegeli::ChunkType;
 using internal::riegeli::DecodedChunk;
@@ -190,8 +190,8 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   // `values_scratch`) and their ends in `ends`. `only`, if given, is where a chunk of one
   // record decompresses to. Notes the chunk's record locations.
   std::string_view DecodeInPlace(uint64_t c, char* bytes,
-                                 internal::riegeli::ScratchBuffer& sizes_scratch,
-                                 internal::riegeli::ScratchBuffer& values_scratch,
+                                 internal::ScratchBuffer& sizes_scratch,
+                                 internal::ScratchBuffer& values_scratch,
                                  std::vector<uint64_t>& ends, std::string* only = nullptr) const;
   // Whether run `run` of `plan` is one chunk whose records come from the cache or are read
   // in place (no read of the whole run).
@@ -483,7 +483,7 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, size_t k) const {
   // straight out of it (or out of a reused decompression buffer). The last chunk is also
   // cached if it holds other records and they cannot be read in place: a read of the records
   // that follow is the likeliest next.
-  thread_local internal::riegeli::ScratchBuffer run_scratch, sizes_scratch, values_scratch;
+  thread_local internal::ScratchBuffer run_scratch, sizes_scratch, values_scratch;
   thread_local std::vector<uint64_t> ends;
   const uint64_t first_chunk = first.chunk;
   const uint64_t last_chunk = first_chunk + (run.end - run.begin) - 1;
@@ -521,8 +521,8 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, size_t k) const {
 }
 
 std::string_view ArrayRecordReaderImpl::DecodeInPlace(
-    uint64_t c, char* bytes, internal::riegeli::ScratchBuffer& sizes_scratch,
-    internal::riegeli::ScratchBuffer& values_scratch, std::vector<uint64_t>& ends,
+    uint64_t c, char* bytes, internal::ScratchBuffer& sizes_scratch,
+    internal::ScratchBuffer& values_scratch, std::vector<uint64_t>& ends,
     std::string* only) const {
   const internal::riegeli::ChunkView chunk = internal::riegeli::ParseChunkInPlace(
       path(), chunk_offsets_[c], bytes, chunk_offsets_[c + 1] - chunk_offsets_[c], checks_);
@@ -561,8 +561,8 @@ void ArrayRecordReaderImpl::ForEachRecord(
   // A run read and decoded: its bytes, and per chunk its records' concatenation and ends; the
   // first `decoded` chunks are good, and `error` is that of the next one.
   struct Run {
-    internal::riegeli::ScratchBuffer bytes, sizes;
-    std::vector<internal::riegeli::ScratchBuffer> values;
+    internal::ScratchBuffer bytes, sizes;
+    std::vector<internal::ScratchBuffer> values;
     std::vector<std::vector<uint64_t>> ends;
     std::vector<std::string_view> records;
     uint64_t decoded = 0;

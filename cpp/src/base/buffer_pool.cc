@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -10,18 +12,21 @@
 namespace spelt::internal {
 namespace {
 
-constexpr size_t kHugePage = size_t{2} << 20;
+constexpr size_t kAlignment = 64;
 
-struct Kept {
-  void* buffer;
-  size_t bytes, align;
-};
+size_t RoundUp(size_t n, size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
 // The kept buffers of one size class.
 struct SizeClass {
   SizeClass(size_t max_buffers, size_t max_bytes)
-      : max_buffers(max_buffers), max_bytes(max_bytes) {}
+      : max_buffers(max_buffers), max_bytes(max_bytes) {
+    kept.reserve(max_buffers);  // Keep() then never allocates (it runs in destructors)
+  }
   const size_t max_buffers, max_bytes;
+  struct Kept {
+    char* data;
+    size_t capacity;
+  };
   std::vector<Kept> kept;  // most recently released last
   size_t kept_bytes = 0;
 };
@@ -29,65 +34,93 @@ struct SizeClass {
 struct Pool {
   std::mutex mu;
   SizeClass mid{128, size_t{32} << 20};
-  SizeClass large{4, size_t{256} << 20};
-  SizeClass& For(size_t bytes) { return bytes >= kLargeBufferMinBytes ? large : mid; }
+  SizeClass large{8, size_t{256} << 20};
+  SizeClass& For(size_t capacity) { return capacity >= kLargeBufferMinBytes ? large : mid; }
 };
 
 Pool& ThePool() {
-  static Pool* pool = new Pool;  // never destroyed: arrays may be freed at exit
+  static Pool* pool = new Pool;  // never destroyed: buffers may be freed at exit
   return *pool;
+}
+
+// A kept buffer of `capacity` (>= kRecycledBufferMinBytes), or null.
+char* TakeKept(size_t capacity) {
+  Pool& pool = ThePool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  SizeClass& sizes = pool.For(capacity);
+  for (auto it = sizes.kept.rbegin(); it != sizes.kept.rend(); ++it) {
+    if (it->capacity == capacity) {
+      char* data = it->data;
+      sizes.kept_bytes -= capacity;
+      sizes.kept.erase(std::next(it).base());
+      return data;
+    }
+  }
+  return nullptr;
+}
+
+// Keeps `data` (of `capacity` >= kRecycledBufferMinBytes) if there is room; false if not.
+bool Keep(char* data, size_t capacity) {
+  Pool& pool = ThePool();
+  std::lock_guard<std::mutex> lock(pool.mu);
+  SizeClass& sizes = pool.For(capacity);
+  // Room is made by freeing kept buffers of other capacities, oldest first (a stream that
+  // changed its batch shape); buffers of this capacity stay, and this one is freed if there is
+  // no room (many more in flight than are kept: those kept keep serving, malloc serves the
+  // rest).
+  const auto full = [&] {
+    return sizes.kept.size() >= sizes.max_buffers || sizes.kept_bytes + capacity > sizes.max_bytes;
+  };
+  for (auto it = sizes.kept.begin(); full() && it != sizes.kept.end();) {
+    if (it->capacity == capacity) {
+      ++it;
+      continue;
+    }
+    std::free(it->data);
+    sizes.kept_bytes -= it->capacity;
+    it = sizes.kept.erase(it);
+  }
+  if (full()) return false;
+  sizes.kept.push_back({data, capacity});
+  sizes.kept_bytes += capacity;
+  return true;
 }
 
 }  // namespace
 
-void* AcquireBuffer(size_t bytes, size_t align) {
-  Pool& pool = ThePool();
-  {
-    std::lock_guard<std::mutex> lock(pool.mu);
-    SizeClass& sizes = pool.For(bytes);
-    for (auto it = sizes.kept.rbegin(); it != sizes.kept.rend(); ++it) {
-      if (it->bytes == bytes && it->align == align) {
-        void* buffer = it->buffer;
-        sizes.kept_bytes -= bytes;
-        sizes.kept.erase(std::next(it).base());
-        return buffer;
-      }
-    }
-  }
-  void* buffer = std::aligned_alloc(align, bytes);
-  if (buffer == nullptr) throw std::bad_alloc();
-  // A hint (as numpy gives): failure is harmless.
-  if (align >= kHugePage) madvise(buffer, bytes, MADV_HUGEPAGE);
-  return buffer;
+size_t BufferCapacity(size_t size) {
+  if (size > SIZE_MAX / 4) throw std::bad_alloc();
+  if (size < kRecycledBufferMinBytes) return size == 0 ? kAlignment : RoundUp(size, kAlignment);
+  const size_t capacity = RoundUp(size, std::bit_floor(size) / 4);
+  return capacity < kHugePageBytes ? capacity : RoundUp(capacity, kHugePageBytes);
 }
 
-void ReleaseBuffer(void* buffer, size_t bytes, size_t align) {
-  Pool& pool = ThePool();
-  {
-    std::lock_guard<std::mutex> lock(pool.mu);
-    SizeClass& sizes = pool.For(bytes);
-    // Room is made by freeing kept buffers of other sizes, oldest first (a stream that changed
-    // its batch shape); buffers of this size stay, and this one is freed if there is no room
-    // (many more in flight than are kept: those kept keep serving, malloc serves the rest).
-    const auto full = [&] {
-      return sizes.kept.size() >= sizes.max_buffers || sizes.kept_bytes + bytes > sizes.max_bytes;
-    };
-    for (auto it = sizes.kept.begin(); full() && it != sizes.kept.end();) {
-      if (it->bytes == bytes && it->align == align) {
-        ++it;
-        continue;
-      }
-      std::free(it->buffer);
-      sizes.kept_bytes -= it->bytes;
-      it = sizes.kept.erase(it);
-    }
-    if (!full()) {
-      sizes.kept.push_back({buffer, bytes, align});
-      sizes.kept_bytes += bytes;
-      return;
-    }
+Buffer::Buffer(size_t size) : size_(size), capacity_(BufferCapacity(size)) {
+  if (capacity_ >= kRecycledBufferMinBytes) data_ = TakeKept(capacity_);
+  if (data_ != nullptr) return;
+  const size_t align = capacity_ >= kHugePageBytes ? kHugePageBytes : kAlignment;
+  data_ = static_cast<char*>(std::aligned_alloc(align, capacity_));
+  if (data_ == nullptr) throw std::bad_alloc();
+  if (align == kHugePageBytes) madvise(data_, capacity_, MADV_HUGEPAGE);  // advice only
+}
+
+Buffer& Buffer::operator=(Buffer&& other) noexcept {
+  if (this != &other) {
+    Release();
+    data_ = other.data_;
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    other.data_ = nullptr;
+    other.size_ = other.capacity_ = 0;
   }
-  std::free(buffer);
+  return *this;
+}
+
+void Buffer::Release() noexcept {
+  if (data_ == nullptr) return;
+  if (capacity_ < kRecycledBufferMinBytes || !Keep(data_, capacity_)) std::free(data_);
+  data_ = nullptr;
+  size_ = capacity_ = 0;
 }
 
 }  // namespace spelt::internal

@@ -3,10 +3,7 @@
 
 #include "base/buffer_pool.h"
 
-#include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 #include <stdexcept>
 
 namespace spelt {
@@ -68,23 +65,13 @@ Array Array::AllocateUninitialized(DType dtype, std::vector<int64_t> shape) {
   for (int64_t d : a.shape) {
     if (d < 0) throw std::invalid_argument("Array::Allocate: negative dimension in " + a.Describe());
   }
-  // Large buffers are aligned to huge pages and asked to use them (as numpy does); from 64 KiB
-  // on, buffers are recycled (base/buffer_pool.h): a stream of batches reuses memory already
-  // faulted in instead of having the kernel map and zero fresh pages for each.
-  constexpr size_t kHugePage = size_t{2} << 20;
-  const size_t align = a.nbytes() >= internal::kLargeBufferMinBytes ? kHugePage : 64;
-  const size_t bytes = std::max<size_t>((a.nbytes() + align - 1) / align * align, align);
-  void* p = nullptr;
-  if (bytes >= internal::kRecycledBufferMinBytes) {
-    p = internal::AcquireBuffer(bytes, align);
-    a.owner = std::shared_ptr<void>(
-        p, [bytes, align](void* q) { internal::ReleaseBuffer(q, bytes, align); });
-  } else {
-    p = std::aligned_alloc(align, bytes);
-    if (p == nullptr) throw std::bad_alloc();
-    a.owner = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  }
-  a.data = static_cast<const std::byte*>(p);
+  // The buffer comes from the pool (base/buffer_pool.h): from 64 KiB on, a stream of batches
+  // reuses memory already faulted in instead of having the kernel map and zero fresh pages for
+  // each; from 2 MiB on, it is aligned to huge pages and asked to use them (as numpy does).
+  auto buffer = std::make_shared<internal::Buffer>(a.nbytes());
+  char* const data = buffer->data();
+  a.data = reinterpret_cast<const std::byte*>(data);
+  a.owner = std::shared_ptr<void>(std::move(buffer), data);
   return a;
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "riegeli/buffer.h"
+#include "base/buffer_pool.h"
 
 namespace spelt::internal::riegeli {
 

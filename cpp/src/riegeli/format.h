@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string_view>
 
-#include "riegeli/buffer.h"
+#include "base/buffer_pool.h"
 
 namespace spelt::internal::riegeli {
 

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "riegeli/buffer.h"
+#include "base/buffer_pool.h"
 #include "riegeli/compression.h"
 #include "riegeli/format.h"
 
