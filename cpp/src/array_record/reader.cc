@@ -121,7 +121,7 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
     std::vector<std::string> records;  // the result, by position in `indices`
     // By run: its bytes, read ahead with one ReadMany (high-latency files; null for a run
     // served from the cache or in place). Empty for other files.
-    std::vector<std::unique_ptr<char[]>> fetched;
+    std::vector<Buffer> fetched;
     std::atomic<size_t> next_run{0};
     std::atomic<size_t> runs_done{0};
     std::atomic<bool> failed{false};
@@ -448,8 +448,8 @@ void ArrayRecordReaderImpl::FetchRuns(Batch& batch) const {
     const uint64_t first_chunk = plan.groups[run.begin].chunk;
     const uint64_t begin = chunk_offsets_[first_chunk];
     const uint64_t size = chunk_offsets_[first_chunk + (run.end - run.begin)] - begin;
-    batch.fetched[k].reset(new char[size]);
-    requests.push_back({begin, size, batch.fetched[k].get()});
+    batch.fetched[k] = Buffer(size);
+    requests.push_back({begin, size, batch.fetched[k].data()});
   }
   file_->ReadMany(requests);
 }
@@ -457,7 +457,7 @@ void ArrayRecordReaderImpl::FetchRuns(Batch& batch) const {
 void ArrayRecordReaderImpl::ReadRun(Batch& batch, size_t k) const {
   const ReadPlan& plan = batch.plan;
   const ReadPlan::Run& run = plan.runs[k];
-  char* const fetched = batch.fetched.empty() ? nullptr : batch.fetched[k].get();
+  char* const fetched = batch.fetched.empty() ? nullptr : batch.fetched[k].data();
   const auto for_each_request = [&](const ReadPlan::Group& group, auto fn) {
     for (size_t i = group.begin; i < group.end; ++i) {
       const size_t position = plan.order[i];
