@@ -33,7 +33,7 @@ struct SizeClass {
 
 struct Pool {
   std::mutex mu;
-  SizeClass mid{128, size_t{32} << 20};
+  SizeClass mid{128, size_t{48} << 20};
   SizeClass large{8, size_t{256} << 20};
   SizeClass& For(size_t capacity) { return capacity >= kLargeBufferMinBytes ? large : mid; }
 };

@@ -26,9 +26,9 @@
 
 namespace spelt::internal {
 
-// Buffers of at least this many bytes are recycled: at most 128 of them and 32 MiB in all are
-// kept below kLargeBufferMinBytes, at most 8 and 256 MiB from it on. Smaller ones are
-// malloc'd and freed.
+// Buffers of at least this many bytes are recycled: at most 128 of them and 48 MiB in all are
+// kept below kLargeBufferMinBytes, at most 8 and 256 MiB from it on (capacities counted: a
+// class rounds a size up by at most 25%). Smaller ones are malloc'd and freed.
 inline constexpr size_t kRecycledBufferMinBytes = size_t{64} << 10;
 inline constexpr size_t kLargeBufferMinBytes = size_t{4} << 20;
 // Buffers of this capacity and more are aligned to it and asked to use transparent huge pages
