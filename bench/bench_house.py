@@ -1,4 +1,4 @@
-"""H1-H3 (issue 19): this build against an earlier one, side by side in one run.
+"""H1-H3 and BP (issue 19): this build against an earlier one, side by side in one run.
 
 Run with ``.venv/bin/python bench/bench_house.py --baseline PYTHON [-k PATTERN] [--reps N]``,
 where PYTHON is the interpreter of a virtual environment with the earlier build installed
@@ -23,6 +23,16 @@ Python map that spins for ~50 us, calibrated once by the parent and passed to ev
   .to_iter_dataset().batch(128)`` and ``MapDataset...shuffle().batch(128)``; each as a ratio
   to one numpy fancy-index gather per batch of the same indices, timed in the same child.
   Goal: each face at least 0.5x the gather.
+* **BP** (item 4, one buffer pool): CPU time and minor page faults (``getrusage``) of the
+  paths whose large buffers come from the pool (cpp/src/base/buffer_pool.h), one pass each
+  after a warm-up pass, in one child: ``ParquetIterDataset(...).batch(128)`` over 262,144 rows
+  of bench_parquet's table (4 row groups); ``ArrayRecordDataSource.__getitems__`` over
+  consecutive ranges of 1,024 keys, and over random batches of 128 keys (a quarter of the
+  file), of 20,000 records of 6-10 KB (zstd, group_size 64); every record of that file through
+  ``MapDataset.source(...).to_iter_dataset()``; ranges of 1,024 keys of 8,192 such records
+  uncompressed in chunks of 1,024; and three epochs of H3's array through
+  ``MapDataset...shuffle().batch(2048)`` (1.6 MB batches). The files are written once into
+  ``build/bench/house/``. Goal: no more CPU or faults than the baseline beyond noise.
 
 H1 and H2 are timed in steady state, from the 10th batch to the 10th before the end (worker
 processes take seconds to start); H3 over whole epochs (start-up takes milliseconds, and a
@@ -42,10 +52,11 @@ import statistics
 import subprocess
 import sys
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 import numpy as np
-
 import proc_stats
 
 MAP_US = 50.0
@@ -53,7 +64,13 @@ H12_RECORDS = 12_800
 H3_SHAPE = (70_000, 785)
 STEADY_FROM = 10  # batches read before steady-state timing starts
 H3_REPS = 5  # alternating gather / face epochs in one child
-CASES = ("H1", "H2", "H3")
+CASES = ("H1", "H2", "H3", "BP")
+BP_DIR = Path(__file__).resolve().parent.parent / "build" / "bench" / "house"
+BP_ROWS = 262_144
+BP_FILES = {  # name: (options, records)
+    "zstd_g64.array_record": ("zstd:3,group_size:64", 20_000),
+    "none_g1024.array_record": ("uncompressed,group_size:1024", 8_192),
+}
 
 
 class MnistLikeRows:
@@ -234,11 +251,91 @@ def run_h3(g: Any) -> dict[str, float]:
     return {key: statistics.median(values) for key, values in ratios.items()}
 
 
+def write_bp_files() -> None:
+    """BP's Parquet and ArrayRecord files, unless there (written by this build)."""
+    import bench_parquet
+    import pyarrow.parquet as pq
+    import spelt
+
+    BP_DIR.mkdir(parents=True, exist_ok=True)
+    parquet = BP_DIR / "rows.parquet"
+    if not parquet.exists():
+        schema = bench_parquet.make_table(0, 1).schema
+        with pq.ParquetWriter(parquet.with_suffix(".partial"), schema) as writer:
+            for start in range(0, BP_ROWS, bench_parquet.ROW_GROUP):
+                writer.write_table(bench_parquet.make_table(start, bench_parquet.ROW_GROUP))
+        parquet.with_suffix(".partial").rename(parquet)
+    rng = np.random.default_rng(0)
+    pool = rng.integers(0, 16, 8 << 20, np.uint8).tobytes()
+    for name, (options, n) in BP_FILES.items():
+        if (BP_DIR / name).exists():
+            continue
+        sizes, offsets = rng.integers(6000, 10_000, n), rng.integers(0, (8 << 20) - 10_000, n)
+        partial = BP_DIR / (name + ".partial")
+        with spelt.experimental.ArrayRecordWriter(str(partial), options) as writer:
+            for i in range(n):
+                writer.write(i.to_bytes(8, "little") + pool[offsets[i] : offsets[i] + sizes[i]])
+        partial.rename(BP_DIR / name)
+
+
+def run_bp(g: Any) -> dict[str, float]:
+    def parquet() -> None:
+        for _ in g.experimental.ParquetIterDataset(str(BP_DIR / "rows.parquet")).batch(128):
+            pass
+
+    def ranges(name: str) -> Callable[[], None]:
+        source = g.sources.ArrayRecordDataSource(str(BP_DIR / name))
+
+        def run() -> None:
+            for i in range(0, len(source), 1024):
+                source.__getitems__(list(range(i, min(len(source), i + 1024))))
+
+        return run
+
+    def random_batches() -> None:
+        source = g.sources.ArrayRecordDataSource(str(BP_DIR / "zstd_g64.array_record"))
+        keys = np.random.default_rng(1).permutation(len(source))[: len(source) // 4].tolist()
+        for i in range(0, len(keys), 128):
+            source.__getitems__(keys[i : i + 128])
+
+    def iterate() -> None:
+        source = g.sources.ArrayRecordDataSource(str(BP_DIR / "zstd_g64.array_record"))
+        for _ in g.MapDataset.source(source).to_iter_dataset():
+            pass
+
+    array = np.random.default_rng(0).integers(0, 256, H3_SHAPE, np.uint8)
+
+    def array_batches() -> None:
+        for _ in range(3):
+            for _ in g.MapDataset.source(array).seed(0).shuffle().batch(2048):
+                pass
+
+    result = {}
+    for name, run in (
+        ("parquet batches", parquet),
+        ("array_record ranges", ranges("zstd_g64.array_record")),
+        ("array_record random", random_batches),
+        ("array_record iter", iterate),
+        ("array_record ranges g1024", ranges("none_g1024.array_record")),
+        ("array batches", array_batches),
+    ):
+        run()  # warm-up
+        before = resource.getrusage(resource.RUSAGE_SELF)
+        run()
+        after = resource.getrusage(resource.RUSAGE_SELF)
+        result[f"{name} cpu_s"] = (
+            after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+        )
+        result[f"{name} faults"] = after.ru_minflt - before.ru_minflt
+    return result
+
+
 def child(case: str, rounds: int) -> dict[str, float]:
     import spelt
 
     runs = {"H1": lambda: run_h1(spelt, rounds), "H2": lambda: run_h2(spelt, rounds)}
     runs["H3"] = lambda: run_h3(spelt)
+    runs["BP"] = lambda: run_bp(spelt)
     return runs[case]()
 
 
@@ -257,6 +354,7 @@ def run_child(python: str, case: str, rounds: int) -> dict[str, float]:
 _GOALS = {
     "H1": ("consumer_cpu_us", "at most 0.5x"),
     "H2": ("workers_outside_map_us", "at most 0.5x"),
+    "BP": ("every row", "at most 1x (noise aside)"),
 }
 
 
@@ -293,6 +391,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.baseline:
         pythons["baseline"] = args.baseline
     print(f"bench_house: load {os.getloadavg()[0]:.1f}, map of {rounds} rounds (~{MAP_US} us)")
+    if "BP" in (c for c in CASES if args.k in c):
+        write_bp_files()
     for case in (c for c in CASES if args.k in c):
         builds: dict[str, list[dict[str, float]]] = {name: [] for name in pythons}
         for _ in range(args.reps):

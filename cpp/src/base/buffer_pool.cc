@@ -90,10 +90,10 @@ bool Keep(char* data, size_t capacity) {
 // glibc raises its mmap threshold (and its heap trim threshold, twice that) to the size of a
 // freed mmapped block (up to 32 MiB), so that code that mallocs and frees blocks of a size stops
 // mapping them afresh and trimming its heaps each time. Kept buffers are not freed: in their
-// stead, one untouched block of each new largest capacity below kHugePageBytes is (a map and an
-// unmap, no page touched), so that the malloc of the records and Python objects around these
-// buffers adapts as it did when such buffers were malloc'd and freed. Without it, reading
-// ranges of ArrayRecord records faults ~1.5x the pages (docs/benchmarks.md, issue 19).
+// stead, one untouched block of each new largest capacity is (a map and an unmap, no page
+// touched), so that the malloc of the records and Python objects around these buffers adapts
+// as it did when riegeli's buffers were malloc'd and freed. Without it, reading ranges of
+// ArrayRecord records faults ~1.5x the pages (docs/benchmarks.md, H4).
 void RaiseMallocThresholds(size_t capacity) {
   static std::atomic<size_t> raised{0};
   size_t seen = raised.load(std::memory_order_relaxed);
@@ -119,9 +119,7 @@ size_t BufferCapacity(size_t size) {
 Buffer::Buffer(size_t size) : size_(size), capacity_(BufferCapacity(size)) {
   if (capacity_ >= kRecycledBufferMinBytes) data_ = TakeKept(capacity_);
   if (data_ != nullptr) return;
-  if (capacity_ >= kRecycledBufferMinBytes && capacity_ < kHugePageBytes) {
-    RaiseMallocThresholds(capacity_);
-  }
+  if (capacity_ >= kRecycledBufferMinBytes) RaiseMallocThresholds(capacity_);
   const size_t align = capacity_ >= kHugePageBytes ? kHugePageBytes : kAlignment;
   data_ = static_cast<char*>(std::aligned_alloc(align, capacity_));
   if (data_ == nullptr) throw std::bad_alloc();
