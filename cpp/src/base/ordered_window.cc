@@ -30,7 +30,12 @@ struct OrderedWindow::State {
   };
 
   std::mutex mu;
-  std::condition_variable cv;  // signalled when a task returns
+  // Signalled when a task returns that the consumer may be waiting for: the one it takes
+  // (awaited), any task of a serial window (the next one may start) or the last one running
+  // while the consumer clears the window.
+  std::condition_variable cv;
+  const Entry* awaited = nullptr;
+  bool clearing = false;
   // The tasks neither taken nor dropped, oldest first: entries[0, first_queued) have started
   // (tasks start in order), the rest are queued. A running task holds its entry, so a task
   // dropped while it runs finishes unseen.
@@ -71,7 +76,7 @@ void RunOne(State& s, std::unique_lock<std::mutex>& lock) {
   entry->error = std::move(error);
   entry->done = true;
   --s.running;
-  s.cv.notify_all();
+  if (entry.get() == s.awaited || s.serial || (s.clearing && s.running == 0)) s.cv.notify_all();
 }
 
 void Help(const std::shared_ptr<State>& s) {
@@ -106,20 +111,23 @@ uint64_t OrderedWindow::Submit(std::function<void()> task) {
   return state_->next_number - 1;
 }
 
-bool OrderedWindow::Take() {
+void OrderedWindow::Take() {
   State& s = *state_;
   std::unique_lock<std::mutex> lock(s.mu);
   const std::shared_ptr<State::Entry> taken = s.entries.front();
-  bool here = false;
+  // Whether the consumer runs a task now (the oldest queued one).
+  const auto runs_one = [&] {
+    return CanStart(s) && (s.consumer_runs == ConsumerRuns::kAny ||
+                           (s.consumer_runs == ConsumerRuns::kOldest && !taken->started));
+  };
   while (!taken->done) {
-    const bool run = s.consumer_runs == ConsumerRuns::kAny ||
-                     (s.consumer_runs == ConsumerRuns::kOldest && !taken->started);
-    if (run && CanStart(s)) {
-      here = here || s.entries[s.first_queued] == taken;
+    if (runs_one()) {
       RunOne(s, lock);
       StartHelpers(state_);  // a serial window's helper may have left while this one ran
     } else {
-      BlockingWait([&] { s.cv.wait(lock); });
+      s.awaited = taken.get();
+      BlockingWait([&] { s.cv.wait(lock, [&] { return taken->done || runs_one(); }); });
+      s.awaited = nullptr;
     }
   }
   s.entries.pop_front();
@@ -127,7 +135,6 @@ bool OrderedWindow::Take() {
   const std::exception_ptr error = std::move(taken->error);
   lock.unlock();
   if (error) std::rethrow_exception(error);
-  return here;
 }
 
 void OrderedWindow::Drop(uint64_t number) {
@@ -159,7 +166,9 @@ void OrderedWindow::Clear() {
   }
   s.entries.clear();
   s.first_queued = 0;
+  s.clearing = true;
   BlockingWait([&] { s.cv.wait(lock, [&] { return s.running == 0; }); });
+  s.clearing = false;
 }
 
 void OrderedWindow::SetMaxHelpers(int n) {

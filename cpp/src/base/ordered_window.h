@@ -56,8 +56,9 @@ class OrderedWindow {
 
   // Takes the oldest task neither taken nor dropped once it has returned, and rethrows its
   // exception if it threw; meanwhile the consumer runs tasks as consumer_runs says, and
-  // otherwise waits. Returns whether the taken task ran on this thread. REQUIRES: size() > 0.
-  bool Take();
+  // otherwise waits (woken only by the task it takes, or in a serial window by any task).
+  // REQUIRES: size() > 0.
+  void Take();
 
   // Drops task `number` (one neither taken nor dropped) without waiting: a queued task never
   // runs, a running one finishes unseen (its exception is dropped). Take skips it.
