@@ -231,6 +231,11 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     if spec["engine"] == "grain":
         logging.getLogger("absl").setLevel(logging.ERROR)
         import grain as g  # pylint: disable=import-outside-toplevel
+        from absl import flags  # pylint: disable=import-outside-toplevel
+
+        # With jax installed, Grain's mp_prefetch reads its absl flags: outside absl.app.run
+        # they must be parsed first (UnparsedFlagAccessError otherwise).
+        flags.FLAGS.mark_as_parsed()
     else:
         import spelt as g  # pylint: disable=import-outside-toplevel
     if case == "check":

@@ -166,3 +166,10 @@ def test_a_data_loader_map_that_returns_none_batches_as_without_workers(requests
     assert ("None, None" in expected[3]) == (first_none == 18)
     assert steps(2) == expected
     assert requests[0] is not None and requests[0][3] is spelt.data_loader.NONE_ELEMENT
+
+
+def test_batches_over_8_mib_are_batched_by_the_consumer(requests):
+    ds = spelt.MapDataset.range(12).map(wp.big_array_mib).to_iter_dataset().batch(5)  # 10 MiB
+    got = [b[:, 0, 0].tolist() for b in ds.mp_prefetch(_TWO)]
+    assert got == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9], [10, 11]]
+    assert requests[0] == (0, 5, False, None) and requests[-1] is None

@@ -89,6 +89,8 @@ class ChunkSizer {
     bytes_ = Smooth(bytes_, bytes / static_cast<double>(count));
   }
 
+  bool Observed() const { return seconds_.has_value(); }
+
   int64_t Next() {
     if (!seconds_) {
       const int64_t size = warmup_;
@@ -164,6 +166,7 @@ class Session {
 
   // Needs no GIL.
   void Abandon() { --outstanding_; }
+  bool Replied() const { return sizer_.Observed(); }  // needs no GIL
   int64_t NextChunkSize() { return OneByOne() ? 1 : sizer_.Next(); }
 
   // True after the pool failed (a worker died) until the indices that were submitted then
@@ -243,13 +246,18 @@ class ProcessExecutor final : public ChunkExecutor {
                   double target_chunk_seconds,
                   const std::function<nb::object()>& batching = nullptr,
                   std::shared_ptr<int64_t> failures = nullptr)
-      : max_in_flight_(max_in_flight) {
+      : max_in_flight_(max_in_flight), batches_(batching != nullptr) {
     GilAcquire gil;
     session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds,
                                          batching ? batching() : nb::none(),
                                          std::move(failures));
   }
-  int64_t MaxInFlight() const override { return session_->OneByOne() ? 0 : max_in_flight_; }
+  // Batches are computed one chunk (of one batch) at a time until the first reply: if they are
+  // large, WorkerBatches hands over to element-wise batching after the first one.
+  int64_t MaxInFlight() const override {
+    if (session_->OneByOne() || (batches_ && !session_->Replied())) return 0;
+    return max_in_flight_;
+  }
   int64_t NextChunkSize() override { return session_->NextChunkSize(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
     GilAcquire gil;
@@ -260,6 +268,7 @@ class ProcessExecutor final : public ChunkExecutor {
  private:
   std::shared_ptr<Session> session_;
   const int64_t max_in_flight_;
+  const bool batches_;  // computes batches (WorkerBatches)
 };
 
 // Whole batches computed by the workers: batches [0, ...) of parent.batches_from(begin, ...).
@@ -285,6 +294,16 @@ class WorkerBatches final : public BatchesAhead {
         std::make_unique<ProcessExecutor>(keeper_.get(), num_batches, max_in_flight_,
                                           target_chunk_seconds_, batching, failures_));
   }
+  // Large batches are batched by the consumer: a worker would stack them and copy them into
+  // its arena (two copies on its side), and they would hold arena space while the user holds
+  // them: W2 in docs/workers.md (32 MiB batches of 1 MiB records) ran at a third of its
+  // element-wise speed with 5x the memory. Per-element costs of the consumer are small against
+  // such elements anyway.
+  Sized OnFirstBatch(int64_t batch_bytes) override {
+    return batch_bytes > kMaxBatchBytes ? Sized::kElementwise : Sized::kGoOn;
+  }
+  static constexpr int64_t kMaxBatchBytes = int64_t{8} << 20;
+
   // The pool failed (a worker died, Ctrl-C): raised as it is, as the element-wise iterator
   // raises it; that iterator then starts new workers at the failed batch's start.
   bool RaiseAsIs() override {

@@ -24,8 +24,13 @@ class BatchesAhead {
   // partial unless the remainder is dropped), each raising where one of its elements fails or
   // is None. The iterator made before is destroyed first.
   virtual std::unique_ptr<DatasetIterator> From(int64_t begin) = 0;
-  // Told the first batch's size in bytes; true asks for From() again (a deeper read-ahead).
-  virtual bool Deepen(int64_t /*batch_bytes*/) { return false; }
+  // What to do once the first batch's size in bytes is known.
+  enum class Sized {
+    kGoOn,
+    kRestart,      // call From() again at the next batch (a deeper read-ahead)
+    kElementwise,  // batch element by element from the next batch on (until a SetState())
+  };
+  virtual Sized OnFirstBatch(int64_t /*batch_bytes*/) { return Sized::kGoOn; }
   // True if the error the iterator of From() just raised is not an element's (worker
   // processes failed, Ctrl-C): it is raised as it is, and the element-wise iterator takes over
   // at the next call. An element's error is raised by the element-wise iterator, at its element.

@@ -22,7 +22,7 @@
 #include "riegeli/simple_chunk.h"
 #include "spelt/array_record.h"
 #include "spelt/blocking_wait.h"
-#include "base/ordered_pipeline.h"
+#include "base/ordered_window.h"
 #include "base/thread_pool.h"
 
 namespace spelt {
@@ -625,7 +625,15 @@ void ArrayRecordReaderImpl::ForEachRecord(
     }
     if (run.error) std::rethrow_exception(run.error);
   };
-  internal::RunOrderedPipeline(runs.size() - 1, num_threads, window, read_run, visit_run);
+  // Run k is read into slot k % window, submitted once run k - window was visited.
+  internal::OrderedWindow ahead({.max_helpers = std::max(num_threads, 1) - 1});
+  for (size_t k = 0, submitted = 0; k + 1 < runs.size(); ++k) {
+    for (; submitted + 1 < runs.size() && submitted < k + window; ++submitted) {
+      ahead.Submit([&read_run, submitted, window] { read_run(submitted % window, submitted); });
+    }
+    ahead.Take();
+    visit_run(k % window, k);
+  }
 }
 
 void ArrayRecordReaderImpl::Work(Batch& batch) {

@@ -38,7 +38,7 @@ class ThreadPool {
 // The process-wide pool: starts with one thread per core and grows with Reserve() (e.g. to
 // ReadOptions.num_threads). Never destroyed: tasks may still be queued when static
 // destructors run. A task that waits for other tasks of this pool must also work itself
-// (as the ArrayRecord reader does), so that nested use never deadlocks.
+// (as the consumer of a base/ordered_window.h does), so that nested use never deadlocks.
 ThreadPool& SharedThreadPool();
 
 }  // namespace spelt::internal

@@ -53,7 +53,18 @@ class BatchedReadAheadIterator final : public DatasetIterator {
     if (batch && !sized_) {
       sized_ = true;
       const int64_t bytes = ValueBytes(*batch);
-      if (bytes > 0 && source_->Deepen(bytes)) Start(next_index_);
+      if (bytes > 0) {
+        switch (source_->OnFirstBatch(bytes)) {
+          case BatchesAhead::Sized::kGoOn:
+            break;
+          case BatchesAhead::Sized::kRestart:
+            Start(next_index_);
+            break;
+          case BatchesAhead::Sized::kElementwise:
+            batches_.reset();  // Elementwise() takes over at next_index_
+            break;
+        }
+      }
     }
     return batch;
   }
@@ -107,7 +118,7 @@ class BatchedReadAheadIterator final : public DatasetIterator {
   const std::unique_ptr<BatchesAhead> source_;
   const std::function<std::unique_ptr<DatasetIterator>()> elementwise_;
   int64_t next_index_ = 0;  // parent elements consumed
-  bool sized_ = false;       // Deepen() was told the first batch's size
+  bool sized_ = false;       // OnFirstBatch() was told the first batch's size
   std::unique_ptr<DatasetIterator> batches_;
   std::unique_ptr<DatasetIterator> fallback_;  // after an error
 };

@@ -40,12 +40,12 @@ class PoolBatches final : public BatchesAhead {
   // when the read-ahead restarts are computed again). prefetch_buffer_size counts elements, and
   // Grain's default of 500 is 3 batches of 128: one batch per chunk, so a thread hand-off per
   // batch, which for small batches (100 KB, gathered in 9 us) costs as much as computing them.
-  bool Deepen(int64_t batch_bytes) override {
-    if (!threads_) return false;
+  Sized OnFirstBatch(int64_t batch_bytes) override {
+    if (!threads_) return Sized::kGoOn;
     const int64_t wanted = (kMinReadAheadBytes + batch_bytes - 1) / batch_bytes;
-    if (wanted <= options_.prefetch_buffer_size) return false;
+    if (wanted <= options_.prefetch_buffer_size) return Sized::kGoOn;
     options_.prefetch_buffer_size = wanted;
-    return true;
+    return Sized::kRestart;
   }
 
  private:

@@ -1,19 +1,16 @@
-// MakeReadAheadReader (tfrecord/read_ahead.h): a ring of kWindow runs between one
-// reading thread at a time (a helper or the caller) and the caller.
+// MakeReadAheadReader (tfrecord/read_ahead.h): kWindow run buffers; run k is read into buffer
+// k % kWindow by a task of a serial OrderedWindow, submitted once run k - kWindow was consumed.
 #include "tfrecord/read_ahead.h"
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstring>
 #include <exception>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
 
-#include "base/thread_pool.h"
-#include "spelt/blocking_wait.h"
+#include "base/ordered_window.h"
 
 namespace spelt::internal::tfrecord {
 
@@ -63,61 +60,10 @@ void ReadRun(TFRecordReader& reader, Run& run) {
   }
 }
 
-// What the caller and the helper share. The helper holds it by shared_ptr, so one that starts
-// after the reader is gone finds `stopping` and leaves.
-struct Shared {
-  explicit Shared(std::unique_ptr<TFRecordReader> r) : reader(std::move(r)), runs(kWindow) {}
-
-  std::mutex mu;
-  std::condition_variable cv;
-  const std::unique_ptr<TFRecordReader> reader;  // used by the thread that is `reading` only
-  std::vector<Run> runs;                         // a ring
-  size_t front = 0;       // the ring index of the oldest run held
-  size_t held = 0;        // runs read and not yet released by the caller
-  bool reading = false;   // a thread reads into runs[(front + held) % kWindow]
-  bool halted = false;    // the newest run held ends the file or failed: read no further
-  bool helper = false;    // a helper is submitted and has not left
-  bool stopping = false;  // the reader is being destroyed
-};
-
-bool CanRead(const Shared& s) {
-  return !s.stopping && !s.reading && !s.halted && s.held < kWindow;
-}
-
-// Reads the next run with s.mu released. REQUIRES: `lock` holds s.mu, CanRead(s).
-void ReadNext(Shared& s, std::unique_lock<std::mutex>& lock) {
-  Run& run = s.runs[(s.front + s.held) % kWindow];
-  s.reading = true;
-  lock.unlock();
-  ReadRun(*s.reader, run);
-  lock.lock();
-  s.reading = false;
-  s.halted = run.end || run.error;
-  ++s.held;
-  s.cv.notify_all();
-}
-
-// Submits a helper unless one is pending or there is nothing to read. REQUIRES: s->mu held.
-void StartHelper(const std::shared_ptr<Shared>& s) {
-  if (s->helper || !CanRead(*s)) return;
-  s->helper = true;
-  SharedThreadPool().Submit([s] {
-    std::unique_lock<std::mutex> lock(s->mu);
-    while (CanRead(*s)) ReadNext(*s, lock);
-    s->helper = false;
-  });
-}
-
 class ReadAheadReader final : public TFRecordReader {
  public:
   explicit ReadAheadReader(std::unique_ptr<TFRecordReader> reader)
-      : s_(std::make_shared<Shared>(std::move(reader))), next_offset_(s_->reader->Tell()) {}
-
-  ~ReadAheadReader() override {
-    std::unique_lock<std::mutex> lock(s_->mu);
-    s_->stopping = true;
-    BlockingWait([&] { s_->cv.wait(lock, [&] { return !s_->reading; }); });
-  }
+      : reader_(std::move(reader)), runs_(kWindow), next_offset_(reader_->Tell()) {}
 
   bool ReadRecord(std::string* record) override {
     const std::optional<std::string_view> payload = Peek();
@@ -151,33 +97,49 @@ class ReadAheadReader final : public TFRecordReader {
   uint64_t Tell() const override { return next_offset_; }
 
   void Seek(uint64_t offset) override {
-    std::unique_lock<std::mutex> lock(s_->mu);
-    BlockingWait([&] { s_->cv.wait(lock, [&] { return !s_->reading; }); });
-    s_->front = s_->held = 0;
-    s_->halted = false;
-    taken_ = false;
-    index_ = 0;
+    Restart();
     try {
-      s_->reader->Seek(offset);
+      reader_->Seek(offset);
     } catch (...) {
-      next_offset_ = s_->reader->Tell();
+      next_offset_ = reader_->Tell();
       throw;
     }
     next_offset_ = offset;
   }
 
-  const std::string& path() const override { return s_->reader->path(); }
-  TFRecordCompression compression() const override { return s_->reader->compression(); }
+  const std::string& path() const override { return reader_->path(); }
+  TFRecordCompression compression() const override { return reader_->compression(); }
 
  private:
-  // The run at the front: the one being consumed (taken_) or the next one. Only the caller
-  // moves s_->front, so it reads it without the lock.
-  Run& Front() const { return s_->runs[s_->front]; }
+  // The run at the front: the one being consumed (taken_) or the next one.
+  const Run& Front() const { return runs_[front_]; }
 
   // The payload of Front()'s record index_. REQUIRES: taken_, index_ < its records.
   std::string_view Current() const { return Front().records[index_]; }
 
   void Advance() { next_offset_ = Front().offsets[index_++]; }
+
+  // Drops the runs read ahead (waiting for one being read): the next run is read from where
+  // reader_ stands.
+  void Restart() {
+    ahead_.Clear();
+    halted_ = false;
+    taken_ = false;
+    index_ = 0;
+  }
+
+  // Submits reads until the window holds kWindow runs (the one being consumed included).
+  // A read after a run that ends the file or failed reads nothing (halted_).
+  void ReadAhead() {
+    for (size_t held = ahead_.size() + (taken_ ? 1 : 0); held < kWindow; ++held) {
+      Run& run = runs_[(front_ + held) % kWindow];
+      ahead_.Submit([this, &run] {
+        if (halted_) return;
+        ReadRun(*reader_, run);
+        halted_ = run.end || run.error;
+      });
+    }
+  }
 
   // The next record's payload without moving past it, or nullopt at the end of the file:
   // takes the next run when the current one is used up (reading it here, or waiting for the
@@ -189,34 +151,30 @@ class ReadAheadReader final : public TFRecordReader {
         if (index_ < run.records.size()) return Current();
         if (run.end) return std::nullopt;
         const std::exception_ptr error = run.error;
-        std::unique_lock<std::mutex> lock(s_->mu);
-        s_->front = (s_->front + 1) % kWindow;
-        --s_->held;
+        front_ = (front_ + 1) % kWindow;
         taken_ = false;
         index_ = 0;
         if (error) {
-          s_->halted = false;  // nothing is held after it: the next call reads it again
+          Restart();  // nothing was read after it: the next call reads the bad record again
           std::rethrow_exception(error);
         }
-        StartHelper(s_);
       }
-      std::unique_lock<std::mutex> lock(s_->mu);
-      while (s_->held == 0) {
-        if (CanRead(*s_)) {
-          ReadNext(*s_, lock);  // no thread is reading: read it here
-        } else {
-          BlockingWait([&] { s_->cv.wait(lock); });  // the helper may need the GIL to read
-        }
-      }
+      ReadAhead();
+      ahead_.Take();
       taken_ = true;
-      StartHelper(s_);
+      ReadAhead();
     }
   }
 
-  std::shared_ptr<Shared> s_;  // shared with the helper
-  bool taken_ = false;         // the caller consumes Front()
-  size_t index_ = 0;           // Front()'s next record
+  const std::unique_ptr<TFRecordReader> reader_;  // read by the tasks of ahead_ only
+  std::vector<Run> runs_;                         // a ring of kWindow runs
+  bool halted_ = false;  // a run read ends the file or failed: read no further (tasks only)
+  size_t front_ = 0;     // the ring index of Front()
+  bool taken_ = false;   // the caller consumes Front()
+  size_t index_ = 0;     // Front()'s next record
   uint64_t next_offset_ = 0;
+  // Declared last: destroyed first, waiting for a run being read.
+  OrderedWindow ahead_{{.max_helpers = 1, .serial = true}};
 };
 
 }  // namespace

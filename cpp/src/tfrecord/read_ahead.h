@@ -1,10 +1,9 @@
-// Internal: a TFRecordReader that reads ahead of its caller. A helper from SharedThreadPool()
-// reads and checks the next runs of whole records (about kRunBytes of payload each, at most
-// kWindow - 1 runs ahead) while the caller takes the records of the current run; when no run
-// is ready and no thread is reading one, the caller reads the next run itself, so it never
-// waits for a pool thread that does not come. This is the read-ahead of
-// base/ordered_pipeline.h (used by the ArrayRecord reader) in pull form: the framing is
-// sequential, so one thread at a time reads.
+// Internal: a TFRecordReader that reads ahead of its caller. The next runs of whole records
+// (about kRunBytes of payload each, at most kWindow - 1 runs ahead) are read and checked as
+// the tasks of a serial base/ordered_window.h (the framing is sequential, so one thread at a
+// time reads), on a helper from SharedThreadPool() while the caller takes the records of the
+// current run; when no run is ready and no thread is reading one, the caller reads the next
+// run itself, so it never waits for a pool thread that does not come.
 #ifndef SPELT_SRC_TFRECORD_READ_AHEAD_H_
 #define SPELT_SRC_TFRECORD_READ_AHEAD_H_
 
