@@ -5,6 +5,9 @@ fallback applies. Each case is batched (four faces), packed, spec'd, mixed or ma
 libraries and the outputs must be identical, types, dtypes, key order and numpy scalars
 included."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -95,3 +98,21 @@ def test_registered_nodes_flatten_once_per_element(with_jax):
 def test_workers_decide_as_their_consumer(with_jax):
     assert tree_cases.worker_batch_mismatches() == []  # jax blocked here, not in the worker
     assert with_jax["worker_mismatches"] == []
+
+
+def test_an_import_hook_that_blocks_jax_means_plain_trees():
+    script = (
+        "import importlib.abc, sys\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'jax':\n"
+        "            raise ImportError('blocked')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import numpy as np, spelt\n"
+        "from spelt import _tree\n"
+        "batch = spelt.MapDataset.source([{'b': 1, 'a': None}] * 2).batch(2)[0]\n"
+        "print(_tree.uses_jax(), list(batch), batch['a'].tolist())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.split("\n")[0] == "False ['b', 'a'] [None, None]"

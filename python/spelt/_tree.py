@@ -56,7 +56,10 @@ def uses_jax() -> bool:
     ``jax.tree_util``. Decided on the first call and kept for the process."""
     if _PLAIN:
         return False
-    return importlib.util.find_spec("jax") is not None  # None for sys.modules["jax"] = None
+    try:  # None for sys.modules["jax"] = None; an import hook that blocks jax raises
+        return importlib.util.find_spec("jax") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _is_namedtuple(x: Any) -> bool:
