@@ -32,7 +32,11 @@ HALF = dict(num_cpus_per_actor=0.5)
 @pytest.fixture(scope="module")
 def cluster():
     """A local Ray cluster (2 CPUs); its address. Stopped at the end, however the tests end."""
-    ray.init(num_cpus=2, namespace="spelt", include_dashboard=False, log_to_driver=False)
+    # address="local": a new cluster of our own, never one found running on this machine (Ray
+    # otherwise attaches to the latest cluster it finds in /tmp/ray, and then refuses num_cpus).
+    ray.init(
+        address="local", num_cpus=2, namespace="spelt", include_dashboard=False, log_to_driver=False
+    )
     try:
         yield ray.get_runtime_context().gcs_address
     finally:
