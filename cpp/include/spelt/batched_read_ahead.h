@@ -27,7 +27,6 @@ class BatchesAhead {
   // What to do once the first batch's size in bytes is known.
   enum class Sized {
     kGoOn,
-    kRestart,      // call From() again at the next batch (a deeper read-ahead)
     kElementwise,  // batch element by element from the next batch on (until a SetState())
   };
   virtual Sized OnFirstBatch(int64_t /*batch_bytes*/) { return Sized::kGoOn; }

@@ -57,9 +57,6 @@ class BatchedReadAheadIterator final : public DatasetIterator {
         switch (source_->OnFirstBatch(bytes)) {
           case BatchesAhead::Sized::kGoOn:
             break;
-          case BatchesAhead::Sized::kRestart:
-            Start(next_index_);
-            break;
           case BatchesAhead::Sized::kElementwise:
             batches_.reset();  // Elementwise() takes over at next_index_
             break;
