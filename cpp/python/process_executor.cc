@@ -238,18 +238,28 @@ class ProcessChunk final : public PendingChunk {
   int64_t begin_, count_;
 };
 
+// What the workers compute instead of elements: batches [0, ...) of
+// MapDataset.batches_from(begin, batch_size, drop_remainder, none_marker).
+struct WorkerBatching {
+  int64_t begin, batch_size;
+  bool drop_remainder;
+  nb::handle none_marker;  // the Python object that is a None element (see BatchRequest), or None
+};
+
 class ProcessExecutor final : public ChunkExecutor {
  public:
-  // batching: the arguments of MapDataset.batches_from to compute batches (a function that
-  // makes them under the GIL), else null; failures: counts the pool's failures.
+  // batching: batches to compute, else elements; failures: counts the pool's failures.
   ProcessExecutor(nb::handle keeper, int64_t length, int64_t max_in_flight,
-                  double target_chunk_seconds,
-                  const std::function<nb::object()>& batching = nullptr,
+                  double target_chunk_seconds, std::optional<WorkerBatching> batching = {},
                   std::shared_ptr<int64_t> failures = nullptr)
-      : max_in_flight_(max_in_flight), batches_(batching != nullptr) {
+      : max_in_flight_(max_in_flight), batches_(batching.has_value()) {
     GilAcquire gil;
-    session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds,
-                                         batching ? batching() : nb::none(),
+    nb::object spec = nb::none();
+    if (batching) {
+      spec = nb::make_tuple(batching->begin, batching->batch_size, batching->drop_remainder,
+                            batching->none_marker);
+    }
+    session_ = std::make_shared<Session>(keeper, length, target_chunk_seconds, spec,
                                          std::move(failures));
   }
   // Batches are computed one chunk (of one batch) at a time until the first reply: if they are
@@ -285,14 +295,12 @@ class WorkerBatches final : public BatchesAhead {
   std::unique_ptr<DatasetIterator> From(int64_t begin) override {
     const int64_t num_batches =
         MakeBatchesFromNode(parent_, begin, batch_size_, drop_remainder_)->Length();
-    auto batching = [&] {
-      return nb::object(nb::make_tuple(begin, batch_size_, drop_remainder_,
-                                       nb::handle(none_marker_.get())));
-    };
     return MakeOrderedIterator(
         num_batches, /*allow_nones=*/true,  // a batch of None elements is None
-        std::make_unique<ProcessExecutor>(keeper_.get(), num_batches, max_in_flight_,
-                                          target_chunk_seconds_, batching, failures_));
+        std::make_unique<ProcessExecutor>(
+            keeper_.get(), num_batches, max_in_flight_, target_chunk_seconds_,
+            WorkerBatching{begin, batch_size_, drop_remainder_, nb::handle(none_marker_.get())},
+            failures_));
   }
   // Large batches are batched by the consumer: a worker would stack them and copy them into
   // its arena (two copies on its side), and they would hold arena space while the user holds
