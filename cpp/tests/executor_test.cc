@@ -2,6 +2,8 @@
 // thread-pool executors, and the ordered iterator's rules when an executor fails.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <cstring>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -73,6 +75,48 @@ TEST(InlineExecutorTest, ChunksGrowFromOneToTheMaximum) {
   for (int64_t i = 0; i < 100; ++i) expected[static_cast<size_t>(i)] = i;
   EXPECT_EQ(DrainInts(*it), expected);
   EXPECT_EQ(node->sizes(), (std::vector<int64_t>{1, 2, 4, 8, 16, 16, 16, 16, 16, 5}));
+}
+
+// 64 KiB elements; every GetMany waits 3 ms, as a batch of reads from a remote store shares
+// one round trip. Records the size of every GetMany call.
+class WaitingNode final : public MapNode {
+ public:
+  explicit WaitingNode(int64_t n) : MapNode({}), n_(n) {}
+  std::string Name() const override { return "WaitingNode"; }
+  int64_t Length() const override { return n_; }
+  std::optional<Value> Get(int64_t index) const override {
+    Array a = Array::AllocateUninitialized(DType::kUint8, {kBytes});
+    std::memset(a.mutable_data(), static_cast<int>(index % 251), kBytes);
+    return Value(std::move(a));
+  }
+  void GetMany(std::span<const int64_t> indices,
+               std::vector<std::optional<Value>>* out) const override {
+    sizes_.push_back(static_cast<int64_t>(indices.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    MapNode::GetMany(indices, out);
+  }
+  static constexpr int64_t kBytes = 64 << 10;
+  mutable std::vector<int64_t> sizes_;  // used by the one consumer thread
+
+ private:
+  int64_t n_;
+};
+
+// 1 MiB of 64 KiB elements is 16 per chunk; chunks that wait grow past it (up to 64 MiB), so
+// that one round trip serves more reads. The elements are the same.
+TEST(InlineExecutorTest, ChunksThatWaitGrowPastOneMebibyte) {
+  auto node = std::make_shared<WaitingNode>(2048);
+  auto it = MakeOrderedIterator(2048, false, MakeInlineExecutor(node));
+  for (int64_t i = 0; i < 2048; ++i) {
+    const std::optional<Value> v = it->Next();
+    ASSERT_TRUE(v.has_value());
+    ASSERT_EQ(static_cast<int64_t>(v->AsArray().data[0]), i % 251) << i;
+  }
+  EXPECT_FALSE(it->Next().has_value());
+  const std::vector<int64_t>& sizes = node->sizes_;
+  EXPECT_GT(*std::max_element(sizes.begin(), sizes.end()), 16);
+  EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()), 1024);  // 64 MiB
+  EXPECT_LT(sizes.size(), 2048u / 16 / 2) << "chunks did not grow";
 }
 
 TEST(ThreadPoolExecutorTest, ChunksSubmittedBeforeAnElementIsSeenAreSmall) {

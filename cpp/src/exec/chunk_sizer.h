@@ -7,6 +7,9 @@
 // at a time, as a plain loop would: a chunk of 64 such batches is 50 MB written before the
 // first is read, which misses the caches and, once freed, returns its pages to the kernel
 // (glibc trims the heap above 2x its mmap threshold), so every chunk faults them in again.
+// Chunks that wait (WorkTimer::kWaits, exec/work_timer.h: reads from a remote store, whose
+// round trip one chunk's reads share) may grow up to kMaxWiden times larger in elements and
+// bytes, so that more of its reads go out at once.
 // Thread-compatible: used by the one thread that drives the ordered iterator.
 #ifndef SPELT_SRC_EXEC_CHUNK_SIZER_H_
 #define SPELT_SRC_EXEC_CHUNK_SIZER_H_
@@ -32,9 +35,17 @@ class ChunkSizer {
   // Learns the element size from a computed chunk: the bytes (ValueBytes) of its first
   // element that a filter kept. Chunks with no such element teach nothing.
   void Observe(const ChunkResult& chunk);
+  // Chunks were seen to wait: doubles both limits (elements and bytes), up to kMaxWiden times
+  // the first ones.
+  void Widen();
+  // Chunks were seen not to wait: halves what Widen() added.
+  void Narrow();
+
+  static constexpr int64_t kMaxWiden = 64;
 
  private:
   int64_t next_, max_;
+  int64_t widen_ = 1;  // the limits' factor, 1 to kMaxWiden
   int64_t element_bytes_ = -1;  // -1: not known yet (0 for elements of no array bytes)
 };
 

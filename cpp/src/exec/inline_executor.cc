@@ -1,8 +1,11 @@
-// MakeInlineExecutor (spelt/executor.h): chunks computed in the consumer's thread when taken.
+// MakeInlineExecutor (spelt/executor.h): chunks computed in the consumer's thread when taken,
+// timed (exec/work_timer.h): while they wait (a remote store's round trips), they grow larger,
+// so that more of one chunk's reads share a round trip (exec/chunk_sizer.h).
 #include <algorithm>
 #include <stdexcept>
 
 #include "exec/chunk_sizer.h"
+#include "exec/work_timer.h"
 #include "spelt/executor.h"
 
 namespace spelt {
@@ -11,10 +14,22 @@ namespace {
 class InlineChunk final : public PendingChunk {
  public:
   InlineChunk(std::shared_ptr<const MapNode> node, int64_t begin, int64_t count,
-              internal::ChunkSizer* sizer)
-      : node_(std::move(node)), begin_(begin), count_(count), sizer_(sizer) {}
+              internal::ChunkSizer* sizer, internal::WorkTimer* timer)
+      : node_(std::move(node)), begin_(begin), count_(count), sizer_(sizer), timer_(timer) {}
   ChunkResult Take() override {
+    timer_->Begin();
     ChunkResult result = ComputeChunk(*node_, begin_, count_);
+    switch (timer_->End()) {
+      case internal::WorkTimer::Verdict::kWaits:
+        sizer_->Widen();
+        break;
+      case internal::WorkTimer::Verdict::kNative:
+      case internal::WorkTimer::Verdict::kComputes:
+        sizer_->Narrow();
+        break;
+      case internal::WorkTimer::Verdict::kUndecided:
+        break;
+    }
     sizer_->Observe(result);
     return result;
   }
@@ -22,7 +37,9 @@ class InlineChunk final : public PendingChunk {
  private:
   std::shared_ptr<const MapNode> node_;
   int64_t begin_, count_;
-  internal::ChunkSizer* sizer_;  // the executor's, which outlives its chunks
+  // The executor's, which outlives its chunks.
+  internal::ChunkSizer* sizer_;
+  internal::WorkTimer* timer_;
 };
 
 class InlineExecutor final : public ChunkExecutor {
@@ -33,7 +50,7 @@ class InlineExecutor final : public ChunkExecutor {
   int64_t MaxInFlight() const override { return 0; }
   int64_t NextChunkSize() override { return sizer_.Next(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override {
-    return std::make_unique<InlineChunk>(node_, begin, count, &sizer_);
+    return std::make_unique<InlineChunk>(node_, begin, count, &sizer_, &timer_);
   }
 
  private:
@@ -47,6 +64,7 @@ class InlineExecutor final : public ChunkExecutor {
 
   std::shared_ptr<const MapNode> node_;
   internal::ChunkSizer sizer_;
+  internal::WorkTimer timer_;
 };
 
 }  // namespace

@@ -1,15 +1,8 @@
 // MakeThreadPoolExecutor (spelt/executor.h): chunks computed as the tasks of an OrderedWindow
 // (base/ordered_window.h) on the process-wide thread pool, at most num_threads of one
 // iterator at a time, taken in submission (= index) order.
-#include <fcntl.h>
-#include <pthread.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
-#include <chrono>
-#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -17,74 +10,12 @@
 #include "base/ordered_window.h"
 #include "base/thread_pool.h"
 #include "exec/chunk_sizer.h"
+#include "exec/work_timer.h"
 #include "spelt/executor.h"
-#include "spelt/parallel_work.h"
 #include "spelt/read_threads.h"
 
 namespace spelt {
 namespace {
-
-int64_t ThreadCpuNs() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
-}
-
-// The calling thread's schedstat file, open while the thread lives. A forked child's one
-// thread reopens its own (the inherited descriptor reads the parent's thread).
-class SchedstatFile {
- public:
-  SchedstatFile() { Open(); }
-  ~SchedstatFile() { Close(); }
-  SchedstatFile(const SchedstatFile&) = delete;
-  SchedstatFile& operator=(const SchedstatFile&) = delete;
-  int fd() const { return fd_; }
-
-  static SchedstatFile& OfThisThread() {
-    static const bool reopen_after_fork = [] {
-      return pthread_atfork(nullptr, nullptr, [] { OfThisThread().Reopen(); }) == 0;
-    }();
-    (void)reopen_after_fork;
-    thread_local SchedstatFile file;
-    return file;
-  }
-
- private:
-  void Open() { fd_ = ::open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC); }
-  void Close() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  void Reopen() {
-    Close();
-    Open();
-  }
-
-  int fd_ = -1;
-};
-
-// The calling thread's total time runnable but waiting for a CPU, in ns: the second field of
-// the kernel's per-thread schedstat (Documentation/scheduler/sched-stats.rst), updated when
-// the thread gets a CPU. 0 without /proc (or before Linux 3.17).
-int64_t ThreadRunnableNs() {
-  const int fd = SchedstatFile::OfThisThread().fd();
-  char text[96];
-  const ssize_t n = fd < 0 ? -1 : ::pread(fd, text, sizeof(text) - 1, 0);
-  if (n <= 0) return 0;
-  text[n] = '\0';
-  char* end = nullptr;
-  std::strtoll(text, &end, 10);  // the CPU time, updated only at ticks: not used
-  return std::strtoll(end, nullptr, 10);
-}
-
-// What the consumer measured of the Python chunks it computed alone (only it touches this):
-// CPU, wall, and the time in heavy native work (spelt/parallel_work.h). On a busy machine a
-// thread's wall time is mostly spent runnable without a CPU, which is not the code waiting:
-// once the times say "waits", they are measured again with that time left out of the wall
-// (count_runnable; reading it costs a system call per chunk, so only then).
-struct ConsumerTimes {
-  int64_t cpu_ns = 0, wall_ns = 0, parallel_ns = 0;
-  bool count_runnable = false;
-};
 
 class ThreadPoolExecutor final : public ChunkExecutor {
  public:
@@ -135,7 +66,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   // consumer, so that a pipeline used from inside another's pool task never waits for a free
   // pool thread. Python code that holds the GIL gains nothing from threads and loses the
   // hand-offs (2x on cheap sources), so a pipeline that calls Python starts with no runners:
-  // the consumer computes every chunk, timing them, and once its chunks have used under a
+  // the consumer computes every chunk, timing them (exec/work_timer.h), and once its chunks have used under a
   // quarter of their wall time in CPU (the code waits: I/O, sleep, native code without the
   // GIL), or over half of it in heavy native work (spelt/parallel_work.h: e.g. image decoding
   // after a Python source), runners start for good, up to num_threads at once.
@@ -160,9 +91,6 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     return ComputeChunk(*node_, begin, count);
   }
 
-  // Consumer time measured before runners may start for a pipeline that calls Python.
-  static constexpr int64_t kMinTimedNs = 2'000'000;
-
   const std::shared_ptr<const MapNode> node_;
   const bool calls_python_;
   const int64_t max_runners_;
@@ -173,7 +101,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   std::atomic<int64_t> reading_{0};  // chunks inside ComputeSharingReads
   int64_t max_in_flight_ = 1;
   internal::ChunkSizer sizer_;
-  ConsumerTimes times_;
+  internal::WorkTimer timer_;  // the consumer's Python chunks (see Take)
   internal::OrderedWindow window_;  // declared last: destroyed first
 };
 
@@ -207,25 +135,13 @@ ChunkResult ThreadPoolExecutor::Take(ChunkResult& result) {
   if (allowed_runners_ > 0) {
     window_.Take();
   } else {  // the chunk calls Python and is computed here (no runner may start): timed
-    const auto start = std::chrono::steady_clock::now();
-    const int64_t cpu_start = ThreadCpuNs();
-    const int64_t runnable_start = times_.count_runnable ? ThreadRunnableNs() : 0;
-    const int64_t parallel_start = ParallelWorkNs();
+    timer_.Begin();
     window_.Take();
-    times_.cpu_ns += ThreadCpuNs() - cpu_start;
-    times_.parallel_ns += ParallelWorkNs() - parallel_start;
-    times_.wall_ns += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - start).count();
-    if (times_.count_runnable) times_.wall_ns -= ThreadRunnableNs() - runnable_start;
-    const bool waits = times_.cpu_ns * 4 < times_.wall_ns;
-    const bool mostly_native = times_.parallel_ns * 2 > times_.wall_ns;
-    if (times_.wall_ns >= kMinTimedNs) {
-      if (waits && !mostly_native && !times_.count_runnable) {
-        times_ = ConsumerTimes{.count_runnable = true};  // measure again (ConsumerTimes)
-      } else if (waits || mostly_native) {
-        allowed_runners_ = max_runners_;
-        window_.SetMaxHelpers(static_cast<int>(std::min<int64_t>(max_runners_, 1024)));
-      }
+    const internal::WorkTimer::Verdict verdict = timer_.End();
+    if (verdict == internal::WorkTimer::Verdict::kWaits ||
+        verdict == internal::WorkTimer::Verdict::kNative) {
+      allowed_runners_ = max_runners_;
+      window_.SetMaxHelpers(static_cast<int>(std::min<int64_t>(max_runners_, 1024)));
     }
   }
   ChunkResult taken = std::move(result);

@@ -1,0 +1,47 @@
+// Internal: whether work that a thread does in spans (chunks computed by the consumer) mostly
+// waits (I/O, a remote store's round trip, sleep, native code without the GIL), mostly runs
+// heavy native work (spelt/parallel_work.h), or computes. The executors decide from it:
+// the thread-pool executor starts runners for Python chunks that wait, and the inline executor
+// makes its chunks larger while they wait, so that one chunk's reads go out together
+// (exec/chunk_sizer.h).
+//
+// It sums the spans' wall time, the thread's CPU time and its heavy native work until they
+// cover kMinTimedNs, then judges them and starts again. On a busy machine a thread's wall time
+// is mostly spent runnable without a CPU, which is not the work waiting: once the times say
+// "waits", they are measured again with that time (the kernel's per-thread schedstat) left out
+// of the wall; reading it costs a system call per span, so only then.
+// Thread-compatible: one WorkTimer is used by one thread.
+#ifndef SPELT_SRC_EXEC_WORK_TIMER_H_
+#define SPELT_SRC_EXEC_WORK_TIMER_H_
+
+#include <chrono>
+#include <cstdint>
+
+namespace spelt::internal {
+
+class WorkTimer {
+ public:
+  enum class Verdict {
+    kUndecided,  // under kMinTimedNs timed since the last verdict, or measured again
+    kWaits,      // under a quarter of the wall time on the CPU
+    kNative,     // over half of the wall time in heavy native work
+    kComputes,   // neither
+  };
+  // Work timed before a verdict.
+  static constexpr int64_t kMinTimedNs = 2'000'000;
+
+  // Around each span of work, on the same thread.
+  void Begin();
+  Verdict End();
+
+ private:
+  int64_t cpu_ns_ = 0, wall_ns_ = 0, parallel_ns_ = 0;
+  bool count_runnable_ = false;
+  // At Begin().
+  std::chrono::steady_clock::time_point start_;
+  int64_t cpu_start_ = 0, runnable_start_ = 0, parallel_start_ = 0;
+};
+
+}  // namespace spelt::internal
+
+#endif  // SPELT_SRC_EXEC_WORK_TIMER_H_
