@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdint>
 #include <filesystem>
@@ -28,6 +29,7 @@
 #include "array_record/read_plan.h"
 #include "riegeli/chunk_writer.h"
 #include "riegeli/simple_chunk.h"
+#include "spelt/file_system.h"
 
 namespace spelt {
 namespace {
@@ -454,6 +456,75 @@ TEST(ArrayRecordTest, CheckedUncompressedChunkIsReadInPlace) {
   EXPECT_EQ(reader->ReadRecord(5), records[5]);
   EXPECT_EQ(reader->ReadRecords(std::vector<uint64_t>{5, 7}, 2),
             (std::vector<std::string>{records[5], records[7]}));
+  std::filesystem::remove(path);
+}
+
+// Local files that say they are remote (HighLatency), counting the reads made one at a time,
+// outside a ReadMany batch.
+class HighLatencyFileSystem final : public FileSystem {
+ public:
+  std::unique_ptr<RandomAccessFile> OpenForRead(const std::string& uri) const override {
+    return std::make_unique<File>(LocalFileSystem()->OpenForRead(uri), single_reads_);
+  }
+  std::unique_ptr<WritableFile> OpenForWrite(const std::string& uri) const override {
+    return LocalFileSystem()->OpenForWrite(uri);
+  }
+  int single_reads() const { return single_reads_->load(); }
+
+ private:
+  class File final : public RandomAccessFile {
+   public:
+    File(std::unique_ptr<RandomAccessFile> file, std::shared_ptr<std::atomic<int>> single_reads)
+        : file_(std::move(file)), single_reads_(std::move(single_reads)) {}
+    const std::string& path() const override { return file_->path(); }
+    uint64_t size() const override { return file_->size(); }
+    bool HighLatency() const override { return true; }
+    void ReadAt(uint64_t offset, char* dst, uint64_t n) const override {
+      ++*single_reads_;
+      file_->ReadAt(offset, dst, n);
+    }
+    void ReadMany(std::span<const ReadRequest> requests) const override {
+      file_->ReadMany(requests);
+    }
+
+   private:
+    std::unique_ptr<RandomAccessFile> file_;
+    std::shared_ptr<std::atomic<int>> single_reads_;
+  };
+
+  std::shared_ptr<std::atomic<int>> single_reads_ = std::make_shared<std::atomic<int>>(0);
+};
+
+// On a remote file, a batched read of records read in place (an uncompressed chunk of several
+// records, checked before) sends their bytes as one batch with the chunks it reads whole: one
+// round trip, not one per record (docs/remote.md).
+TEST(ArrayRecordTest, RecordsReadInPlaceGoOutInTheBatch) {
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 40; ++i) sizes.push_back(i % 9 == 0 ? 0 : 30000 + i * 977);
+  const std::vector<std::string> records = MakeRecords(sizes);
+  const std::string path = TempPath("in_place_remote");
+  WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:4,uncompressed"));
+  std::vector<uint64_t> order(records.size());
+  std::iota(order.begin(), order.end(), uint64_t{0});
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(5));
+  std::vector<std::string> expected;
+  for (uint64_t i : order) expected.push_back(records[i]);
+  const auto fs = std::make_shared<HighLatencyFileSystem>();
+  ArrayRecordReaderOptions options;
+  options.cache_chunks = 0;
+  const auto reader = ArrayRecordReader::Open(path, options, fs);
+  const int opening = fs->single_reads();
+  EXPECT_EQ(reader->ReadRecords(order, 2), expected);  // whole chunks: their locations noted
+  EXPECT_EQ(fs->single_reads(), opening);
+  for (int threads : {1, 2}) {
+    EXPECT_EQ(reader->ReadRecords(order, threads), expected);  // in place
+    const std::vector<uint64_t> some{order.begin(), order.begin() + 7};
+    EXPECT_EQ(reader->ReadRecords(some, threads),
+              std::vector<std::string>(expected.begin(), expected.begin() + 7));
+  }
+  EXPECT_EQ(fs->single_reads(), opening);
+  EXPECT_EQ(reader->ReadRecord(order[3]), expected[3]);  // one record: in place, alone
+  EXPECT_GT(fs->single_reads(), opening);
   std::filesystem::remove(path);
 }
 

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -122,6 +123,8 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
     // By run: its bytes, read ahead with one ReadMany (high-latency files; null for a run
     // served from the cache or in place). Empty for other files.
     std::vector<Buffer> fetched;
+    // By run: its records were read in place by that ReadMany, straight into `records`.
+    std::vector<bool> read_in_place;
     std::atomic<size_t> next_run{0};
     std::atomic<size_t> runs_done{0};
     std::atomic<bool> failed{false};
@@ -184,6 +187,11 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
   // record's bytes are read (its chunk's hashes were checked when the locations were noted).
   void ReadLocated(uint64_t c, const RecordLocations::Chunk& located, uint64_t r,
                    std::string& out) const;
+  // Sizes `out` to record `r` of data chunk `c` (whose records lie at `located`) and calls
+  // `piece` with each read that fills it: its bytes between block headers.
+  void ForEachLocatedPiece(uint64_t c, const RecordLocations::Chunk& located, uint64_t r,
+                           std::string& out,
+                           const std::function<void(const ReadRequest&)>& piece) const;
 
   // The records of data chunk `c`, whose bytes are at `bytes` (read from the file at its
   // offset; rearranged in place): their concatenation (pointing into `bytes` or into
@@ -193,15 +201,9 @@ class ArrayRecordReaderImpl final : public ArrayRecordReader {
                                  internal::ScratchBuffer& sizes_scratch,
                                  internal::ScratchBuffer& values_scratch,
                                  std::vector<uint64_t>& ends, std::string* only = nullptr) const;
-  // Whether run `run` of `plan` is one chunk whose records come from the cache or are read
-  // in place (no read of the whole run).
-  bool ServedWithoutRead(const ReadPlan& plan, const ReadPlan::Run& run) const {
-    const ReadPlan::Group& first = plan.groups[run.begin];
-    return run.end - run.begin == 1 && (cache_.Find(first.chunk) != nullptr ||
-                                        InPlace(first.chunk, first.end - first.begin) != nullptr);
-  }
   // Reads the bytes of every run of `batch` that needs a read with one ReadMany, so that a
-  // remote file has them all in flight at once (into batch.fetched).
+  // remote file has them all in flight at once (into batch.fetched; the records of a run read
+  // in place straight into batch.records).
   void FetchRuns(Batch& batch) const;
   // Reads run `k` of `batch`.
   void ReadRun(Batch& batch, size_t k) const;
@@ -388,6 +390,14 @@ void ArrayRecordReaderImpl::NoteLocations(uint64_t c, std::string_view data,
 
 void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk& located,
                                         uint64_t r, std::string& out) const {
+  ForEachLocatedPiece(c, located, r, out, [&](const ReadRequest& piece) {
+    file_->ReadAt(piece.offset, piece.dst, piece.length);
+  });
+}
+
+void ArrayRecordReaderImpl::ForEachLocatedPiece(
+    uint64_t c, const RecordLocations::Chunk& located, uint64_t r, std::string& out,
+    const std::function<void(const ReadRequest&)>& piece) const {
   const uint64_t record_begin = r == 0 ? 0 : located.ends[r - 1];
   out.resize(located.ends[r] - record_begin);
   uint64_t offset = located.values_begin + record_begin;  // logical, from the chunk's start
@@ -396,7 +406,7 @@ void ArrayRecordReaderImpl::ReadLocated(uint64_t c, const RecordLocations::Chunk
     const uint64_t position = internal::riegeli::PhysicalPosition(chunk_offsets_[c], offset);
     const uint64_t n = std::min<uint64_t>(out.size() - done,
                                           internal::riegeli::RemainingInBlock(position));
-    file_->ReadAt(position, out.data() + done, n);
+    piece({position, n, out.data() + done});
     done += n;
     offset += n;
   }
@@ -441,11 +451,26 @@ std::vector<std::string> ArrayRecordReaderImpl::ReadRecords(std::span<const uint
 void ArrayRecordReaderImpl::FetchRuns(Batch& batch) const {
   const ReadPlan& plan = batch.plan;
   batch.fetched.resize(plan.runs.size());
+  batch.read_in_place.assign(plan.runs.size(), false);
   std::vector<ReadRequest> requests;
   for (size_t k = 0; k < plan.runs.size(); ++k) {
     const ReadPlan::Run& run = plan.runs[k];
-    if (ServedWithoutRead(plan, run)) continue;
-    const uint64_t first_chunk = plan.groups[run.begin].chunk;
+    const ReadPlan::Group& first = plan.groups[run.begin];
+    if (run.end - run.begin == 1 && cache_.Find(first.chunk) != nullptr) continue;
+    if (const RecordLocations::Chunk* located =
+            run.end - run.begin == 1 ? InPlace(first.chunk, first.end - first.begin)
+                                     : nullptr) {
+      // Only the records' bytes, into the results.
+      batch.read_in_place[k] = true;
+      for (size_t i = first.begin; i < first.end; ++i) {
+        const size_t position = plan.order[i];
+        ForEachLocatedPiece(first.chunk, *located, batch.indices[position] % group_size_,
+                            batch.records[position],
+                            [&](const ReadRequest& piece) { requests.push_back(piece); });
+      }
+      continue;
+    }
+    const uint64_t first_chunk = first.chunk;
     const uint64_t begin = chunk_offsets_[first_chunk];
     const uint64_t size = chunk_offsets_[first_chunk + (run.end - run.begin)] - begin;
     batch.fetched[k] = Buffer(size);
@@ -464,6 +489,7 @@ void ArrayRecordReaderImpl::ReadRun(Batch& batch, size_t k) const {
       fn(batch.indices[position] % group_size_, batch.records[position]);
     }
   };
+  if (!batch.read_in_place.empty() && batch.read_in_place[k]) return;  // by FetchRuns
   const ReadPlan::Group& first = plan.groups[run.begin];
   if (run.end - run.begin == 1 && fetched == nullptr) {  // from the cache, or read in place
     if (const ChunkPtr cached = cache_.Find(first.chunk)) {
