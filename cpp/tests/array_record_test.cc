@@ -425,19 +425,32 @@ TEST(ArrayRecordTest, CachedChunkIsNotReadAgain) {
   std::filesystem::remove(path);
 }
 
+// 40 records of 0 or 30-70 KB (so that records cross block headers) in chunks of 4,
+// uncompressed, written to a temporary file; the records in a shuffled order.
+struct InPlaceFile {
+  std::vector<std::string> records;
+  std::string path;
+  std::vector<uint64_t> order;
+  std::vector<std::string> expected;  // records[order[k]]
+};
+InPlaceFile WriteInPlaceFile(const std::string& name, uint64_t seed) {
+  InPlaceFile f;
+  std::vector<size_t> sizes;
+  for (size_t i = 0; i < 40; ++i) sizes.push_back(i % 9 == 0 ? 0 : 30000 + i * 977);
+  f.records = MakeRecords(sizes);
+  f.path = TempPath(name);
+  WriteFile(f.path, f.records, ArrayRecordWriterOptions::FromString("group_size:4,uncompressed"));
+  f.order.resize(f.records.size());
+  std::iota(f.order.begin(), f.order.end(), uint64_t{0});
+  std::shuffle(f.order.begin(), f.order.end(), std::mt19937_64(seed));
+  for (uint64_t i : f.order) f.expected.push_back(f.records[i]);
+  return f;
+}
+
 // Once a reader has read an uncompressed chunk of several records whole and checked it, it
 // reads single records of that chunk in place: just their bytes, across block headers.
 TEST(ArrayRecordTest, CheckedUncompressedChunkIsReadInPlace) {
-  std::vector<size_t> sizes;
-  for (size_t i = 0; i < 40; ++i) sizes.push_back(i % 9 == 0 ? 0 : 30000 + i * 977);
-  const std::vector<std::string> records = MakeRecords(sizes);
-  const std::string path = TempPath("in_place");
-  WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:4,uncompressed"));
-  std::vector<uint64_t> order(records.size());
-  std::iota(order.begin(), order.end(), uint64_t{0});
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(3));
-  std::vector<std::string> expected;
-  for (uint64_t i : order) expected.push_back(records[i]);
+  const auto [records, path, order, expected] = WriteInPlaceFile("in_place", 3);
   ArrayRecordReaderOptions options;
   options.cache_chunks = 0;
   const auto reader = ArrayRecordReader::Open(path, options);
@@ -499,16 +512,7 @@ class HighLatencyFileSystem final : public FileSystem {
 // records, checked before) sends their bytes as one batch with the chunks it reads whole: one
 // round trip, not one per record (docs/remote.md).
 TEST(ArrayRecordTest, RecordsReadInPlaceGoOutInTheBatch) {
-  std::vector<size_t> sizes;
-  for (size_t i = 0; i < 40; ++i) sizes.push_back(i % 9 == 0 ? 0 : 30000 + i * 977);
-  const std::vector<std::string> records = MakeRecords(sizes);
-  const std::string path = TempPath("in_place_remote");
-  WriteFile(path, records, ArrayRecordWriterOptions::FromString("group_size:4,uncompressed"));
-  std::vector<uint64_t> order(records.size());
-  std::iota(order.begin(), order.end(), uint64_t{0});
-  std::shuffle(order.begin(), order.end(), std::mt19937_64(5));
-  std::vector<std::string> expected;
-  for (uint64_t i : order) expected.push_back(records[i]);
+  const auto [records, path, order, expected] = WriteInPlaceFile("in_place_remote", 5);
   const auto fs = std::make_shared<HighLatencyFileSystem>();
   ArrayRecordReaderOptions options;
   options.cache_chunks = 0;
