@@ -7,10 +7,10 @@ each pipeline on both engines (Spelt is call-compatible). Cases:
 * W1 ``transform``: a Python transform of about 50 us per record (numpy arithmetic on a
   32x32x3 image, calibrated on this machine), ``to_iter_dataset().batch(64)``, read with
   ``mp_prefetch(MultiprocessingOptions(num_workers=2))`` by both engines, and by Spelt with 0
-  workers. Records/s after the first batch. Goals: Spelt 2 workers >= 1.5x Spelt 0 workers
+  workers. Records/s in steady state (see below). Goals: Spelt 2 workers >= 1.5x Spelt 0 workers
   (on 2 cores), >= 5x Grain 2 workers.
-* W2 ``large``: records of 1 MiB float32 (``np.full``), batch 32, 2 workers. MiB/s after the
-  first batch, against ``memcpy``: one process copying 1 MiB arrays (from a 256 MiB pool, so
+* W2 ``large``: records of 1 MiB float32 (``np.full``), batch 32, 2 workers. MiB/s in steady
+  state, against ``memcpy``: one process copying 1 MiB arrays (from a 256 MiB pool, so
   not from cache) into fresh 32 MiB batches, the least a consumer that batches must do.
   Goals: Spelt >= 5x Grain and >= 0.3x memcpy.
 * W3 ``first batch``: a DataLoader (IndexSampler, W1's transform as a ``transforms.Map``,
@@ -18,7 +18,10 @@ each pipeline on both engines (Spelt is call-compatible). Cases:
   ``iter()`` to the first batch of a second iterator of the same loader. Goals: Spelt's first
   <= 0.5x Grain's; Spelt's second <= 0.2 s.
 
-W1 and W2 also report the peak memory of the consumer plus all its descendant processes: the
+W1's and W2's rates are steady-state: from the 10th batch to the 10th before the end
+(``STEADY_SKIP``); the seconds from ``iter()`` to the first batch (start-up: worker processes
+start, and Spelt's large batches hand over from batches made by the workers to batching in the
+consumer, docs/workers.md) are reported apart. W1 and W2 also report the peak memory of the consumer plus all its descendant processes: the
 peak over samples (every 20 ms) of the summed PSS (shared pages split between the processes
 that map them, so an arena or a /dev/shm segment counts once) and of the summed RSS (which
 counts shared pages once per process). Memory is measured in separate repetitions (the first
@@ -50,6 +53,7 @@ import numpy as np
 IMAGE_SHAPE = (32, 32, 3)
 TRANSFORM_US = 50
 TRANSFORM_RECORDS = 64 * 300
+STEADY_SKIP = 10  # batches left out of the rates at each end (start-up, and the pipeline's end)
 TRANSFORM_BATCH = 64
 LARGE_FLOATS = (1 << 20) // 4
 LARGE_RECORDS = 32 * 80
@@ -247,17 +251,20 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     if case == "first batch":
         return first_batches(g, workers, rounds)
     memory = MemorySampler() if spec.get("memory") else None
-    it = iter(build(g, case, workers, rounds))
-    records = len(next(it))
-    first = time.perf_counter()
-    for batch in it:
+    start = time.perf_counter()
+    ends = []  # when each batch came
+    records = 0
+    for batch in build(g, case, workers, rounds):
+        ends.append(time.perf_counter())
         records += len(batch)
-    end = time.perf_counter()
     batch_size = LARGE_BATCH if case == "large" else TRANSFORM_BATCH
     expected = LARGE_RECORDS if case == "large" else TRANSFORM_RECORDS
     assert records == expected, f"{records} records, not {expected}"
     if memory is None:
-        return {"rate": (records - batch_size) / (end - first)}
+        # Steady state: from the STEADY_SKIP-th batch to the STEADY_SKIP-th before the end.
+        first, last = ends[STEADY_SKIP - 1], ends[-STEADY_SKIP - 1]
+        steady = (len(ends) - 2 * STEADY_SKIP) * batch_size
+        return {"rate": steady / (last - first), "start": ends[0] - start}
     memory.sample()
     memory.stop()
     return {"pss": memory.peak_pss, "rss": memory.peak_rss}
@@ -358,7 +365,10 @@ def _rows(config: Config, results: list[dict[str, Any]]) -> list[tuple[str, str]
             ("peak RSS MiB", _spread(results, "rss", 2**-20, ",.0f")),
         ]
     unit = "MiB/s" if config.case == "large" else "records/s"  # a large record is 1 MiB
-    return [(unit, _spread(results, "rate", 1, ",.0f"))]
+    rows = [(unit, _spread(results, "rate", 1, ",.0f"))]
+    if "start" in results[0]:
+        rows.append(("s to 1st batch", _spread(results, "start", 1, ".3f")))
+    return rows
 
 
 def report(results: dict[Config, list[dict[str, Any]]], loads: list[float]) -> None:

@@ -68,17 +68,21 @@ int64_t ThreadRunnableNs() {
 }  // namespace
 
 void WorkTimer::Begin() {
+  timed_ = last_span_ns_ >= kLongSpanNs || ++spans_ % kSampleEvery == 0;
   start_ = std::chrono::steady_clock::now();
+  if (!timed_) return;
   cpu_start_ = ThreadCpuNs();
   runnable_start_ = count_runnable_ ? ThreadRunnableNs() : 0;
   parallel_start_ = ParallelWorkNs();
 }
 
 WorkTimer::Verdict WorkTimer::End() {
+  last_span_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - start_).count();
+  if (!timed_) return Verdict::kUndecided;
   cpu_ns_ += ThreadCpuNs() - cpu_start_;
   parallel_ns_ += ParallelWorkNs() - parallel_start_;
-  wall_ns_ += std::chrono::duration_cast<std::chrono::nanoseconds>(
-                  std::chrono::steady_clock::now() - start_).count();
+  wall_ns_ += last_span_ns_;
   if (count_runnable_) wall_ns_ -= ThreadRunnableNs() - runnable_start_;
   if (wall_ns_ < kMinTimedNs) return Verdict::kUndecided;
   const bool waits = cpu_ns_ * 4 < wall_ns_;
