@@ -16,8 +16,8 @@ if(NOT Python_EXECUTABLE)
 endif()
 include(${CMAKE_CURRENT_LIST_DIR}/spelt-pyarrow.cmake)
 if(NOT SPELT_PYARROW_FOUND)
-  set(SPELT_ARROW_MISSING "libspelt_arrow needs Arrow C++: pyarrow importable by the Python"
-                          " interpreter on PATH (${Python_EXECUTABLE})")
+  string(CONCAT SPELT_ARROW_MISSING "libspelt_arrow needs Arrow C++: pyarrow importable by the"
+               " Python interpreter on PATH or in Python_EXECUTABLE (${Python_EXECUTABLE})")
   if(SPELT_ARROW_FILE_SYSTEMS STREQUAL "ON")
     message(FATAL_ERROR "${SPELT_ARROW_MISSING}")
   endif()
