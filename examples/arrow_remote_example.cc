@@ -1,14 +1,16 @@
 // ArrayRecord files in an object store from C++, no Python: Arrow C++'s filesystems registered
 // for s3://, gs://, ... (spelt/arrow_file_system.h), then the ordinary reader and writer.
 //
-//   arrow_remote_example [--write N] URI
+//   arrow_remote_example [--filesystem FS_URI] [--write N] URI
 //
-// With --write N, first writes N records (record i: "record i " repeated 1 + i % 50 times;
+// URI opens with the filesystems that RegisterArrowFileSystems registers, or, with
+// --filesystem, with ArrowFileSystem(FS_URI) (Arrow's options in its query:
+// "s3://?endpoint_override=127.0.0.1:9000&scheme=http"). With --write N, first writes N records (record i: "record i " repeated 1 + i % 50 times;
 // group size 8, zstd) to URI. Then opens URI, reads every record in one batch (all its ranges
 // in flight at once) and prints "records=N bytes=B fnv1a=H" (H: the 64-bit FNV-1a hash of the
 // records in order, each preceded by its length as 8 little-endian bytes). Credentials and the
-// endpoint come from the environment (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...). On an error,
-// prints it (it names the URI) and exits with 1.
+// endpoint come from the environment (AWS_ACCESS_KEY_ID, AWS_ENDPOINT_URL, ...) unless FS_URI
+// says otherwise. On an error, prints it (it names the URI) and exits with 1.
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -30,9 +32,9 @@ std::string Record(uint64_t i) {
   return out;
 }
 
-void Write(const std::string& uri, uint64_t n) {
+void Write(const std::string& uri, uint64_t n, const spelt::FileSystemPtr& fs) {
   auto writer = spelt::ArrayRecordWriter::Open(
-      uri, spelt::ArrayRecordWriterOptions::FromString("group_size:8,zstd"));
+      uri, spelt::ArrayRecordWriterOptions::FromString("group_size:8,zstd"), fs);
   for (uint64_t i = 0; i < n; ++i) writer->Write(Record(i));
   writer->Close();  // the object appears in the bucket now
 }
@@ -43,8 +45,8 @@ uint64_t Fnv1a(uint64_t hash, const void* data, size_t n) {
   return hash;
 }
 
-void Read(const std::string& uri) {
-  auto reader = spelt::ArrayRecordReader::Open(uri);
+void Read(const std::string& uri, const spelt::FileSystemPtr& fs) {
+  auto reader = spelt::ArrayRecordReader::Open(uri, {}, fs);
   std::vector<uint64_t> all(reader->NumRecords());
   std::iota(all.begin(), all.end(), uint64_t{0});
   uint64_t hash = 0xcbf29ce484222325ULL, bytes = 0;
@@ -61,21 +63,32 @@ void Read(const std::string& uri) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::string filesystem;
   uint64_t write = 0;
   int arg = 1;
-  if (argc == 4 && std::strcmp(argv[1], "--write") == 0) {
-    write = std::strtoull(argv[2], nullptr, 10);
-    arg = 3;
+  for (; arg + 2 < argc; arg += 2) {
+    if (std::strcmp(argv[arg], "--filesystem") == 0) {
+      filesystem = argv[arg + 1];
+    } else if (std::strcmp(argv[arg], "--write") == 0) {
+      write = std::strtoull(argv[arg + 1], nullptr, 10);
+    } else {
+      break;
+    }
   }
   if (arg != argc - 1) {
-    std::fprintf(stderr, "usage: %s [--write N] URI\n", argv[0]);
+    std::fprintf(stderr, "usage: %s [--filesystem FS_URI] [--write N] URI\n", argv[0]);
     return 2;
   }
   const std::string uri = argv[arg];
   try {
-    spelt::RegisterArrowFileSystems();
-    if (write > 0) Write(uri, write);
-    Read(uri);
+    spelt::FileSystemPtr fs;  // null: the filesystem registered for URI's scheme
+    if (filesystem.empty()) {
+      spelt::RegisterArrowFileSystems();
+    } else {
+      fs = spelt::ArrowFileSystem(filesystem);
+    }
+    if (write > 0) Write(uri, write, fs);
+    Read(uri, fs);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -2,8 +2,10 @@
 server (moto's) that it starts on loopback and stops: ctest's arrow_remote_example test
 (CMakeLists.txt, in `make test`). Checks that a C++ program linking libspelt_arrow writes an
 ArrayRecord file into the bucket (not into a local folder named "s3:"), that another process
-reads it back whole (every record, checked against a hash computed here), and that a missing
-object fails naming its URI. Exits nonzero on a failure."""
+reads it back whole (every record, checked against a hash computed here), that a missing
+object fails naming its URI, and that an explicit ArrowFileSystem made of a URI with the
+endpoint in its query reads it with no endpoint in the environment. Exits nonzero on a
+failure."""
 
 import logging
 import os
@@ -90,6 +92,19 @@ def main() -> None:
                 missing.returncode == 1 and f"s3://{BUCKET}/missing.array_record" in missing.stderr,
                 "a missing object fails naming its URI",
                 missing,
+            )
+
+            # The endpoint in the URI of an explicit filesystem, none in the environment.
+            env.pop("AWS_ENDPOINT_URL")
+            explicit = run(
+                "--filesystem",
+                f"s3://?endpoint_override={host}:{port}&scheme=http&region={REGION}",
+                uri,
+            )
+            check(
+                explicit.returncode == 0 and explicit.stdout == summary(n),
+                "read through ArrowFileSystem(URI with the endpoint)",
+                explicit,
             )
         print(f"ok: {n} records through {uri} ({size} bytes) at {endpoint}")
     finally:
