@@ -3,8 +3,9 @@
 // filesystems (docs/remote.md). Declared here, defined in libspelt_arrow (CMake target
 // spelt::arrow), which is built where Arrow C++ is found: the libarrow of the pyarrow wheel
 // importable by the build's Python (option SPELT_ARROW_FILE_SYSTEMS,
-// cmake/spelt-arrow-file-systems.cmake). Programs link it (it links libspelt and that libarrow
-// and libarrow_s3) and run with that libarrow.
+// cmake/spelt-arrow-file-systems.cmake). Programs of the build tree link it (it links libspelt
+// and that libarrow and libarrow_s3 by path; `cmake --install` leaves it out) and run with that
+// libarrow.
 //
 //   spelt::RegisterArrowFileSystems();
 //   auto reader = spelt::ArrayRecordReader::Open("s3://bucket/train-00000-of-00008", {});
