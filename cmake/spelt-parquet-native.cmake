@@ -21,7 +21,8 @@ nanobind_add_module(_parquet_native NB_STATIC NOMINSIZE ${SPELT_PARQUET_NATIVE_S
                     ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python/gil.cc
                     ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src/base/buffer_pool.cc)
 target_include_directories(_parquet_native PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python
-                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src ${CMAKE_CURRENT_SOURCE_DIR}/cpp/include)
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/include)
 target_include_directories(_parquet_native SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
 target_compile_definitions(_parquet_native PRIVATE
                            _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI}
