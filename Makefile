@@ -28,9 +28,12 @@ setup: $(VENV)/.deps
 python: setup
 	CMAKE_BUILD_PARALLEL_LEVEL=$(JOBS) $(PY) -m pip install -q --no-build-isolation --no-deps -e .
 
-# libspelt, the GoogleTest suite and the C++ example, with no Python involved.
+# libspelt, the GoogleTest suite and the C++ examples, with no Python module involved; with
+# libspelt_arrow (Arrow C++'s filesystems, from the venv's pyarrow) and its example, which a
+# test runs against an S3 server on loopback that the venv's Python starts.
 cpp: setup
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S . -B $(CPP_BUILD) -G Ninja -DSPELT_BUILD_TESTS=ON >/dev/null
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S . -B $(CPP_BUILD) -G Ninja -DSPELT_BUILD_TESTS=ON \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) >/dev/null
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CPP_BUILD) -j $(JOBS)
 
 test-cpp: cpp

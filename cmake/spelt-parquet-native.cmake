@@ -4,32 +4,13 @@
 # read and written without the GIL, docs/remote.md). Skipped, with a
 # message, when pyarrow is not importable (for example a wheel built in an isolated
 # environment): spelt then reads Parquet through pyarrow's Python API only.
-execute_process(
-  COMMAND "${Python_EXECUTABLE}" -c [=[
-import glob, os, pyarrow
-lib_dir = pyarrow.get_library_dirs()[0]
-libs = [sorted(glob.glob(os.path.join(lib_dir, f"lib{name}.so.*")), key=len)[0]
-        for name in ("parquet", "arrow")]
-with open(libs[0], "rb") as f:
-    cxx11_abi = b"__cxx11" in f.read()
-s3 = sorted(glob.glob(os.path.join(lib_dir, "libarrow_s3.so.*")), key=len)[:1] or [""]
-print(pyarrow.get_include(), lib_dir, *libs, int(cxx11_abi), *s3, sep=";", end="")
-]=]
-  RESULT_VARIABLE SPELT_PYARROW_RESULT
-  OUTPUT_VARIABLE SPELT_PYARROW
-  ERROR_QUIET)
-if(NOT SPELT_PYARROW_RESULT EQUAL 0)
+include(${CMAKE_CURRENT_LIST_DIR}/spelt-pyarrow.cmake)
+if(NOT SPELT_PYARROW_FOUND)
   message(STATUS "spelt._parquet_native skipped: pyarrow is not importable by ${Python_EXECUTABLE}")
   return()
 endif()
-list(GET SPELT_PYARROW 0 SPELT_PYARROW_INCLUDE)
-list(GET SPELT_PYARROW 1 SPELT_PYARROW_LIB_DIR)
-list(GET SPELT_PYARROW 2 SPELT_LIBPARQUET)
-list(GET SPELT_PYARROW 3 SPELT_LIBARROW)
-list(GET SPELT_PYARROW 4 SPELT_PYARROW_CXX11_ABI)
-# libarrow_s3 (Arrow 16+ builds S3 apart): the native remote files make S3 clients with more
-# connections through it (cpp/parquet_native/arrow_files.h); without it they use the given one.
-list(GET SPELT_PYARROW 5 SPELT_LIBARROW_S3)
+# libarrow_s3: the native remote files make S3 clients with more connections through it
+# (cpp/parquet_native/arrow_files.h); without it they use the given one.
 message(STATUS "spelt._parquet_native: building against ${SPELT_LIBPARQUET} ${SPELT_LIBARROW_S3}")
 
 file(GLOB SPELT_PARQUET_NATIVE_SOURCES CONFIGURE_DEPENDS
@@ -40,13 +21,9 @@ nanobind_add_module(_parquet_native NB_STATIC NOMINSIZE ${SPELT_PARQUET_NATIVE_S
                     ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python/gil.cc
                     ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src/base/buffer_pool.cc)
 target_include_directories(_parquet_native PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python
-                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src)
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src
+                           ${CMAKE_CURRENT_SOURCE_DIR}/cpp/include)
 target_include_directories(_parquet_native SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
-if(SPELT_LIBARROW_S3)
-  set(SPELT_ARROW_S3 1)
-else()
-  set(SPELT_ARROW_S3 0)
-endif()
 target_compile_definitions(_parquet_native PRIVATE
                            _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI}
                            SPELT_ARROW_S3=${SPELT_ARROW_S3})

@@ -86,10 +86,11 @@ class FaultProxy:
             self._hold_deadline = time.monotonic() + timeout_s
 
     def clear(self) -> None:
-        """Drops queued faults, the hold and the counts."""
+        """Drops queued faults, the hold (releasing the held GETs) and the counts."""
         with self._lock:
             self._faults.clear()
             self._hold_for = 0
+            self._changed.notify_all()
             self.ranged_gets = self.peak_concurrent = 0
             self.range_lengths = []
 

@@ -3,12 +3,14 @@ filesystem, or a URI that pyarrow opens, is read and written by libspelt through
 with no Python and no GIL; fsspec filesystems take the Python path (spelt._remote_reads). The
 two paths count their requests apart, which tells which one read."""
 
+import os
 import pickle
 import sys
 import threading
 import time
 
 import spelt as grain
+from fault_proxy import FaultProxy
 from gcs_server import BUCKET, gcs  # noqa: F401  (fixture)
 from s3_server import arrow_fs, aws_env, bucket, endpoint, fsspec_fs  # noqa: F401  (fixtures)
 from spelt import _native_files, _remote_reads, array_record, tfrecord
@@ -119,3 +121,37 @@ def test_reads_progress_while_another_thread_holds_the_gil(gcs):  # noqa: F811
     reader.join()
     assert progressed >= len(keys)  # every request went out and came back meanwhile
     assert got == [[records[k] for k in keys]]
+
+
+def test_a_forked_child_counts_no_native_request_in_flight(endpoint, bucket):
+    """A request in flight when the process forks never finishes in the child (its thread is
+    not there), so the child's native count starts at 0, as the Python path's does."""
+    uri = f"s3://{bucket}/shard"
+    write_shard(uri, arrow_fs(endpoint))
+    proxy = FaultProxy(endpoint)
+    got = []
+    reader = threading.Thread(target=lambda: got.append(source[5]))
+    try:
+        source = grain.sources.ArrayRecordDataSource(uri, filesystem=arrow_fs(proxy.endpoint))
+        proxy.hold_until(2, timeout_s=30)  # the one next ranged GET waits until clear()
+        reader.start()
+        deadline = time.monotonic() + 30
+        while _native_files.counters()[3] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert _native_files.counters()[3] == 1
+        read_end, write_end = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: report its count, exit at once
+            os.write(write_end, str(_native_files.counters()[3]).encode())
+            os._exit(0)
+        os.close(write_end)
+        in_child = os.read(read_end, 64).decode()
+        os.close(read_end)
+        assert os.waitpid(pid, 0)[1] == 0
+        assert in_child == "0" and _native_files.counters()[3] == 1
+    finally:
+        proxy.clear()
+        if reader.is_alive():
+            reader.join()
+        proxy.close()
+    assert got == [RECORDS[5]] and _native_files.counters()[3] == 0

@@ -4,6 +4,7 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 #include <arrow/util/thread_pool.h>
+#include <pthread.h>
 #if SPELT_ARROW_S3
 #include <arrow/filesystem/s3fs.h>
 #endif
@@ -36,6 +37,12 @@ std::atomic<uint64_t> read_ahead_bytes{uint64_t{32} << 20};
 struct AtomicCounters {
   std::atomic<int64_t> requests{0}, bytes{0}, retries{0}, in_flight{0}, peak_in_flight{0};
 } counters;
+
+// A forked child has none of the parent's request threads (request_pool.h gives it a new
+// pool): the requests counted in flight at the fork never finish there, so its count starts
+// at 0, as spelt._remote_reads._after_fork_in_child does for the Python path.
+[[maybe_unused]] const int reset_in_flight_after_fork = pthread_atfork(
+    nullptr, nullptr, [] { counters.in_flight.store(0, std::memory_order_relaxed); });
 
 void CountStart(bool retry) {
   counters.requests.fetch_add(1, std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 // Remote files over Arrow C++'s filesystems (S3, GCS, Azure, HDFS as built into the pyarrow
-// wheel's libarrow), as the C table of native_files_abi.h: spelt._core reads and writes
-// through them with no Python and no GIL (cpp/python/native_file_system.h).
+// wheel's libarrow), as the C table of spelt/native_files_abi.h: libspelt reads and writes
+// through them with no Python and no GIL (spelt/native_file_system.h), in spelt._core and in
+// C++ programs linking libspelt_arrow (spelt/arrow_file_system.h).
 //
 // Reads: a batch of ranges goes out at once on the process's request pool (request_pool.h:
 // the in-flight limit), each range read straight into its destination with
@@ -25,7 +26,7 @@
 #include <memory>
 #include <string>
 
-#include "native_files_abi.h"
+#include "spelt/native_files_abi.h"
 
 namespace spelt::parquet_native {
 

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "gil.h"
-#include "native_file_system.h"
 #include "py_value.h"
-#include "remote_file.h"
 #include "spelt/errors.h"
+#include "spelt/native_file_system.h"
 #include "spelt/range_reads.h"
+#include "spelt/remote_file.h"
 
 namespace spelt::python {
 namespace {
@@ -138,12 +138,26 @@ class PyFiles final : public FileSystem {
   PyRef files_;
 };
 
+// The FileSystem of `capsule`, a PyCapsule of native files (SPELT_NATIVE_FILES_CAPSULE; it may
+// die first: the FileSystem keeps its own reference to the files). Throws
+// std::invalid_argument for another object or table version.
+FileSystemPtr CapsuleFileSystem(nb::handle capsule) {
+  auto* table = static_cast<const SpeltNativeFiles*>(
+      PyCapsule_IsValid(capsule.ptr(), SPELT_NATIVE_FILES_CAPSULE)
+          ? PyCapsule_GetPointer(capsule.ptr(), SPELT_NATIVE_FILES_CAPSULE)
+          : nullptr);
+  if (table == nullptr) {
+    throw std::invalid_argument("not a capsule of native files (" SPELT_NATIVE_FILES_CAPSULE ")");
+  }
+  return NativeFileSystem(*table);
+}
+
 }  // namespace
 
 FileSystemPtr PyFileSystem(nb::handle files) {
   if (!files.is_valid() || files.is_none()) return nullptr;
   const nb::object native = nb::getattr(files, "native", nb::none());
-  if (!native.is_none()) return NativeFileSystem(native);
+  if (!native.is_none()) return CapsuleFileSystem(native);
   return std::make_shared<PyFiles>(files);
 }
 

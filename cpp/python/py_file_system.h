@@ -20,7 +20,8 @@ namespace nb = nanobind;
 //   open_output(uri) -> object with write(bytes), close() and discard() (abandon: the file
 //     is not left behind).
 // Unless `files.native` is a capsule of native files (spelt._parquet_native over Arrow C++'s
-// filesystems, see native_file_system.h): then those open and read the files, without Python.
+// filesystems, spelt/native_file_system.h): then those open and read the files, without
+// Python.
 // Each call takes the GIL for the call only; Python exceptions propagate (nb::python_error).
 // Thread-safe as the Python object is (a read may run on any engine thread).
 FileSystemPtr PyFileSystem(nb::handle files);

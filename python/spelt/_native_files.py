@@ -2,8 +2,8 @@
 libspelt without Python or the GIL (``spelt._parquet_native``, cpp/parquet_native/arrow_files.h).
 
 :func:`capsule` turns a pyarrow filesystem into a PyCapsule of plain C function pointers
-(cpp/python/native_files_abi.h) that ``spelt._core`` reads through
-(cpp/python/native_file_system.h); ``spelt._file_system.Files`` hands it over as its
+(cpp/include/spelt/native_files_abi.h) that ``spelt._core`` reads through
+(cpp/include/spelt/native_file_system.h); ``spelt._file_system.Files`` hands it over as its
 ``native`` attribute. Where ``spelt._parquet_native`` was not built (no pyarrow at build time)
 or does not load, or the filesystem's C++ object cannot be read, :func:`capsule` gives None
 and the Python path (``spelt._remote_reads``) reads instead. fsspec filesystems always take the

@@ -5,10 +5,11 @@
 // WritableFile to write a new file front to back. Which FileSystem opens a URI is chosen by its
 // scheme ("s3" in s3://bucket/key) from a process-wide registry, unless the caller passes one:
 // plain paths and file:// URIs (RFC 8089, host empty or "localhost") open with the local one,
-// which reads with pread(2) on one descriptor. The Python module registers nothing; it passes
-// its own FileSystem to the readers and writers it opens: for a pyarrow.fs filesystem the
-// native one over Arrow C++ (cpp/python/native_file_system.h, no GIL), else one backed by
-// Python (fsspec; cpp/python/py_file_system.h).
+// which reads with pread(2) on one descriptor. C++ programs linking libspelt_arrow register
+// Arrow C++'s filesystems for s3://, gs://, ... (spelt/arrow_file_system.h). The Python module
+// registers nothing; it passes its own FileSystem to the readers and writers it opens: for a
+// pyarrow.fs filesystem the native one over Arrow C++ (spelt/native_file_system.h, no GIL),
+// else one backed by Python (fsspec; cpp/python/py_file_system.h).
 //
 // Thread-safety: a RandomAccessFile is safe to read from many threads at once; a WritableFile
 // is used by one thread at a time; FileSystems and the registry are safe from any thread.

@@ -1,23 +1,25 @@
-// The native remote files handed from spelt._parquet_native to spelt._core: a plain C table of
-// function pointers in a PyCapsule named SPELT_NATIVE_FILES_CAPSULE.
+// spelt/native_files_abi.h: remote files as a plain C table of function pointers, so that code
+// built with another C++ ABI can serve libspelt's readers and writers.
 //
-// Why C: the two extension modules are built separately, and _parquet_native is compiled with
-// the _GLIBCXX_USE_CXX11_ABI of the pyarrow wheel it links (cmake/spelt-parquet-native.cmake),
-// which may differ from _core's, so no C++ type (std::string, std::shared_ptr, a vtable taking
-// them) crosses between them. Only this struct does: fixed-width integers, char pointers and
-// function pointers, the same under either ABI.
+// Why C: the producer is compiled with the _GLIBCXX_USE_CXX11_ABI of the Arrow C++ it links
+// (the pyarrow wheel's libarrow: cmake/spelt-pyarrow.cmake), which may differ from libspelt's,
+// so no C++ type (std::string, std::shared_ptr, a vtable taking them) crosses between them.
+// Only this struct does: fixed-width integers, char pointers and function pointers, the same
+// under either ABI.
 //
 // The producer (cpp/parquet_native/arrow_files.h) implements the table over Arrow C++'s
 // filesystems (S3, GCS, Azure, HDFS, local) without Python; the consumer
-// (cpp/python/native_file_system.h) wraps it as a spelt::FileSystem. The capsule owns one
-// reference to `files` (released by the capsule's destructor); a consumer that keeps the table
-// after the capsule may die takes its own with retain().
+// (spelt/native_file_system.h) wraps it as a spelt::FileSystem. Two users: the Python module
+// spelt._parquet_native hands a table to spelt._core in a PyCapsule named
+// SPELT_NATIVE_FILES_CAPSULE (the capsule owns one reference to `files`, released by its
+// destructor), and libspelt_arrow (spelt/arrow_file_system.h) makes one for C++ programs. A
+// consumer that keeps the table takes its own reference with retain().
 //
 // Errors: a function that fails returns null / nonzero and fills *error (kind and a
 // NUL-terminated message, cut to fit). Thread-safety: every function may be called from any
 // thread at once, without the GIL, except that one writer is used by one thread at a time.
-#ifndef SPELT_CPP_PYTHON_NATIVE_FILES_ABI_H_
-#define SPELT_CPP_PYTHON_NATIVE_FILES_ABI_H_
+#ifndef SPELT_NATIVE_FILES_ABI_H_
+#define SPELT_NATIVE_FILES_ABI_H_
 
 #include <stddef.h>
 #include <stdint.h>
@@ -80,4 +82,4 @@ typedef struct SpeltNativeFiles {
 }
 #endif
 
-#endif  // SPELT_CPP_PYTHON_NATIVE_FILES_ABI_H_
+#endif  // SPELT_NATIVE_FILES_ABI_H_

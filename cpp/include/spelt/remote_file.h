@@ -1,8 +1,10 @@
-// The part that every remote RandomAccessFile of the bindings shares (the Python-backed one,
-// py_file_system.h, and the native one, native_file_system.h): the URI, the size and read-ahead
-// seen at open, HighLatency, and ReadAt as a batch of one read. Subclasses implement ReadMany.
-#ifndef SPELT_PYTHON_REMOTE_FILE_H_
-#define SPELT_PYTHON_REMOTE_FILE_H_
+// spelt/remote_file.h: the part that remote RandomAccessFiles share (the native one,
+// spelt/native_file_system.h, and the Python-backed one of the bindings,
+// cpp/python/py_file_system.h): the URI, the size and read-ahead seen at open, HighLatency, and
+// ReadAt as a batch of one read. Subclasses implement ReadMany and set size_ and read_ahead_
+// when opened. Thread-safety: as RandomAccessFile (spelt/file_system.h).
+#ifndef SPELT_REMOTE_FILE_H_
+#define SPELT_REMOTE_FILE_H_
 
 #include <cstdint>
 #include <string>
@@ -10,7 +12,7 @@
 
 #include "spelt/file_system.h"
 
-namespace spelt::python {
+namespace spelt {
 
 class RemoteFile : public RandomAccessFile {
  public:
@@ -32,6 +34,6 @@ class RemoteFile : public RandomAccessFile {
   uint64_t read_ahead_ = 0;  // RandomAccessFile::ReadAheadBytes, set when opened
 };
 
-}  // namespace spelt::python
+}  // namespace spelt
 
-#endif  // SPELT_PYTHON_REMOTE_FILE_H_
+#endif  // SPELT_REMOTE_FILE_H_

@@ -1,4 +1,4 @@
-#include "native_file_system.h"
+#include "spelt/native_file_system.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -11,17 +11,17 @@
 #include <utility>
 #include <vector>
 
-#include "gil.h"
-#include "native_files_abi.h"
-#include "remote_file.h"
+#include "spelt/blocking_wait.h"
 #include "spelt/errors.h"
 #include "spelt/range_reads.h"
+#include "spelt/remote_file.h"
 
-namespace spelt::python {
+namespace spelt {
 namespace {
 
-// An OSError whose message is exactly `message` (std::system_error's own what() appends the
-// errno's text); bind_errors.cc makes OSError(errno, what()), so ENOENT is FileNotFoundError.
+// A std::system_error whose what() is exactly `message` (std::system_error's own appends the
+// errno's text); the Python module's bind_errors.cc makes it OSError(errno, what()), so ENOENT
+// is FileNotFoundError.
 class RemoteError final : public std::system_error {
  public:
   RemoteError(int code, std::string message)
@@ -32,13 +32,14 @@ class RemoteError final : public std::system_error {
   std::string message_;
 };
 
-// fn() without the GIL where this thread holds it (a binding that opens or writes a file):
-// the request waits on the network, and a server in this process (an emulator) may need it.
+// fn() through BlockingWait: the request waits on the network, and what the embedder's hook
+// drops for the wait (the Python module's GIL, where a binding opens or writes a file) may be
+// needed by a server in this process (an emulator).
 template <typename F>
-auto WithoutGil(F&& fn) {
-  if (PyGILState_Check() == 0) return fn();
-  GilRelease release;
-  return fn();
+auto Waiting(F&& fn) {
+  decltype(fn()) result{};
+  BlockingWait([&] { result = fn(); });
+  return result;
 }
 
 [[noreturn]] void Throw(const std::string& uri, const SpeltFilesError& error) {
@@ -70,7 +71,7 @@ class NativeRandomAccessFile final : public RemoteFile {
   NativeRandomAccessFile(std::shared_ptr<const Table> table, std::string uri)
       : RemoteFile(std::move(uri)), table_(std::move(table)) {
     SpeltFilesError error{};
-    file_ = WithoutGil([&] {
+    file_ = Waiting([&] {
       return (*table_)->open_read((*table_)->files, path_.c_str(), &size_, &read_ahead_, &error);
     });
     if (file_ == nullptr) Throw(path_, error);
@@ -122,7 +123,7 @@ class NativeRandomAccessFile final : public RemoteFile {
       parts[i] = dst;
     }
     SpeltFilesError error{};
-    if (WithoutGil([&] {
+    if (Waiting([&] {
           return (*table_)->read_ranges(file_, wanted.data(), wanted.size(), &error);
         }) != 0) {
       Throw(path_, error);
@@ -146,11 +147,11 @@ class NativeWritableFile final : public WritableFile {
   NativeWritableFile(std::shared_ptr<const Table> table, std::string uri)
       : table_(std::move(table)), path_(std::move(uri)) {
     SpeltFilesError error{};
-    file_ = WithoutGil([&] { return (*table_)->open_write((*table_)->files, path_.c_str(), &error); });
+    file_ = Waiting([&] { return (*table_)->open_write((*table_)->files, path_.c_str(), &error); });
     if (file_ == nullptr) Throw(path_, error);
   }
   ~NativeWritableFile() override {
-    if (file_ != nullptr) WithoutGil([&] { (*table_)->discard_write(file_); });
+    if (file_ != nullptr) BlockingWait([&] { (*table_)->discard_write(file_); });
   }
 
   const std::string& path() const override { return path_; }
@@ -158,7 +159,7 @@ class NativeWritableFile final : public WritableFile {
   void Write(std::string_view bytes) override {
     if (file_ == nullptr) throw std::logic_error(path_ + ": write after close");
     SpeltFilesError error{};
-    if (WithoutGil([&] {
+    if (Waiting([&] {
           return (*table_)->write(file_, bytes.data(), bytes.size(), &error);
         }) != 0) {
       Throw(path_, error);
@@ -169,7 +170,7 @@ class NativeWritableFile final : public WritableFile {
     if (file_ == nullptr) return;
     SpeltFilesError error{};
     void* file = std::exchange(file_, nullptr);
-    if (WithoutGil([&] { return (*table_)->close_write(file, &error); }) != 0) Throw(path_, error);
+    if (Waiting([&] { return (*table_)->close_write(file, &error); }) != 0) Throw(path_, error);
   }
 
  private:
@@ -196,15 +197,12 @@ class NativeFiles final : public FileSystem {
 
 }  // namespace
 
-FileSystemPtr NativeFileSystem(nb::handle capsule) {
-  auto* table = static_cast<const SpeltNativeFiles*>(
-      PyCapsule_IsValid(capsule.ptr(), SPELT_NATIVE_FILES_CAPSULE)
-          ? PyCapsule_GetPointer(capsule.ptr(), SPELT_NATIVE_FILES_CAPSULE)
-          : nullptr);
-  if (table == nullptr || table->version != SPELT_NATIVE_FILES_VERSION) {
-    throw std::invalid_argument("not a capsule of native files (" SPELT_NATIVE_FILES_CAPSULE ")");
+FileSystemPtr NativeFileSystem(const SpeltNativeFiles& table) {
+  if (table.version != SPELT_NATIVE_FILES_VERSION) {
+    throw std::invalid_argument("native files of version " + std::to_string(table.version) +
+                                ", not " + std::to_string(SPELT_NATIVE_FILES_VERSION));
   }
-  return std::make_shared<NativeFiles>(*table);
+  return std::make_shared<NativeFiles>(table);
 }
 
-}  // namespace spelt::python
+}  // namespace spelt
