@@ -48,15 +48,13 @@ void SequentialReads::Fill(uint64_t offset) {
     reads_.Drop(ahead_.front().task);
     ahead_.pop_front();
   }
-  if (ahead_.empty()) ramp_ = 1;  // a start or a jump
-  ReadAhead(offset, 1 + ramp_);
+  ReadAhead(offset, depth_ + 1);
   const Window next = std::move(ahead_.front());
   ahead_.pop_front();
   reads_.Take();  // `next`'s task: the oldest neither taken nor dropped; rethrows its error
   buffer_ = std::move(*next.bytes);
   buffer_offset_ = next.offset;
-  ramp_ = std::min(depth_, 2 * ramp_);
-  ReadAhead(buffer_offset_ + buffer_.size(), ramp_);
+  ReadAhead(buffer_offset_ + buffer_.size(), depth_);
 }
 
 void SequentialReads::ReadAhead(uint64_t offset, size_t count) {

@@ -22,9 +22,7 @@ inline constexpr uint64_t kReadAheadBytes = uint64_t{8} << 20;
 // file (RandomAccessFile::HighLatency) is read in windows of `window` bytes kept in memory, so
 // that many small reads cost one round trip, and the windows after the current one are read
 // meanwhile: as many as cover file.ReadAheadBytes() (at least one), each its own ReadMany, all
-// in flight at once, so that a slow store's round trips overlap. After a start or a jump the
-// windows ahead grow from one (with the window needed) to two and then doubling to all: the
-// window needed first does not share the store's bandwidth with all those after it. The windows are the tasks of
+// in flight at once, so that a slow store's round trips overlap. The windows are the tasks of
 // an OrderedWindow (base/ordered_window.h) on SharedThreadPool(), which has a thread more per
 // window while the reader lives (ThreadPool::BlockingThreads: the reads wait on the network);
 // the reader runs a window's read itself if no thread has started it. Memory: the current
@@ -52,7 +50,7 @@ class SequentialReads {
   };
 
   // Makes buffer_ the window at `offset` (the one ahead that holds it, if any), then keeps
-  // ramp_ windows after it in flight.
+  // depth_ windows after it in flight.
   void Fill(uint64_t offset);
   // Starts reading windows after the last one in flight (or from `offset` if none is) until
   // `count` are in flight or the file ends.
@@ -61,7 +59,6 @@ class SequentialReads {
   const RandomAccessFile& file_;
   uint64_t window_;  // 0: read directly
   size_t depth_;  // windows read ahead of the current one
-  size_t ramp_ = 1;  // windows read ahead now: up to depth_ (see above)
   Buffer buffer_;
   uint64_t buffer_offset_ = 0;  // file offset of buffer_.data()[0]
   std::deque<Window> ahead_;  // consecutive windows from the end of buffer_ (or a jump's target)
