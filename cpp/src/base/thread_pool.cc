@@ -8,7 +8,18 @@ ThreadPool::ThreadPool(int num_threads) { Reserve(num_threads); }
 
 void ThreadPool::Reserve(int num_threads) {
   std::lock_guard<std::mutex> lock(mu_);
-  while (static_cast<int>(threads_.size()) < num_threads) {
+  reserved_ = std::max(reserved_, num_threads);
+  Grow();
+}
+
+void ThreadPool::AddBlocking(int delta) {
+  std::lock_guard<std::mutex> lock(mu_);
+  blocking_ += delta;
+  Grow();
+}
+
+void ThreadPool::Grow() {
+  while (static_cast<int>(threads_.size()) < reserved_ + blocking_) {
     threads_.emplace_back([this] { Run(); });
   }
 }

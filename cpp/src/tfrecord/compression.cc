@@ -32,10 +32,15 @@ TFRecordCompression DetectTFRecordCompression(const std::string& path, const Fil
   return internal::tfrecord::DetectCompression(*OpenRandomAccessFile(path, fs));
 }
 
-TFRecordCompression internal::tfrecord::DetectCompression(const RandomAccessFile& file) {
+TFRecordCompression internal::tfrecord::DetectCompression(const RandomAccessFile& file,
+                                                         internal::SequentialReads* reads) {
   char head[internal::tfrecord::kHeaderSize];
   const auto n = static_cast<size_t>(std::min<uint64_t>(file.size(), sizeof(head)));
-  file.ReadAt(0, head, n);
+  if (reads != nullptr) {
+    reads->Read(0, head, n);
+  } else {
+    file.ReadAt(0, head, n);
+  }
   if (n == sizeof(head) && internal::tfrecord::DecodeHeader(head)) {
     return TFRecordCompression::kNone;  // a valid first record, whatever its bytes look like
   }

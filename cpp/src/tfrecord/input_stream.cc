@@ -7,19 +7,19 @@
 #include <stdexcept>
 #include <utility>
 
-#include "io/sequential_reads.h"
 
 namespace spelt::internal::tfrecord {
 namespace {
 
 class FileInputStream final : public InputStream {
  public:
-  explicit FileInputStream(std::shared_ptr<const RandomAccessFile> file)
-      : file_(std::move(file)), reads_(*file_), size_(file_->size()) {}
+  FileInputStream(std::shared_ptr<const RandomAccessFile> file,
+                  std::unique_ptr<SequentialReads> reads)
+      : file_(std::move(file)), reads_(std::move(reads)), size_(file_->size()) {}
 
   size_t Read(char* dst, size_t n) override {
     n = Clip(n);
-    reads_.Read(position_, dst, n);
+    reads_->Read(position_, dst, n);
     position_ += n;
     return n;
   }
@@ -50,7 +50,7 @@ class FileInputStream final : public InputStream {
   size_t Clip(size_t n) const { return static_cast<size_t>(std::min<uint64_t>(n, size_ - position_)); }
 
   std::shared_ptr<const RandomAccessFile> file_;
-  SequentialReads reads_;  // of *file_
+  std::unique_ptr<SequentialReads> reads_;  // of *file_
   uint64_t size_;
   uint64_t position_ = 0;
 };
@@ -63,11 +63,14 @@ size_t InputStream::ReadTwo(char* dst, size_t n, char* more, size_t m) {
 }
 
 std::unique_ptr<InputStream> OpenInputStream(std::shared_ptr<const RandomAccessFile> file,
-                                             TFRecordCompression compression) {
+                                             TFRecordCompression compression,
+                                             std::unique_ptr<SequentialReads> reads) {
+  if (reads == nullptr) reads = std::make_unique<SequentialReads>(*file);
   if (compression == TFRecordCompression::kNone) {
-    return std::make_unique<FileInputStream>(std::move(file));
+    return std::make_unique<FileInputStream>(std::move(file), std::move(reads));
   }
-  return MakeZlibInputStream(std::move(file), compression == TFRecordCompression::kGzip);
+  return MakeZlibInputStream(std::move(file), compression == TFRecordCompression::kGzip,
+                             std::move(reads));
 }
 
 }  // namespace spelt::internal::tfrecord

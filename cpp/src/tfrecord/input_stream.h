@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "io/sequential_reads.h"
 #include "spelt/file_system.h"
 #include "spelt/tfrecord.h"
 
@@ -33,14 +34,21 @@ class InputStream {
   virtual uint64_t SizeLimit() const = 0;
 };
 
-// DetectTFRecordCompression (spelt/tfrecord.h) of an open file.
-TFRecordCompression DetectCompression(const RandomAccessFile& file);
-// The stream of `file` (decompressed if `compression` says so).
+// DetectTFRecordCompression (spelt/tfrecord.h) of an open file, whose first bytes are read
+// through `reads` (of `file`) if given: a stream then given `reads` goes on from the window
+// that read them (on a remote file, one round trip for both).
+TFRecordCompression DetectCompression(const RandomAccessFile& file,
+                                      SequentialReads* reads = nullptr);
+// The stream of `file` (decompressed if `compression` says so), reading the file through
+// `reads` (of `file`; a new one if null).
 std::unique_ptr<InputStream> OpenInputStream(std::shared_ptr<const RandomAccessFile> file,
-                                             TFRecordCompression compression);
-// A gzip (RFC 1952, several members allowed) or zlib (RFC 1950) stream over `file`.
+                                             TFRecordCompression compression,
+                                             std::unique_ptr<SequentialReads> reads = nullptr);
+// A gzip (RFC 1952, several members allowed) or zlib (RFC 1950) stream over `file`, read
+// through `reads` (of `file`).
 std::unique_ptr<InputStream> MakeZlibInputStream(std::shared_ptr<const RandomAccessFile> file,
-                                                 bool gzip);
+                                                 bool gzip,
+                                                 std::unique_ptr<SequentialReads> reads);
 
 }  // namespace spelt::internal::tfrecord
 

@@ -26,11 +26,13 @@ constexpr size_t kLookahead = size_t{4} << 10;
 
 class Reader final : public TFRecordReader {
  public:
-  Reader(std::shared_ptr<const RandomAccessFile> file, TFRecordCompression compression)
+  // Reads `file` through `reads` (of `file`; a new one if null).
+  Reader(std::shared_ptr<const RandomAccessFile> file, TFRecordCompression compression,
+         std::unique_ptr<internal::SequentialReads> reads = nullptr)
       : path_(file->path()),
         compression_(compression),
         file_(std::move(file)),
-        in_(internal::tfrecord::OpenInputStream(file_, compression)),
+        in_(internal::tfrecord::OpenInputStream(file_, compression, std::move(reads))),
         buffer_(new char[kBufferSize]) {}
 
   bool ReadRecord(std::string* record) override {
@@ -185,9 +187,11 @@ std::unique_ptr<TFRecordReader> TFRecordReader::Open(
     const std::string& path, std::optional<TFRecordCompression> compression, bool read_ahead,
     const FileSystemPtr& fs) {
   std::shared_ptr<const RandomAccessFile> file = OpenRandomAccessFile(path, fs);
+  // The first bytes, for the detection, come in the stream's first window.
+  auto reads = std::make_unique<internal::SequentialReads>(*file);
   const TFRecordCompression c =
-      compression ? *compression : internal::tfrecord::DetectCompression(*file);
-  auto reader = std::make_unique<Reader>(std::move(file), c);
+      compression ? *compression : internal::tfrecord::DetectCompression(*file, reads.get());
+  auto reader = std::make_unique<Reader>(std::move(file), c, std::move(reads));
   if (!read_ahead || c == TFRecordCompression::kNone) return reader;
   return internal::tfrecord::MakeReadAheadReader(std::move(reader));
 }

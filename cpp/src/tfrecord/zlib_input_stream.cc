@@ -7,8 +7,6 @@
 #include <utility>
 #include <vector>
 
-#include "io/sequential_reads.h"
-
 #include "tfrecord/format.h"
 #include "tfrecord/input_stream.h"
 
@@ -19,9 +17,10 @@ constexpr size_t kInputBufferSize = size_t{256} << 10;
 
 class ZlibInputStream final : public InputStream {
  public:
-  ZlibInputStream(std::shared_ptr<const RandomAccessFile> file, bool gzip)
+  ZlibInputStream(std::shared_ptr<const RandomAccessFile> file, bool gzip,
+                  std::unique_ptr<SequentialReads> reads)
       : file_(std::move(file)),
-        reads_(*file_),
+        reads_(std::move(reads)),
         path_(file_->path()),
         compressed_size_(file_->size()),
         gzip_(gzip),
@@ -85,7 +84,7 @@ class ZlibInputStream final : public InputStream {
   bool FillInput() {
     const auto got =
         static_cast<size_t>(std::min<uint64_t>(in_.size(), compressed_size_ - file_offset_));
-    reads_.Read(file_offset_, in_.data(), got);
+    reads_->Read(file_offset_, in_.data(), got);
     z_.next_in = reinterpret_cast<Bytef*>(in_.data());
     z_.avail_in = static_cast<uInt>(got);
     file_offset_ += got;
@@ -102,7 +101,7 @@ class ZlibInputStream final : public InputStream {
   }
 
   std::shared_ptr<const RandomAccessFile> file_;
-  SequentialReads reads_;  // of *file_
+  std::unique_ptr<SequentialReads> reads_;  // of *file_
   std::string path_;
   uint64_t compressed_size_;  // the file's size when opened
   bool gzip_;
@@ -117,8 +116,9 @@ class ZlibInputStream final : public InputStream {
 }  // namespace
 
 std::unique_ptr<InputStream> MakeZlibInputStream(std::shared_ptr<const RandomAccessFile> file,
-                                                 bool gzip) {
-  return std::make_unique<ZlibInputStream>(std::move(file), gzip);
+                                                 bool gzip,
+                                                 std::unique_ptr<SequentialReads> reads) {
+  return std::make_unique<ZlibInputStream>(std::move(file), gzip, std::move(reads));
 }
 
 }  // namespace spelt::internal::tfrecord
