@@ -31,11 +31,7 @@ add_library(spelt_arrow_abi OBJECT ${CMAKE_CURRENT_SOURCE_DIR}/cpp/arrow/arrow_u
             ${CMAKE_CURRENT_SOURCE_DIR}/cpp/parquet_native/request_pool.cc)
 target_include_directories(spelt_arrow_abi PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/include
                            ${CMAKE_CURRENT_SOURCE_DIR}/cpp/parquet_native)
-target_include_directories(spelt_arrow_abi SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
-target_compile_definitions(spelt_arrow_abi PRIVATE
-                           _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI}
-                           SPELT_ARROW_S3=${SPELT_ARROW_S3})
-target_compile_options(spelt_arrow_abi PRIVATE -Wall -Wextra)
+spelt_compile_with_pyarrow(spelt_arrow_abi)
 
 add_library(spelt_arrow STATIC ${CMAKE_CURRENT_SOURCE_DIR}/cpp/arrow/arrow_file_system.cc
             $<TARGET_OBJECTS:spelt_arrow_abi>)

@@ -23,11 +23,7 @@ nanobind_add_module(_parquet_native NB_STATIC NOMINSIZE ${SPELT_PARQUET_NATIVE_S
 target_include_directories(_parquet_native PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/cpp/python
                            ${CMAKE_CURRENT_SOURCE_DIR}/cpp/src
                            ${CMAKE_CURRENT_SOURCE_DIR}/cpp/include)
-target_include_directories(_parquet_native SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
-target_compile_definitions(_parquet_native PRIVATE
-                           _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI}
-                           SPELT_ARROW_S3=${SPELT_ARROW_S3})
-target_compile_options(_parquet_native PRIVATE -Wall -Wextra)
+spelt_compile_with_pyarrow(_parquet_native)
 target_link_libraries(_parquet_native PRIVATE ${SPELT_LIBPARQUET} ${SPELT_LIBARROW}
                       ${SPELT_LIBARROW_S3})
 spelt_make_portable(_parquet_native)

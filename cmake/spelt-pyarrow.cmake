@@ -7,6 +7,14 @@
 # SPELT_PYARROW_CXX11_ABI and SPELT_ARROW_S3 (1 with libarrow_s3, else 0). Users:
 # cmake/spelt-parquet-native.cmake and cmake/spelt-arrow-file-systems.cmake.
 include_guard(GLOBAL)
+# Compiles `target` against the wheel's Arrow headers, with the wheel's C++ ABI.
+function(spelt_compile_with_pyarrow target)
+  target_include_directories(${target} SYSTEM PRIVATE ${SPELT_PYARROW_INCLUDE})
+  target_compile_definitions(${target} PRIVATE _GLIBCXX_USE_CXX11_ABI=${SPELT_PYARROW_CXX11_ABI}
+                             SPELT_ARROW_S3=${SPELT_ARROW_S3})
+  target_compile_options(${target} PRIVATE -Wall -Wextra)
+endfunction()
+
 set(SPELT_PYARROW_FOUND FALSE)
 if(NOT Python_EXECUTABLE)
   return()
@@ -40,3 +48,4 @@ if(SPELT_LIBARROW_S3)
 else()
   set(SPELT_ARROW_S3 0)
 endif()
+
