@@ -276,19 +276,32 @@ def o3(folder: str, reps: int) -> None:
             w.write(record)
     print(f"O3: TFRecordIterDataset over {TF_BYTES >> 20} MiB of {TF_RECORD} B records")
 
-    def read(path, fs=None) -> Callable[[], int]:
-        return lambda: sum(len(r) for r in tfrecord.TFRecordIterDataset(path, filesystem=fs))
+    steady: dict[str, list[float]] = {}  # MB/s from the first record on (start-up apart)
+
+    def read(path, fs=None, name: str = "") -> Callable[[], int]:
+        def run() -> int:
+            records = iter(tfrecord.TFRecordIterDataset(path, filesystem=fs))
+            first = len(next(records))  # the open and the first window: start-up
+            start = time.perf_counter()
+            rest = sum(len(r) for r in records)
+            steady.setdefault(name, []).append(rest / (time.perf_counter() - start) / 1e6)
+            return first + rest
+
+        return run
 
     default = grain.config.remote_read_ahead_mib
     with _store(folder, 0.0) as zero, _store(folder, 0.020) as store:
-        cases = {"local file": read(local)}
+        cases = {"local file": read(local, name="local file")}
         for path in ("Python path", "native"):
             for rtt, s in ((0, zero), (20, store)):
-                remote = read("s3://store/o3.tfrecord", _arrow(s.endpoint))
+                name = f"bucket, {rtt} ms, read-ahead {default} MiB, {path}"
+                remote = read("s3://store/o3.tfrecord", _arrow(s.endpoint), name)
                 if path == "Python path":  # each run opens the file: through the Python path
                     remote = _through_python_path(remote)
-                cases[f"bucket, {rtt} ms, read-ahead {default} MiB, {path}"] = remote
+                cases[name] = remote
         rates = {name: _show(name, r) for name, r in _alternating(cases, reps).items()}
+        print("  steady state (from the first record on):")
+        steady_mb = {name: _show(name, r[1:]) for name, r in steady.items()}  # [0]: the warm-up
         local_mb = rates["local file"]
         for path in ("Python path", "native"):
             zero_mb = rates[f"bucket, 0 ms, read-ahead {default} MiB, {path}"]
@@ -296,10 +309,13 @@ def o3(folder: str, reps: int) -> None:
             # Each run opens the file: two round trips (the lookup, the first window) at least,
             # then its bytes as at 0 ms.
             opened = TF_BYTES / (TF_BYTES / (zero_mb * 1e6) + 0.040) / 1e6
+            steady_20 = steady_mb[f"bucket, 20 ms, read-ahead {default} MiB, {path}"]
+            steady_0 = steady_mb[f"bucket, 0 ms, read-ahead {default} MiB, {path}"]
             print(
                 f"  -> {path} at 20 ms: {got / local_mb:.2f}x the local file (goal 0.5x),"
                 f" {got / zero_mb:.2f}x the same store at 0 ms (the binding limit here);"
-                f" / two round trips plus the 0 ms time ({opened:.0f} MB/s) {got / opened:.2f}x"
+                f" / two round trips plus the 0 ms time ({opened:.0f} MB/s) {got / opened:.2f}x;"
+                f" steady state {steady_20 / steady_0:.2f}x the same store's at 0 ms"
             )
         remote = read("s3://store/o3.tfrecord", _arrow(store.endpoint))
         for mib in (16, 64):
