@@ -91,32 +91,57 @@ class WaitingNode final : public MapNode {
   }
   void GetMany(std::span<const int64_t> indices,
                std::vector<std::optional<Value>>* out) const override {
-    sizes_.push_back(static_cast<int64_t>(indices.size()));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      sizes_.push_back(static_cast<int64_t>(indices.size()));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(3));
     MapNode::GetMany(indices, out);
   }
+  std::vector<int64_t> sizes() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return sizes_;
+  }
   static constexpr int64_t kBytes = 64 << 10;
-  mutable std::vector<int64_t> sizes_;  // used by the one consumer thread
 
  private:
   int64_t n_;
+  mutable std::mutex mu_;
+  mutable std::vector<int64_t> sizes_;
 };
+
+// Drains `it` over WaitingNode(n), checking each element's bytes.
+void DrainWaiting(DatasetIterator& it, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const std::optional<Value> v = it.Next();
+    ASSERT_TRUE(v.has_value());
+    ASSERT_EQ(static_cast<int64_t>(v->AsArray().data[0]), i % 251) << i;
+  }
+  EXPECT_FALSE(it.Next().has_value());
+}
 
 // 1 MiB of 64 KiB elements is 16 per chunk; chunks that wait grow past it (up to 64 MiB), so
 // that one round trip serves more reads. The elements are the same.
 TEST(InlineExecutorTest, ChunksThatWaitGrowPastOneMebibyte) {
   auto node = std::make_shared<WaitingNode>(2048);
   auto it = MakeOrderedIterator(2048, false, MakeInlineExecutor(node));
-  for (int64_t i = 0; i < 2048; ++i) {
-    const std::optional<Value> v = it->Next();
-    ASSERT_TRUE(v.has_value());
-    ASSERT_EQ(static_cast<int64_t>(v->AsArray().data[0]), i % 251) << i;
-  }
-  EXPECT_FALSE(it->Next().has_value());
-  const std::vector<int64_t>& sizes = node->sizes_;
+  DrainWaiting(*it, 2048);
+  const std::vector<int64_t> sizes = node->sizes();
   EXPECT_GT(*std::max_element(sizes.begin(), sizes.end()), 16);
   EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()), 1024);  // 64 MiB
   EXPECT_LT(sizes.size(), 2048u / 16 / 2) << "chunks did not grow";
+}
+
+// The runners' chunks that wait grow past 1 MiB (16 elements of 64 KiB) up to their element
+// limit (64 here: prefetch_buffer_size / (2 * 2 threads), at most 64), which stays: the elements
+// read ahead stay about prefetch_buffer_size.
+TEST(ThreadPoolExecutorTest, ChunksThatWaitGrowInBytesNotInElements) {
+  auto node = std::make_shared<WaitingNode>(2048);
+  auto it = MakeOrderedIterator(2048, false, MakeThreadPoolExecutor(node, ReadOptions{2, 512}));
+  DrainWaiting(*it, 2048);
+  const std::vector<int64_t> sizes = node->sizes();
+  EXPECT_GT(*std::max_element(sizes.begin(), sizes.end()), 16) << "chunks did not grow";
+  EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()), 64);
 }
 
 TEST(ThreadPoolExecutorTest, ChunksSubmittedBeforeAnElementIsSeenAreSmall) {

@@ -95,7 +95,10 @@ std::unique_ptr<ChunkExecutor> MakeInlineExecutor(std::shared_ptr<const MapNode>
 // (spelt/parallel_work.h); from then on the pool computes them too, up to num_threads at once
 // (each Python call taking the GIL), and the consumer still computes any it reaches
 // unstarted. Waits go through BlockingWait (spelt/blocking_wait.h). Each chunk's sources get
-// a share of min(num_threads, cores) threads for their reads (spelt/read_threads.h).
+// a share of min(num_threads, cores) threads for their reads (spelt/read_threads.h). Chunks
+// that the pool computed and that are seen to wait (reads from a remote store) double their
+// byte limit, up to 64 MiB, so that about prefetch_buffer_size elements are read ahead
+// whatever their size; their element limit stays.
 // Destroying the executor drops the chunks not started and waits for those being computed:
 // no callable of the pipeline runs after it is gone.
 // REQUIRES: options.num_threads >= 1, options.prefetch_buffer_size >= 1.

@@ -9,7 +9,7 @@ namespace spelt::internal {
 
 int64_t ChunkSizer::Next() {
   int64_t size = next_;
-  next_ = std::min(2 * next_, max_ * widen_);
+  next_ = std::min(2 * next_, max_ * widen_elements_);
   if (element_bytes_ < 0) return std::min(size, kUnsizedChunk);
   if (element_bytes_ > 0) {
     size = std::clamp<int64_t>(kChunkBytes * widen_ / element_bytes_, 1, size);
@@ -17,11 +17,15 @@ int64_t ChunkSizer::Next() {
   return size;
 }
 
-void ChunkSizer::Widen() { widen_ = std::min(2 * widen_, kMaxWiden); }
+void ChunkSizer::Widen(bool elements) {
+  widen_ = std::min(2 * widen_, kMaxWiden);
+  if (elements) widen_elements_ = widen_;
+}
 
 void ChunkSizer::Narrow() {
   widen_ = std::max<int64_t>(1, widen_ / 2);
-  next_ = std::min(next_, max_ * widen_);
+  widen_elements_ = std::min(widen_elements_, widen_);
+  next_ = std::min(next_, max_ * widen_elements_);
 }
 
 void ChunkSizer::Observe(const ChunkResult& chunk) {

@@ -8,8 +8,8 @@
 // first is read, which misses the caches and, once freed, returns its pages to the kernel
 // (glibc trims the heap above 2x its mmap threshold), so every chunk faults them in again.
 // Chunks that wait (WorkTimer::kWaits, exec/work_timer.h: reads from a remote store, whose
-// round trip one chunk's reads share) may grow up to kMaxWiden times larger in elements and
-// bytes, so that more of its reads go out at once.
+// round trip one chunk's reads share) may grow up to kMaxWiden times larger in bytes (and in
+// elements, for an executor that keeps no chunk in flight), so that more reads go out at once.
 // Thread-compatible: used by the one thread that drives the ordered iterator.
 #ifndef SPELT_SRC_EXEC_CHUNK_SIZER_H_
 #define SPELT_SRC_EXEC_CHUNK_SIZER_H_
@@ -35,9 +35,9 @@ class ChunkSizer {
   // Learns the element size from a computed chunk: the bytes (ValueBytes) of its first
   // element that a filter kept. Chunks with no such element teach nothing.
   void Observe(const ChunkResult& chunk);
-  // Chunks were seen to wait: doubles both limits (elements and bytes), up to kMaxWiden times
-  // the first ones.
-  void Widen();
+  // Chunks were seen to wait: doubles the byte limit, and the element limit too if
+  // `elements`, up to kMaxWiden times the first ones.
+  void Widen(bool elements);
   // Chunks were seen not to wait: halves what Widen() added.
   void Narrow();
 
@@ -45,7 +45,8 @@ class ChunkSizer {
 
  private:
   int64_t next_, max_;
-  int64_t widen_ = 1;  // the limits' factor, 1 to kMaxWiden
+  int64_t widen_ = 1;           // the byte limit's factor, 1 to kMaxWiden
+  int64_t widen_elements_ = 1;  // the element limit's: 1, or widen_
   int64_t element_bytes_ = -1;  // -1: not known yet (0 for elements of no array bytes)
 };
 

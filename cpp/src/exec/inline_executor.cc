@@ -21,7 +21,7 @@ class InlineChunk final : public PendingChunk {
     ChunkResult result = ComputeChunk(*node_, begin_, count_);
     switch (timer_->End()) {
       case internal::WorkTimer::Verdict::kWaits:
-        sizer_->Widen();
+        sizer_->Widen(/*elements=*/true);
         break;
       case internal::WorkTimer::Verdict::kNative:
       case internal::WorkTimer::Verdict::kComputes:

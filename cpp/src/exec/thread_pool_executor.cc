@@ -3,7 +3,9 @@
 // iterator at a time, taken in submission (= index) order.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -16,6 +18,13 @@
 
 namespace spelt {
 namespace {
+
+// A chunk computed by a task of the window, and how long it took there.
+struct Computed {
+  ChunkResult result;
+  int64_t wall_ns = 0;
+  std::optional<internal::SpanTimes> times;  // if the task was timed
+};
 
 class ThreadPoolExecutor final : public ChunkExecutor {
  public:
@@ -71,7 +80,11 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   // GIL), or over half of it in heavy native work (spelt/parallel_work.h: e.g. image decoding
   // after a Python source), runners start for good, up to num_threads at once.
   // Other chunks are waited for through BlockingWait (a runner may need the consumer's GIL).
-  ChunkResult Take(ChunkResult& result);
+  // Chunks that the runners computed are timed too (a sample of them, exec/work_timer.h): while
+  // they wait (reads from a remote store), their byte limit grows (exec/chunk_sizer.h), so that
+  // the reads in flight approach prefetch_buffer_size elements rather than a few MiB; their
+  // element limit stays, and with it the elements read ahead.
+  ChunkResult Take(Computed& computed);
   void Drop(uint64_t number) { window_.Drop(number); }
 
  private:
@@ -101,39 +114,63 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   std::atomic<int64_t> reading_{0};  // chunks inside ComputeSharingReads
   int64_t max_in_flight_ = 1;
   internal::ChunkSizer sizer_;
-  internal::WorkTimer timer_;  // the consumer's Python chunks (see Take)
+  internal::WorkTimer timer_;       // the consumer's Python chunks (see Take)
+  internal::WorkTimer pool_timer_;  // the runners' chunks (see Take)
+  int64_t last_chunk_ns_ = internal::WorkTimer::kLongSpanNs;  // the last taken chunk's wall time
   internal::OrderedWindow window_;  // declared last: destroyed first
 };
 
 class PoolChunk final : public PendingChunk {
  public:
-  PoolChunk(ThreadPoolExecutor& executor, uint64_t number, std::shared_ptr<ChunkResult> result)
-      : executor_(executor), number_(number), result_(std::move(result)) {}
+  PoolChunk(ThreadPoolExecutor& executor, uint64_t number, std::shared_ptr<Computed> computed)
+      : executor_(executor), number_(number), computed_(std::move(computed)) {}
   ~PoolChunk() override {
     if (!taken_) executor_.Drop(number_);
   }
   ChunkResult Take() override {
     taken_ = true;
-    return executor_.Take(*result_);
+    return executor_.Take(*computed_);
   }
 
  private:
   ThreadPoolExecutor& executor_;  // outlives its chunks
   const uint64_t number_;         // in the executor's window
-  const std::shared_ptr<ChunkResult> result_;  // written by the chunk's task
+  const std::shared_ptr<Computed> computed_;  // written by the chunk's task
   bool taken_ = false;
 };
 
 std::unique_ptr<PendingChunk> ThreadPoolExecutor::Submit(int64_t begin, int64_t count) {
-  auto result = std::make_shared<ChunkResult>();
-  const uint64_t number = window_.Submit(
-      [this, result, begin, count] { *result = ComputeSharingReads(begin, count); });
-  return std::make_unique<PoolChunk>(*this, number, std::move(result));
+  auto computed = std::make_shared<Computed>();
+  const bool timed = allowed_runners_ > 0 && pool_timer_.Sample(last_chunk_ns_);
+  const uint64_t number = window_.Submit([this, computed, begin, count, timed] {
+    const auto start = std::chrono::steady_clock::now();
+    internal::SpanClock clock;
+    if (timed) clock.Start(/*count_runnable=*/true);
+    computed->result = ComputeSharingReads(begin, count);
+    if (timed) computed->times = clock.Stop();
+    computed->wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now() - start).count();
+  });
+  return std::make_unique<PoolChunk>(*this, number, std::move(computed));
 }
 
-ChunkResult ThreadPoolExecutor::Take(ChunkResult& result) {
+ChunkResult ThreadPoolExecutor::Take(Computed& computed) {
   if (allowed_runners_ > 0) {
     window_.Take();
+    last_chunk_ns_ = computed.wall_ns;
+    if (computed.times) {
+      switch (pool_timer_.Add(*computed.times)) {
+        case internal::WorkTimer::Verdict::kWaits:
+          sizer_.Widen(/*elements=*/false);
+          break;
+        case internal::WorkTimer::Verdict::kNative:
+        case internal::WorkTimer::Verdict::kComputes:
+          sizer_.Narrow();
+          break;
+        case internal::WorkTimer::Verdict::kUndecided:
+          break;
+      }
+    }
   } else {  // the chunk calls Python and is computed here (no runner may start): timed
     timer_.Begin();
     window_.Take();
@@ -144,7 +181,7 @@ ChunkResult ThreadPoolExecutor::Take(ChunkResult& result) {
       window_.SetMaxHelpers(static_cast<int>(std::min<int64_t>(max_runners_, 1024)));
     }
   }
-  ChunkResult taken = std::move(result);
+  ChunkResult taken = std::move(computed.result);
   sizer_.Observe(taken);
   return taken;
 }

@@ -67,32 +67,50 @@ int64_t ThreadRunnableNs() {
 
 }  // namespace
 
-void WorkTimer::Begin() {
-  timed_ = last_span_ns_ >= kLongSpanNs || ++spans_ % kSampleEvery == 0;
+void SpanClock::Start(bool count_runnable) {
+  count_runnable_ = count_runnable;
   start_ = std::chrono::steady_clock::now();
-  if (!timed_) return;
   cpu_start_ = ThreadCpuNs();
-  runnable_start_ = count_runnable_ ? ThreadRunnableNs() : 0;
+  runnable_start_ = count_runnable ? ThreadRunnableNs() : 0;
   parallel_start_ = ParallelWorkNs();
+}
+
+SpanTimes SpanClock::Stop() const {
+  SpanTimes span;
+  span.cpu_ns = ThreadCpuNs() - cpu_start_;
+  span.parallel_ns = ParallelWorkNs() - parallel_start_;
+  span.wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                     std::chrono::steady_clock::now() - start_).count();
+  if (count_runnable_) span.wall_ns -= ThreadRunnableNs() - runnable_start_;
+  span.runnable_counted = count_runnable_;
+  return span;
+}
+
+void WorkTimer::Begin() {
+  timed_ = Sample(last_span_ns_);
+  start_ = std::chrono::steady_clock::now();
+  if (timed_) clock_.Start(count_runnable_);
 }
 
 WorkTimer::Verdict WorkTimer::End() {
   last_span_ns_ = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - start_).count();
-  if (!timed_) return Verdict::kUndecided;
-  cpu_ns_ += ThreadCpuNs() - cpu_start_;
-  parallel_ns_ += ParallelWorkNs() - parallel_start_;
-  wall_ns_ += last_span_ns_;
-  if (count_runnable_) wall_ns_ -= ThreadRunnableNs() - runnable_start_;
+  return timed_ ? Add(clock_.Stop()) : Verdict::kUndecided;
+}
+
+WorkTimer::Verdict WorkTimer::Add(const SpanTimes& span) {
+  cpu_ns_ += span.cpu_ns;
+  parallel_ns_ += span.parallel_ns;
+  wall_ns_ += span.wall_ns;
   if (wall_ns_ < kMinTimedNs) return Verdict::kUndecided;
   const bool waits = cpu_ns_ * 4 < wall_ns_;
   const bool native = parallel_ns_ * 2 > wall_ns_;
-  const bool measured_again = count_runnable_;
   cpu_ns_ = wall_ns_ = parallel_ns_ = 0;
   if (native) return Verdict::kNative;
   if (!waits) return Verdict::kComputes;
-  count_runnable_ = true;
-  return measured_again ? Verdict::kWaits : Verdict::kUndecided;
+  if (span.runnable_counted) return Verdict::kWaits;
+  count_runnable_ = true;  // measure again (Begin / End)
+  return Verdict::kUndecided;
 }
 
 }  // namespace spelt::internal

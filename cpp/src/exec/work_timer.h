@@ -22,6 +22,28 @@
 
 namespace spelt::internal {
 
+// The times of one span of work on one thread.
+struct SpanTimes {
+  int64_t cpu_ns = 0;       // the thread's CPU time
+  int64_t wall_ns = 0;      // wall time, less the time runnable without a CPU if counted
+  int64_t parallel_ns = 0;  // in heavy native work (spelt/parallel_work.h)
+  bool runnable_counted = false;
+};
+
+// Times one span on the calling thread: Start() and Stop() on the same thread.
+class SpanClock {
+ public:
+  // count_runnable: leave the time runnable without a CPU out of the wall time (a system call
+  // more at each end).
+  void Start(bool count_runnable);
+  SpanTimes Stop() const;
+
+ private:
+  bool count_runnable_ = false;
+  std::chrono::steady_clock::time_point start_;
+  int64_t cpu_start_ = 0, runnable_start_ = 0, parallel_start_ = 0;
+};
+
 class WorkTimer {
  public:
   enum class Verdict {
@@ -38,16 +60,23 @@ class WorkTimer {
   // Around each span of work, on the same thread.
   void Begin();
   Verdict End();
+  // A span timed elsewhere (on a pool thread; SpanTimes::runnable_counted says whether its
+  // wall time needs measuring again).
+  Verdict Add(const SpanTimes& span);
+  // Whether the next span is worth timing (see the file comment), given that the last one's
+  // wall time was `last_span_ns`.
+  bool Sample(int64_t last_span_ns) {
+    return last_span_ns >= kLongSpanNs || ++spans_ % kSampleEvery == 0;
+  }
 
  private:
   int64_t cpu_ns_ = 0, wall_ns_ = 0, parallel_ns_ = 0;
   bool count_runnable_ = false;
-  int64_t last_span_ns_ = kLongSpanNs;  // the wall time of the last span
+  int64_t last_span_ns_ = kLongSpanNs;  // the wall time of the last span (Begin / End)
   int spans_ = 0;
-  bool timed_ = false;  // this span is timed
-  // At Begin().
+  bool timed_ = false;  // this span is timed (Begin / End)
   std::chrono::steady_clock::time_point start_;
-  int64_t cpu_start_ = 0, runnable_start_ = 0, parallel_start_ = 0;
+  SpanClock clock_;
 };
 
 }  // namespace spelt::internal
