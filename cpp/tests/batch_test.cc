@@ -208,8 +208,8 @@ TEST(MapDatasetBatchTest, SourceGatheredBatchesEqualStackedRows) {
 
 // The DataLoader's first stage (SamplerDataset) hands a batch's record keys to a source that
 // gathers, with and without read threads (to_iter_dataset().batch(n) computes whole batches
-// either way): the batches of stacking its rows, each gathered once (the read-ahead's depth is
-// decided before it starts, so it never starts twice).
+// either way): the batches of stacking its rows, each gathered once (the read-ahead deepens
+// after the first batch without starting again).
 TEST(MapDatasetBatchTest, SamplerDatasetBatchesAreGatheredByTheSource) {
   const auto gathering = std::make_shared<RowSource>(true);
   const auto plain = std::make_shared<RowSource>(false);
@@ -228,7 +228,7 @@ TEST(MapDatasetBatchTest, SamplerDatasetBatchesAreGatheredByTheSource) {
   }
 }
 
-// Small batches are read ahead at least 4 MiB deep from the start, whatever
+// Small batches are read ahead at least 4 MiB deep once the first is seen, whatever
 // prefetch_buffer_size says (8 elements here: 2 batches of 4 rows of 16 bytes); the batches
 // and states are those of a shallow read-ahead.
 TEST(IterOpsTest, SmallBatchesAreReadAheadAtLeastFourMebibytesDeep) {

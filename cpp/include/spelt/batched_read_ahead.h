@@ -24,7 +24,8 @@ class BatchesAhead {
   // partial unless the remainder is dropped), each raising where one of its elements fails or
   // is None. The iterator made before is destroyed first.
   virtual std::unique_ptr<DatasetIterator> From(int64_t begin) = 0;
-  // What to do once the first batch's size in bytes is known.
+  // What to do once the first batch's size in bytes is known, called while the iterator that
+  // From() made last is alive.
   enum class Sized {
     kGoOn,
     kElementwise,  // batch element by element from the next batch on (until a SetState())

@@ -67,6 +67,10 @@ class ChunkExecutor {
   // Starts computing [begin, begin + count). Chunks are taken in submission order, except that
   // abandoned ones are skipped.
   virtual std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) = 0;
+  // From now on, reads about `elements` ahead (as ReadOptions.prefetch_buffer_size does), with
+  // the chunks in flight kept. Executors that keep no chunk in flight ignore it.
+  // REQUIRES: elements >= 1.
+  virtual void SetReadAhead(int64_t /*elements*/) {}
 };
 
 // Computes chunks in the calling thread, inside Take(). Chunk sizes grow 1, 2, 4, ... up to

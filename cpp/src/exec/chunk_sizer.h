@@ -14,6 +14,7 @@
 #ifndef SPELT_SRC_EXEC_CHUNK_SIZER_H_
 #define SPELT_SRC_EXEC_CHUNK_SIZER_H_
 
+#include <algorithm>
 #include <cstdint>
 
 #include "spelt/executor.h"
@@ -35,6 +36,11 @@ class ChunkSizer {
   // Learns the element size from a computed chunk: the bytes (ValueBytes) of its first
   // element that a filter kept. Chunks with no such element teach nothing.
   void Observe(const ChunkResult& chunk);
+  // Changes the element limit from now on (sizes keep doubling up to it). REQUIRES: max >= 1.
+  void SetMax(int64_t max) {
+    max_ = max;
+    next_ = std::min(next_, max_ * widen_elements_);
+  }
   // Chunks were seen to wait: doubles the byte limit, and the element limit too if
   // `elements`, up to kMaxWiden times the first ones.
   void Widen(bool elements);

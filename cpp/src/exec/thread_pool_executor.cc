@@ -42,14 +42,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
       throw std::invalid_argument(
           "MakeThreadPoolExecutor: num_threads and prefetch_buffer_size must be >= 1");
     }
-    // Two chunks in flight per thread that can actually run at once. For a pipeline that
-    // calls no Python, more threads than cores only make chunks smaller (a thread hand-off
-    // every few elements) without more parallelism. Python code may block instead (I/O, sleep,
-    // native code that releases the GIL), so every thread of a pipeline that calls Python
-    // may help.
-    const int64_t parallel = calls_python_ ? options.num_threads : read_threads_;
-    const int64_t chunk_size =
-        std::clamp<int64_t>(options.prefetch_buffer_size / (2 * parallel), 1, 64);
+    const int64_t chunk_size = ChunkSize(options.prefetch_buffer_size);
     // Python code may be slow per element: its chunks grow 1, 2, 4, ... so the first elements
     // come without waiting for a whole chunk. Large elements make chunks smaller
     // (exec/chunk_sizer.h).
@@ -69,6 +62,11 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   int64_t MaxInFlight() const override { return allowed_runners_ == 0 ? 0 : max_in_flight_; }
   int64_t NextChunkSize() override { return sizer_.Next(); }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override;
+  void SetReadAhead(int64_t elements) override {
+    const int64_t chunk_size = ChunkSize(elements);
+    sizer_.SetMax(chunk_size);
+    max_in_flight_ = std::max<int64_t>(1, elements / chunk_size);
+  }
 
   // Takes the oldest chunk not taken nor dropped, whose task leaves it in `result`.
   // A chunk that calls Python and that no runner has started is computed here, by the
@@ -89,6 +87,16 @@ class ThreadPoolExecutor final : public ChunkExecutor {
 
  private:
   static int64_t Cores() { return std::max<int64_t>(1, std::thread::hardware_concurrency()); }
+
+  // Elements per chunk for `read_ahead` elements ahead: two chunks in flight per thread that
+  // can actually run at once. For a pipeline that calls no Python, more threads than cores only
+  // make chunks smaller (a thread hand-off every few elements) without more parallelism.
+  // Python code may block instead (I/O, sleep, native code that releases the GIL), so every
+  // thread of a pipeline that calls Python may help.
+  int64_t ChunkSize(int64_t read_ahead) const {
+    const int64_t parallel = calls_python_ ? max_runners_ : read_threads_;
+    return std::clamp<int64_t>(read_ahead / (2 * parallel), 1, 64);
+  }
 
   // ComputeChunk with the chunk's share of the iterator's read budget (spelt/read_threads.h):
   // read_threads_ over the chunks being computed at its start, counting itself. The count

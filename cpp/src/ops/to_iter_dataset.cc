@@ -7,19 +7,16 @@
 #include "ops/to_iter_dataset.h"
 
 #include <algorithm>
-#include <exception>
-#include <optional>
 
 #include "spelt/batched_read_ahead.h"
 #include "spelt/executor.h"
-#include "spelt/stage_stats.h"
 
 namespace spelt::internal {
 namespace {
 
 // Whole batches computed by the read-ahead threads (by the consumer where `options` allow no
 // threads), about options.prefetch_buffer_size elements ahead in whole batches, and at least
-// 4 MiB of batches.
+// 4 MiB of batches once the first is seen.
 class PoolBatches final : public BatchesAhead {
  public:
   PoolBatches(MapNodePtr parent, ReadOptions options, int64_t batch_size, bool drop_remainder)
@@ -32,46 +29,43 @@ class PoolBatches final : public BatchesAhead {
   }
 
   std::unique_ptr<DatasetIterator> From(int64_t begin) override {
-    if (threads_ && !sized_) Deepen(begin);
     MapNodePtr batches = MakeBatchesFromNode(parent_, begin, batch_size_, drop_remainder_);
     const int64_t num_batches = batches->Length();
-    return MakeOrderedIterator(num_batches, /*allow_nones=*/false,
-                               threads_ ? MakeThreadPoolExecutor(std::move(batches), options_)
-                                        : MakeInlineExecutor(std::move(batches)));
+    std::unique_ptr<ChunkExecutor> executor =
+        threads_ ? MakeThreadPoolExecutor(std::move(batches), options_)
+                 : MakeInlineExecutor(std::move(batches));
+    executor_ = executor.get();
+    return MakeOrderedIterator(num_batches, /*allow_nones=*/false, std::move(executor));
+  }
+
+  // With threads, reads ahead at least kMinReadAheadBytes of batches from the first batch on,
+  // deepening the running read-ahead (ChunkExecutor::SetReadAhead: nothing is computed twice).
+  // prefetch_buffer_size counts elements, and Grain's default of 500 is 3 batches of 128: one
+  // batch per chunk, so a thread hand-off per batch, which for small batches (100 KB, gathered
+  // in 9 us) costs as much as computing them. Starting shallow keeps the first batch as quick
+  // as Grain's read-ahead makes it (I2 in docs/benchmarks.md: starting 4 MiB deep put most of
+  // a short epoch in flight at once, on 2 cores beside the consumer).
+  Sized OnFirstBatch(int64_t batch_bytes) override {
+    if (!threads_) return Sized::kGoOn;
+    const int64_t wanted = (kMinReadAheadBytes + batch_bytes - 1) / batch_bytes;
+    if (wanted > options_.prefetch_buffer_size) {
+      options_.prefetch_buffer_size = wanted;  // for From() after a restore too
+      executor_->SetReadAhead(wanted);
+    }
+    return Sized::kGoOn;
   }
 
  private:
   static constexpr int64_t kMinReadAheadBytes = int64_t{4} << 20;
-
-  // Reads ahead at least kMinReadAheadBytes of batches, their size estimated from element
-  // `begin` computed once more here (the parent calls no Python and does not filter: an
-  // element depends on its index only; an element that fails leaves the depth as it is, and
-  // its error comes in order). prefetch_buffer_size counts elements, and Grain's default of 500
-  // is 3 batches of 128: one batch per chunk, so a thread hand-off per batch, which for small
-  // batches (100 KB, gathered in 9 us) costs as much as computing them. Deciding before the
-  // read-ahead starts keeps it from starting twice (I2 in docs/benchmarks.md: a restart at
-  // the first batch cost a third of a 3 ms epoch).
-  void Deepen(int64_t begin) {
-    if (begin >= parent_->Length()) return;
-    sized_ = true;
-    int64_t batch_bytes = 0;
-    try {
-      const std::optional<Value> element = parent_->Get(begin);
-      if (element) batch_bytes = ValueBytes(*element) * batch_size_;
-    } catch (const std::exception&) {
-      return;
-    }
-    if (batch_bytes <= 0) return;
-    options_.prefetch_buffer_size = std::max(options_.prefetch_buffer_size,
-                                             (kMinReadAheadBytes + batch_bytes - 1) / batch_bytes);
-  }
 
   const MapNodePtr parent_;
   ReadOptions options_;
   const bool threads_;  // read ahead on the pool; else computed by the consumer
   const int64_t batch_size_;
   const bool drop_remainder_;
-  bool sized_ = false;  // the read-ahead depth is decided (Deepen)
+  // The executor of the iterator that From() made last, which the caller keeps while it calls
+  // OnFirstBatch (spelt/batched_read_ahead.h).
+  ChunkExecutor* executor_ = nullptr;
 };
 
 class PrefetchNode final : public IterNode {
