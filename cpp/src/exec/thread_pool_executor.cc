@@ -68,15 +68,16 @@ class ThreadPoolExecutor final : public ChunkExecutor {
     max_in_flight_ = std::max<int64_t>(1, elements / chunk_size);
   }
 
-  // Takes the oldest chunk not taken nor dropped, whose task leaves it in `result`.
+  // Takes the oldest chunk not taken nor dropped, whose task leaves it in `computed`.
   // A chunk that calls Python and that no runner has started is computed here, by the
   // consumer, so that a pipeline used from inside another's pool task never waits for a free
   // pool thread. Python code that holds the GIL gains nothing from threads and loses the
   // hand-offs (2x on cheap sources), so a pipeline that calls Python starts with no runners:
-  // the consumer computes every chunk, timing them (exec/work_timer.h), and once its chunks have used under a
-  // quarter of their wall time in CPU (the code waits: I/O, sleep, native code without the
-  // GIL), or over half of it in heavy native work (spelt/parallel_work.h: e.g. image decoding
-  // after a Python source), runners start for good, up to num_threads at once.
+  // the consumer computes every chunk, timing them (exec/work_timer.h), and once its chunks
+  // have used under a quarter of their wall time in CPU (the code waits: I/O, sleep, native
+  // code without the GIL), or over half of it in heavy native work (spelt/parallel_work.h:
+  // e.g. image decoding after a Python source), runners start for good, up to num_threads at
+  // once.
   // Other chunks are waited for through BlockingWait (a runner may need the consumer's GIL).
   // Chunks that the runners computed are timed too (a sample of them, exec/work_timer.h): while
   // they wait (reads from a remote store), their byte limit grows (exec/chunk_sizer.h), so that
