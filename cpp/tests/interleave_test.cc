@@ -2,8 +2,11 @@
 // ops/thread_prefetch.cc, ops/cache.cc). Expected outputs and states are Grain 0.2.18's.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
+#include <thread>
+#include <vector>
 
 #include "spelt/dataset.h"
 #include "spelt/thread_prefetch.h"
@@ -89,6 +92,60 @@ TEST(ThreadPrefetchTest, StateIsTheConsumedPosition) {
   EXPECT_THROW(RangeIter(2).ThreadPrefetch(-1), std::invalid_argument);
   EXPECT_THROW(MakeThreadPrefetchIterator(RangeIter(2).MakeIterator(), -1),
                std::invalid_argument);
+}
+
+// A parent that counts to `n`, records the thread of each Next() and answers
+// AbsorbReadAhead with `absorbs`.
+class RecordingIterator final : public DatasetIterator {
+ public:
+  RecordingIterator(int64_t n, bool absorbs) : n_(n), absorbs_(absorbs) {}
+  std::optional<Value> Next() override {
+    threads.push_back(std::this_thread::get_id());
+    if (next_ == n_) return std::nullopt;
+    return Value(next_++);
+  }
+  State GetState() const override { return State{{"next_index", next_}}; }
+  void SetState(const State& state) override { next_ = state["next_index"].get<int64_t>(); }
+  bool AbsorbReadAhead(int64_t elements) override {
+    absorbed += elements;
+    return absorbs_;
+  }
+  std::vector<std::thread::id> threads;
+  int64_t absorbed = 0;
+
+ private:
+  const int64_t n_;
+  const bool absorbs_;
+  int64_t next_ = 0;
+};
+
+TEST(ThreadPrefetchTest, NoThreadOverAParentThatReadsTheBufferAhead) {
+  for (bool absorbs : {false, true}) {
+    auto parent = std::make_unique<RecordingIterator>(6, absorbs);
+    RecordingIterator* recorded = parent.get();
+    auto it = MakeThreadPrefetchIterator(std::move(parent), 3);
+    EXPECT_EQ(AsInts(Drain(*it, 2)), (Ints{0, 1})) << absorbs;
+    EXPECT_EQ(it->GetState(), (State{{"next_index", 2}})) << absorbs;
+    it->SetState(State{{"next_index", 4}});
+    EXPECT_EQ(DrainInts(*it), (Ints{4, 5})) << absorbs;
+    // Asked for the buffer size at each start of the read-ahead until the parent takes it.
+    EXPECT_EQ(recorded->absorbed, absorbs ? 3 : 6) << absorbs;
+    const auto on_caller = std::count(recorded->threads.begin(), recorded->threads.end(),
+                                      std::this_thread::get_id());
+    EXPECT_EQ(on_caller, absorbs ? static_cast<int64_t>(recorded->threads.size()) : 0)
+        << absorbs;
+  }
+}
+
+// to_iter_dataset().batch() read ahead by the pool takes the thread prefetch's buffer on, and
+// reads ahead the same batches with the same states; without threads it does not.
+TEST(ThreadPrefetchTest, PoolBatchesAbsorbTheBuffer) {
+  const IterDataset pooled = RangeIter(50, Threads(4, 16)).Batch(4);
+  EXPECT_TRUE(pooled.MakeIterator()->AbsorbReadAhead(8));
+  EXPECT_FALSE(RangeIter(50).Batch(4).MakeIterator()->AbsorbReadAhead(8));
+  EXPECT_FALSE(RangeIter(50, Threads(4, 16)).MakeIterator()->AbsorbReadAhead(8));
+  EXPECT_EQ(Drain(*pooled.ThreadPrefetch(8).MakeIterator()), Drain(*pooled.MakeIterator()));
+  CheckRestoreAtEveryPosition(pooled.ThreadPrefetch(8), "pool batches");
 }
 
 TEST(CacheTest, EpochsReadTheCache) {

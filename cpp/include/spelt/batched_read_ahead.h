@@ -31,6 +31,9 @@ class BatchesAhead {
     kElementwise,  // batch element by element from the next batch on (until a SetState())
   };
   virtual Sized OnFirstBatch(int64_t /*batch_bytes*/) { return Sized::kGoOn; }
+  // DatasetIterator::AbsorbReadAhead for `batches` more batches, from now on and after
+  // restores; false where the consumer computes the batches. The default returns false.
+  virtual bool AbsorbReadAhead(int64_t /*batches*/) { return false; }
   // True if the error the iterator of From() just raised is not an element's (worker
   // processes failed, Ctrl-C): it is raised as it is, and the element-wise iterator takes over
   // at the next call. An element's error is raised by the element-wise iterator, at its element.

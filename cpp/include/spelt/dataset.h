@@ -170,7 +170,8 @@ class IterDataset {
   // RepeatIterDataset). Throws std::invalid_argument if num_epochs <= 0.
   IterDataset Repeat(std::optional<int64_t> num_epochs = std::nullopt) const;
   // Grain's ThreadPrefetchIterDataset: a thread of the iterator reads up to `buffer_size`
-  // elements ahead (0: none, Next() reads the parent). The state is the parent's state after
+  // elements ahead (0: none, Next() reads the parent; none either over a parent that reads
+  // them ahead itself, DatasetIterator::AbsorbReadAhead). The state is the parent's state after
   // the last element returned; restoring drops what was read ahead (ops/thread_prefetch.cc).
   // Throws std::invalid_argument if buffer_size < 0.
   IterDataset ThreadPrefetch(int64_t buffer_size) const;

@@ -166,6 +166,12 @@ class DatasetIterator {
   // iterators over other iterators pass it on to them, as Grain's do. The default (sources)
   // does nothing. Idempotent.
   virtual void StartPrefetch() {}
+  // Asks an iterator whose Next() only hands out elements that threads of its own computed
+  // ahead (to_iter_dataset().batch() read ahead by the pool) to read `elements` more ahead;
+  // true if it took them on. A thread prefetch over such an iterator then starts no thread:
+  // its thread would only move elements from one buffer to another, a hand-off per element
+  // (I2 in docs/benchmarks.md). The default (every other iterator) returns false.
+  virtual bool AbsorbReadAhead(int64_t /*elements*/) { return false; }
 
   // Grain's get_next_index / set_next_index, read from and written into states, so that an
   // iterator over another (thread prefetch, interleave) answers for states its parent is no

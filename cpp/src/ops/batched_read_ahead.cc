@@ -74,6 +74,12 @@ class BatchedReadAheadIterator final : public DatasetIterator {
     }
   }
 
+  // After an error hands over to element-wise batching, the pool still reads the elements
+  // ahead, and the consumer stacks them.
+  bool AbsorbReadAhead(int64_t elements) override {
+    return batches_ != nullptr && source_->AbsorbReadAhead(elements);
+  }
+
   State GetState() const override {
     if (fallback_) return fallback_->GetState();
     return PositionState(next_index_);  // also after an error, before the element-wise one

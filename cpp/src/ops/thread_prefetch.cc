@@ -63,7 +63,12 @@ ThreadPrefetchIterator::~ThreadPrefetchIterator() {
 }
 
 void ThreadPrefetchIterator::StartPrefetch() {
-  if (buffer_size_ == 0 || producer_.joinable() || g_stopped.load()) return;
+  if (buffer_size_ == 0 || absorbed_ || producer_.joinable() || g_stopped.load()) return;
+  if (parent_->AbsorbReadAhead(static_cast<int64_t>(buffer_size_))) {
+    absorbed_ = true;
+    parent_->StartPrefetch();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     running_ = true;
@@ -128,6 +133,7 @@ std::optional<Value> ThreadPrefetchIterator::ReadParent() {
 std::optional<Value> ThreadPrefetchIterator::Next() {
   if (buffer_size_ == 0) return ReadParent();
   StartPrefetch();
+  if (absorbed_) return ReadParent();
   Entry entry;
   bool got = false;
   BlockingWait([&] {

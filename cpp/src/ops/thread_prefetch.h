@@ -16,8 +16,11 @@ namespace spelt::internal {
 // Grain 0.2.18's ThreadPrefetchDatasetIterator (grain/_src/python/dataset/transformations/
 // prefetch.py): from the first Next() or StartPrefetch() on, a thread of this iterator calls
 // `parent`'s Next() and GetState() and keeps up to `buffer_size` (element, state) pairs ready;
-// with buffer_size 0 there is no thread and Next() calls the parent. The parent is only ever
-// used by one thread at a time (the producer while it runs, else the caller).
+// with buffer_size 0 there is no thread and Next() calls the parent, and none either where the
+// parent takes on `buffer_size` more elements of its own read-ahead
+// (DatasetIterator::AbsorbReadAhead; asked where the thread would start, at the first Next()
+// or StartPrefetch() and after a restore, until the parent takes them). The parent is only
+// ever used by one thread at a time (the producer while it runs, else the caller).
 // State: the parent's state after the last element returned (read-ahead never counts; at
 // the end of the stream, still the state after the last element). SetState() stops the
 // thread, drops the read-ahead, restores the parent; the thread starts again at the next
@@ -70,6 +73,7 @@ class ThreadPrefetchIterator final : public DatasetIterator {
   std::deque<Entry> buffer_;    // guarded by mu_
   bool stop_ = false;           // guarded by mu_
   bool running_ = false;        // the producer thread is in Produce(); guarded by mu_
+  bool absorbed_ = false;       // the parent reads the buffer ahead itself: no thread
 };
 
 // True once StopThreadPrefetching() was called: no new threads are started.

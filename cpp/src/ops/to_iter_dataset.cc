@@ -55,6 +55,13 @@ class PoolBatches final : public BatchesAhead {
     return Sized::kGoOn;
   }
 
+  bool AbsorbReadAhead(int64_t batches) override {
+    if (!threads_) return false;
+    options_.prefetch_buffer_size += batches;
+    if (executor_ != nullptr) executor_->SetReadAhead(options_.prefetch_buffer_size);
+    return true;
+  }
+
  private:
   static constexpr int64_t kMinReadAheadBytes = int64_t{4} << 20;
 
