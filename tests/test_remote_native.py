@@ -65,6 +65,25 @@ def test_a_uri_that_pyarrow_opens_is_read_natively(endpoint, bucket, aws_env):
     assert native >= 1 and python == 0
 
 
+def test_a_tfrecord_source_detects_the_compression_from_its_index_scan(endpoint, bucket):
+    """Opening a TFRecordDataSource reads the file's windows once: the compression is
+    detected from the index scan's first bytes, not with a request of its own (a round trip)."""
+    uri = f"s3://{bucket}/indexed.tfrecord"
+    fs = arrow_fs(endpoint)
+    with tfrecord.TFRecordWriter(uri, filesystem=fs) as w:
+        for r in RECORDS:
+            w.write(r)
+    holder = []
+    opened, _ = requests_made(
+        lambda: holder.append(tfrecord.TFRecordDataSource(uri, filesystem=fs))
+    )
+    read_in_order, _ = requests_made(
+        lambda: _check_equal(list(tfrecord.TFRecordIterDataset(uri, filesystem=fs)), RECORDS)
+    )
+    assert opened == read_in_order >= 1
+    assert holder[0][127] == RECORDS[127]
+
+
 def _check_equal(got, want):
     assert got == want
 

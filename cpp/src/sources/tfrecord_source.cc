@@ -31,24 +31,26 @@ TFRecordSource::TFRecordSource(std::vector<std::string> paths, std::string repr,
     : paths_(std::move(paths)), repr_(std::move(repr)) {
   if (paths_.empty()) throw std::invalid_argument("TFRecordSource: no files given");
   for (const std::string& path : paths_) {
-    std::unique_ptr<RandomAccessFile> file = OpenRandomAccessFile(path, fs);
-    const TFRecordCompression compression = internal::tfrecord::DetectCompression(*file);
-    if (compression != TFRecordCompression::kNone) {
-      throw std::invalid_argument(
-          path + ": a " + std::string(TFRecordCompressionName(compression)) +
-          "-compressed TFRecord file has no random access; read it in order with "
-          "TFRecordIterDataset, or write it uncompressed");
-    }
-    files_.push_back(std::make_unique<File>(std::move(file)));
+    files_.push_back(std::make_unique<File>(OpenRandomAccessFile(path, fs)));
   }
   uint64_t total_bytes = 0, done_before = 0;
   for (const auto& f : files_) total_bytes += f->file->size();
   for (const auto& f : files_) {
+    // The compression is detected from the index scan's first window.
+    internal::SequentialReads reads(*f->file);
+    const TFRecordCompression compression =
+        internal::tfrecord::DetectCompression(*f->file, &reads);
+    if (compression != TFRecordCompression::kNone) {
+      throw std::invalid_argument(
+          f->file->path() + ": a " + std::string(TFRecordCompressionName(compression)) +
+          "-compressed TFRecord file has no random access; read it in order with "
+          "TFRecordIterDataset, or write it uncompressed");
+    }
     std::function<void(uint64_t)> file_progress;
     if (progress) {
       file_progress = [&](uint64_t done) { progress(done_before + done, total_bytes); };
     }
-    f->offsets = internal::tfrecord::IndexRecords(*f->file, file_progress);
+    f->offsets = internal::tfrecord::IndexRecords(*f->file, reads, file_progress);
     done_before += f->file->size();
     index_.AddFile(static_cast<int64_t>(f->offsets.size() - 1));
   }

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <memory>
 
-#include "io/sequential_reads.h"
 #include "tfrecord/format.h"
 
 namespace spelt::internal::tfrecord {
@@ -18,12 +17,11 @@ constexpr uint64_t kProgressEvery = uint64_t{16} << 20;
 
 }  // namespace
 
-std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file,
+std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file, SequentialReads& reads,
                                    const std::function<void(uint64_t)>& progress) {
   const uint64_t size = file.size();
   std::vector<uint64_t> offsets;
   std::unique_ptr<char[]> block(new char[kBlockSize]);
-  SequentialReads reads(file);  // a remote file is read in large windows
   uint64_t block_start = 0, block_end = 0;  // file bytes in `block`
   uint64_t offset = 0, last_progress = 0, last_length = 0;
   while (offset < size) {

@@ -6,6 +6,7 @@
 #include <functional>
 #include <vector>
 
+#include "io/sequential_reads.h"
 #include "spelt/file_system.h"
 
 namespace spelt::internal::tfrecord {
@@ -15,8 +16,9 @@ namespace spelt::internal::tfrecord {
 // small, a header at a time past large ones. Checks every length CRC and that the last record
 // ends exactly at the end of the file; throws CorruptFileError (format "TFRecord") naming
 // the file and the record's offset otherwise. `progress(bytes_scanned)` is called every few
-// MiB and at the end.
-std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file,
+// MiB and at the end. `reads` reads `file` (the caller's, so that the compression is detected
+// from the scan's first window: one round trip less on a remote file).
+std::vector<uint64_t> IndexRecords(const spelt::RandomAccessFile& file, SequentialReads& reads,
                                    const std::function<void(uint64_t)>& progress);
 
 }  // namespace spelt::internal::tfrecord
