@@ -142,8 +142,12 @@ demo-lm: python
 demo-vision: python
 	$(PY) examples/vision_demo.py
 
-# What only the benchmarks use (requirements-bench.txt: simplejpeg for bench_vision's V2).
+# What only the benchmarks use (requirements-bench.txt: simplejpeg for bench_vision's V2; nginx
+# with its Lua module: bench_remote's store for reads, bench/nginx_s3.py).
+BENCH_APT_PACKAGES := nginx-light libnginx-mod-http-lua
 $(VENV)/.bench: requirements-bench.txt $(VENV)/.deps
+	@dpkg -s $(BENCH_APT_PACKAGES) >/dev/null 2>&1 || \
+	  ($(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq $(BENCH_APT_PACKAGES))
 	$(PY) -m pip install -q -r requirements-bench.txt
 	touch $@
 

@@ -2,10 +2,11 @@
 against the round-trip time.
 
 Run alone with ``.venv/bin/python bench/bench_remote.py [-k PATTERN] [--reps N]``, or from
-``bench/bench.py`` (``make bench``). The store is ``static_s3.StaticS3``: an S3 endpoint on
-loopback over a local folder that answers every request after ``rtt`` (this machine's kernel
-lacks ``sch_netem``, so the round trip is added by the server, not by ``tc netem`` on the
-wire). Spelt reads and writes it through ``pyarrow.fs.S3FileSystem``, natively (Arrow C++ with
+``bench/bench.py`` (``make bench``). The store is an S3 endpoint on loopback over a local
+folder that answers every request after ``rtt`` (this machine's kernel lacks ``sch_netem``, so
+the round trip is added by the server, not by ``tc netem`` on the wire): for reads nginx
+(``nginx_s3.py``, installed by ``make bench``; ``static_s3.py`` where it is missing), for
+writes (O4) ``static_s3.StaticS3``, in Python. Spelt reads and writes it through ``pyarrow.fs.S3FileSystem``, natively (Arrow C++ with
 no GIL, spelt._native_files) and, for comparison in the same run, through the Python path that
 an fsspec filesystem or a build without ``spelt._parquet_native`` takes (spelt._remote_reads).
 
@@ -56,6 +57,7 @@ from collections.abc import Callable
 import pyarrow.fs as pafs
 import spelt as grain
 from spelt import _native_files, array_record, tfrecord
+import nginx_s3
 from static_s3 import StoreProcess
 
 RECORD = 100 * 1024
@@ -177,11 +179,22 @@ def o1_and_model(folder: str, reps: int, pattern: str) -> None:
                     f"  (at most {store.stats()['peak']} requests at once at the 20 ms store so"
                     f" far; {cpu_us:.0f} us of the reader's CPU per record)"
                 )
+            # The Dataset API face: the same random batches read ahead, so that the next
+            # batches' requests go out while one batch's answers come in.
+            remote = {rtt: _remote_o1(s) for rtt, s in ((0, zero), (20, store))}
+            remote["local"] = grain.sources.ArrayRecordDataSource(local)
+            rates = _alternating({k: _dataset_epoch(s) for k, s in remote.items()}, reps)
+            _show("Dataset API, local file", rates["local"])
+            api_zero = _show("Dataset API, bucket, 0 ms, native", rates[0])
+            got["Dataset API"] = _show(
+                f"Dataset API, bucket, 20 ms, in flight {default}, native", rates[20]
+            )
             loop = _s3fs_loop(store.endpoint, keys[0])
         print(
             f"  {'bound min(local, in_flight x 100 KiB / 20 ms)':<44} {bound:8.1f} MB/s"
             f" -> Python path {got['Python path'] / bound:.2f}x, native"
-            f" {got['native'] / bound:.2f}x the bound (goal 0.7x)"
+            f" {got['native'] / bound:.2f}x, Dataset API {got['Dataset API'] / bound:.2f}x the"
+            f" bound (goal 0.7x); Dataset API at 20 ms / 0 ms {got['Dataset API'] / api_zero:.2f}x"
         )
         got = got["native"]
         print(
@@ -202,16 +215,33 @@ def o1_and_model(folder: str, reps: int, pattern: str) -> None:
 
 
 @contextlib.contextmanager
-def _store(folder: str, rtt_s: float):
-    store = StoreProcess(folder, rtt_s)
+def _store(folder: str, rtt_s: float, writes: bool = False):
+    """The store of the read cases: nginx where installed (nginx_s3.py; ``make bench`` installs
+    it), else static_s3 in its own process, which the writes (O4) always use."""
+    if writes or not nginx_s3.available():
+        store = StoreProcess(folder, rtt_s)
+    else:
+        store = nginx_s3.NginxStore(folder, rtt_s)
     try:
         yield store
     finally:
         store.close()
 
 
-def _remote_o1(store: StoreProcess):
+def _remote_o1(store):
     return grain.sources.ArrayRecordDataSource("s3://store/o1", filesystem=_arrow(store.endpoint))
+
+
+def _dataset_epoch(source) -> Callable[[], int]:
+    """One epoch of ``MapDataset.source(source).shuffle(seed).batch(BATCH).to_iter_dataset()``
+    (default ReadOptions: about 500 records of batches read ahead), a new seed each run."""
+    seeds = iter(range(10**9))
+
+    def run() -> int:
+        ds = grain.MapDataset.source(source).shuffle(seed=next(seeds)).batch(BATCH)
+        return sum(batch.nbytes for batch in ds.to_iter_dataset())
+
+    return run
 
 
 def _s3fs_loop(endpoint: str, keys: list[int]) -> float:
@@ -255,15 +285,19 @@ def o2(folder: str, reps: int) -> None:
 
     local_mb = _show("local file", _rate(epoch(grain.sources.ArrayRecordDataSource(local)), reps))
     got = {}
-    with _store(folder, 0.020) as store:
+    with _store(folder, 0.0) as zero, _store(folder, 0.020) as store:
         with _python_path():
             python_remote = _remote_o1(store)
         for path, remote in [("Python path", python_remote), ("native", _remote_o1(store))]:
             got[path] = _show(f"bucket, 20 ms, {path}", _rate(epoch(remote), reps))
             print(f"  (at most {store.stats()['peak']} requests at once at the store so far)")
+        at_zero = _show("bucket, 0 ms, native", _rate(epoch(_remote_o1(zero)), reps))
+    bound = min(local_mb, grain.config.remote_max_in_flight * RECORD / 0.020 / 1e6)
     print(
         f"  -> at 20 ms: Python path {got['Python path'] / local_mb:.2f}x, native"
-        f" {got['native'] / local_mb:.2f}x the local file (goal 0.5x)"
+        f" {got['native'] / local_mb:.2f}x the local file (goal 0.5x); native"
+        f" {got['native'] / bound:.2f}x min(local, in_flight x 100 KiB / 20 ms) = {bound:.0f} MB/s,"
+        f" {got['native'] / at_zero:.2f}x the same store at 0 ms"
     )
 
 
@@ -364,7 +398,7 @@ def o4(folder: str, reps: int) -> None:
         return run
 
     local_mb = _show("local folder", _rate(convert(os.path.join(folder, "out", "o4-")), reps))
-    with _store(folder, 0.020) as store, _aws_env(store.endpoint):
+    with _store(folder, 0.020, writes=True) as store, _aws_env(store.endpoint):
         python_convert = convert("s3://store/o4/python-")
 
         def python_path():
@@ -406,7 +440,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("-k", default="", help="run only the cases whose name contains this")
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args(argv)
-    print(f"bench_remote (load average {os.getloadavg()[0]:.1f})")
+    reads = "nginx (nginx_s3.py)" if nginx_s3.available() else "static_s3.py (no nginx here)"
+    print(f"bench_remote (load average {os.getloadavg()[0]:.1f}; reads served by {reads})")
     with tempfile.TemporaryDirectory() as folder:
         if any(k in args.k for k in ("O1", "model")) or not args.k:
             o1_and_model(folder, args.reps, args.k)

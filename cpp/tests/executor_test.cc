@@ -144,16 +144,21 @@ TEST(ThreadPoolExecutorTest, ChunksThatWaitGrowInBytesNotInElements) {
   EXPECT_LE(*std::max_element(sizes.begin(), sizes.end()), 64);
 }
 
-TEST(ThreadPoolExecutorTest, ChunksSubmittedBeforeAnElementIsSeenAreSmall) {
-  // 7 chunks go in flight before the first is taken (prefetch 448 / chunks of 64), and one
-  // more as it is: until an element's size is known they hold 8 elements each, then 64.
+TEST(ThreadPoolExecutorTest, TheFirstChunkIsOneElementAlone) {
+  // Until an element's size is known, no chunk can be sized in bytes: the first chunk is one
+  // element, submitted alone; once it is taken, 7 chunks of 64 go in flight (prefetch 448).
   auto node = std::make_shared<RecordingNode>(200, -1);
-  auto it = MakeOrderedIterator(200, false, MakeThreadPoolExecutor(node, ReadOptions{1, 448}));
-  EXPECT_EQ(DrainInts(*it).size(), 200u);
+  auto executor = MakeThreadPoolExecutor(node, ReadOptions{1, 448});
+  EXPECT_EQ(executor->MaxInFlight(), 0);
+  auto it = MakeOrderedIterator(200, false, std::move(executor));
+  EXPECT_EQ(it->Next()->AsInt(), 0);
+  EXPECT_EQ(node->sizes(), std::vector<int64_t>{1});  // nothing else was submitted before it
+  Ints rest = DrainInts(*it);
+  ASSERT_EQ(rest.size(), 199u);
+  EXPECT_EQ(rest.front(), 1);
+  EXPECT_EQ(rest.back(), 199);
   const std::vector<int64_t> sizes = node->sizes();  // in submission order: one runner
-  ASSERT_GE(sizes.size(), 8u);
-  EXPECT_EQ(std::vector<int64_t>(sizes.begin(), sizes.begin() + 8), std::vector<int64_t>(8, 8));
-  EXPECT_EQ(*std::max_element(sizes.begin(), sizes.end()), 64);
+  EXPECT_EQ(sizes, (std::vector<int64_t>{1, 64, 64, 64, 7}));
 }
 
 TEST(ThreadPoolExecutorTest, RejectsBadOptions) {

@@ -1,9 +1,9 @@
 // Internal: the chunk sizes of an executor (spelt/executor.h). Sizes double from `first` up to
 // `max` elements, so the first elements come after little work, and are capped by bytes:
 // once a chunk has been taken, later chunks hold about kChunkBytes of output (at least one
-// element); until then at most kUnsizedChunk elements (an iterator submits several chunks
-// before it takes the first: 7 of 64 batches of 100 KB were 45 MB, most of a short epoch,
-// written before the first was read). Large elements (a batch of images, 1 MB and more) are then computed one or a few
+// element); until then at most kUnsizedChunk elements (the thread-pool executor submits its
+// first chunk alone, with one element, so this bounds the chunks after a first one whose
+// elements were all filtered out). Large elements (a batch of images, 1 MB and more) are then computed one or a few
 // at a time, as a plain loop would: a chunk of 64 such batches is 50 MB written before the
 // first is read, which misses the caches and, once freed, returns its pages to the kernel
 // (glibc trims the heap above 2x its mmap threshold), so every chunk faults them in again.

@@ -58,9 +58,15 @@ class ThreadPoolExecutor final : public ChunkExecutor {
 
   // A pipeline that calls Python, whose chunks the consumer computes alone, keeps none in
   // flight: each is submitted when reached, so its size follows what the chunks before it
-  // measured.
-  int64_t MaxInFlight() const override { return allowed_runners_ == 0 ? 0 : max_in_flight_; }
-  int64_t NextChunkSize() override { return sizer_.Next(); }
+  // measured. The first chunk of any pipeline is one element, alone in flight: until an
+  // element's size is known, chunks cannot be sized in bytes, and the read-ahead submitted
+  // before the first is taken (max_in_flight_ + 1 chunks of up to ChunkSizer::kUnsizedChunk
+  // elements) was all of a short epoch: 64 batches of 12.8 MB, 820 MB and 8,192 remote reads
+  // before the first batch (docs/remote.md, run 6).
+  int64_t MaxInFlight() const override {
+    return allowed_runners_ == 0 || !first_taken_ ? 0 : max_in_flight_;
+  }
+  int64_t NextChunkSize() override { return first_taken_ ? sizer_.Next() : 1; }
   std::unique_ptr<PendingChunk> Submit(int64_t begin, int64_t count) override;
   void SetReadAhead(int64_t elements) override {
     const int64_t chunk_size = ChunkSize(elements);
@@ -122,6 +128,7 @@ class ThreadPoolExecutor final : public ChunkExecutor {
   int64_t allowed_runners_;
   std::atomic<int64_t> reading_{0};  // chunks inside ComputeSharingReads
   int64_t max_in_flight_ = 1;
+  bool first_taken_ = false;  // a chunk was taken (its element's size is known, if kept)
   internal::ChunkSizer sizer_;
   internal::WorkTimer timer_;       // the consumer's Python chunks (see Take)
   internal::WorkTimer pool_timer_;  // the runners' chunks (see Take)
@@ -192,6 +199,7 @@ ChunkResult ThreadPoolExecutor::Take(Computed& computed) {
   }
   ChunkResult taken = std::move(computed.result);
   sizer_.Observe(taken);
+  first_taken_ = true;
   return taken;
 }
 
