@@ -1,6 +1,9 @@
 """A GCS emulator (gcp-storage-emulator, in memory) on loopback for the remote-file tests, and
-pyarrow's GCS client of it. Import the fixture ``gcs`` (one emulator per test module: a
-``pyarrow.fs.GcsFileSystem`` pointed at it, with the bucket ``BUCKET``).
+pyarrow's and gcsfs's clients of it. Import the fixtures: ``gcs_endpoint`` (one emulator per
+test module, with the bucket ``BUCKET``: its "host:port"), ``gcs`` (a
+``pyarrow.fs.GcsFileSystem`` pointed at it) and ``gcsfs_fs`` (gcsfs's plain fsspec filesystem
+pointed at it: ``gcsfs.core.GCSFileSystem``, not the class that ``gcsfs.GCSFileSystem`` names
+by default, whose bucket-type lookup over gRPC waits 60 s on an emulator).
 
 The emulator runs in its own process: pyarrow's GCS client holds the GIL while it opens a file,
 so an emulator thread of the test process could not answer."""
@@ -30,7 +33,7 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def gcs():
+def gcs_endpoint():
     port = _free_port()
     server = subprocess.Popen([sys.executable, "-c", _SERVE, str(port), BUCKET])
     try:
@@ -43,12 +46,26 @@ def gcs():
                 if time.monotonic() > deadline or server.poll() is not None:
                     raise RuntimeError("the GCS emulator did not start") from None
                 time.sleep(0.05)
-        yield pafs.GcsFileSystem(
-            endpoint_override=f"127.0.0.1:{port}",
-            scheme="http",
-            anonymous=True,
-            retry_time_limit=datetime.timedelta(seconds=30),
-        )
+        yield f"127.0.0.1:{port}"
     finally:
         server.terminate()
         server.wait()
+
+
+@pytest.fixture(scope="module")
+def gcs(gcs_endpoint):  # pylint: disable=redefined-outer-name
+    return pafs.GcsFileSystem(
+        endpoint_override=gcs_endpoint,
+        scheme="http",
+        anonymous=True,
+        retry_time_limit=datetime.timedelta(seconds=30),
+    )
+
+
+@pytest.fixture(scope="module")
+def gcsfs_fs(gcs_endpoint):  # pylint: disable=redefined-outer-name
+    import gcsfs.core  # pylint: disable=import-outside-toplevel  (requirements-dev.txt)
+
+    return gcsfs.core.GCSFileSystem(
+        endpoint_url=f"http://{gcs_endpoint}", token="anon", project="test"
+    )

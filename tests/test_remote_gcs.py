@@ -1,13 +1,14 @@
 """ArrayRecord and TFRecord files written to and read from a GCS emulator (gs:// URIs through
-pyarrow.fs.GcsFileSystem, started on loopback by these tests): the same records as local files,
-listing (globs, name@N), pickling and a restored checkpoint."""
+pyarrow.fs.GcsFileSystem, natively, and through gcsfs, the Python path; the emulator is started
+on loopback by these tests): the same records as local files, listing (globs, name@N),
+pickling and a restored checkpoint."""
 
 import pickle
 import random
 
 import spelt as grain
-from gcs_server import BUCKET, gcs  # noqa: F401  (fixture)
-from spelt import array_record, tfrecord
+from gcs_server import BUCKET, gcs, gcs_endpoint, gcsfs_fs  # noqa: F401  (fixtures)
+from spelt import _native_files, _remote_reads, array_record, tfrecord
 
 RECORDS = [bytes([i % 251]) * (i * 37 % 3000) + str(i).encode() for i in range(300)]
 
@@ -49,4 +50,33 @@ def test_tfrecord_files_on_gcs(gcs):  # noqa: F811
     assert list(tfrecord.TFRecordIterDataset(uri, filesystem=gcs)) == RECORDS
     source = tfrecord.TFRecordDataSource([uri], filesystem=gcs)
     keys = random.Random(1).sample(range(len(RECORDS)), 50)
+    assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
+
+
+def test_gcsfs_reads_and_writes_through_the_python_path(gcs, gcsfs_fs):  # noqa: F811
+    """gcsfs (an fsspec filesystem) writes shards and a TFRecord file that pyarrow's client reads
+    back, and reads them itself (sharded specs, globs, a pickled source), through the Python
+    path: no native request."""
+    for i, half in enumerate([RECORDS[:100], RECORDS[100:]]):
+        uri = f"gs://{BUCKET}/fs/train-{i:05d}-of-00002"
+        with array_record.ArrayRecordWriter(uri, "group_size:8", filesystem=gcsfs_fs) as w:
+            for r in half:
+                w.write(r)
+    with tfrecord.TFRecordWriter(f"gs://{BUCKET}/fs/data.tfrecord", filesystem=gcsfs_fs) as w:
+        for r in RECORDS:
+            w.write(r)
+    keys = random.Random(2).sample(range(len(RECORDS)), 80)
+    native = _native_files.counters()[0]
+    python = _remote_reads.stats().requests - native
+    for spec in [f"gs://{BUCKET}/fs/train@2", f"gs://{BUCKET}/fs/train-*"]:
+        source = grain.sources.ArrayRecordDataSource(spec, filesystem=gcsfs_fs)
+        assert source.__getitems__(keys) == [RECORDS[k] for k in keys]
+    source = pickle.loads(pickle.dumps(source))
+    assert [source[k] for k in keys[:5]] == [RECORDS[k] for k in keys[:5]]
+    uri = f"gs://{BUCKET}/fs/data.tfrecord"
+    assert list(tfrecord.TFRecordIterDataset(uri, filesystem=gcsfs_fs)) == RECORDS
+    assert _native_files.counters()[0] == native
+    assert _remote_reads.stats().requests - native > python
+    # What gcsfs wrote, pyarrow's client reads.
+    source = grain.sources.ArrayRecordDataSource(f"gs://{BUCKET}/fs/train@2", filesystem=gcs)
     assert source.__getitems__(keys) == [RECORDS[k] for k in keys]

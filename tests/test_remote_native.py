@@ -11,7 +11,7 @@ import time
 
 import spelt as grain
 from fault_proxy import FaultProxy
-from gcs_server import BUCKET, gcs  # noqa: F401  (fixture)
+from gcs_server import BUCKET, gcs, gcs_endpoint  # noqa: F401  (fixtures)
 from s3_server import arrow_fs, aws_env, bucket, endpoint, fsspec_fs  # noqa: F401  (fixtures)
 from spelt import _native_files, _remote_reads, array_record, tfrecord
 
