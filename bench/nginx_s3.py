@@ -112,6 +112,7 @@ class NginxStore:
                 )
             )
         self._process = subprocess.Popen(["nginx", "-c", conf, "-e", f"{self._run}/error.log"])
+        self.pid = self._process.pid  # the master; its worker is a child (proc_stats.cpu_seconds)
         self.endpoint = f"127.0.0.1:{port}"
         deadline = time.monotonic() + 10
         while True:

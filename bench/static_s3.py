@@ -251,6 +251,7 @@ class StoreProcess:
             [sys.executable, __file__, folder, str(rtt_s)], stdout=subprocess.PIPE, text=True
         )
         self.endpoint = self._process.stdout.readline().strip()
+        self.pid = self._process.pid
 
     def stats(self) -> dict[str, int]:
         with urllib.request.urlopen(f"http://{self.endpoint}/_stats") as r:

@@ -66,14 +66,14 @@ def test_update_rejects_wrong_types(name, value):
 
 
 def test_spelt_flags_for_remote_reads():
-    assert spelt.config.remote_max_in_flight == 64
+    assert spelt.config.remote_max_in_flight == 256
     assert spelt.config.remote_retry_seconds == 60
     assert spelt.config.remote_read_ahead_mib == 32
     spelt.config.update("remote_max_in_flight", 1)
     try:
         assert spelt.config.get_or_default("remote_max_in_flight") == 1
     finally:
-        spelt.config.update("remote_max_in_flight", 64)
+        spelt.config.update("remote_max_in_flight", 256)
 
 
 def test_unknown_names_and_assignment_raise():

@@ -27,7 +27,7 @@ def clean(proxy):
     """No fault or delay carries over; the flags are restored."""
     yield
     proxy.clear()
-    for name, default in [("remote_max_in_flight", 64), ("remote_retry_seconds", 60)]:
+    for name, default in [("remote_max_in_flight", 256), ("remote_retry_seconds", 60)]:
         grain.config.update(name, default)
 
 

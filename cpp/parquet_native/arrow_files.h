@@ -26,13 +26,14 @@
 #include <memory>
 #include <string>
 
+#include "request_pool.h"
 #include "spelt/native_files_abi.h"
 
 namespace spelt::parquet_native {
 
 // Process-wide settings (spelt.config's remote_* flags), pushed by Python when they change.
 struct RemoteSettings {
-  int max_in_flight = 64;
+  int max_in_flight = kDefaultMaxInFlight;
   double retry_seconds = 60;
   uint64_t read_ahead_bytes = uint64_t{32} << 20;  // for files opened after the change
 };

@@ -90,7 +90,7 @@ std::once_flag pool_once;
 
 Pool& GetPool() {
   std::call_once(pool_once, [] {
-    pool = new Pool(64);
+    pool = new Pool(kDefaultMaxInFlight);
     // The child of a fork has none of the pool's threads, and its lock may be held: it
     // starts a new pool (the old one is leaked, untouched).
     pthread_atfork(nullptr, nullptr, [] { pool = new Pool(pool->limit()); });

@@ -13,6 +13,10 @@
 
 namespace spelt::parquet_native {
 
+// The limit before SetRequestLimit is called: spelt.config.remote_max_in_flight's default
+// (docs/remote.md, "Choosing the in-flight limit").
+inline constexpr int kDefaultMaxInFlight = 256;
+
 // Sets the number of pool threads (>= 1); effective for the requests run after the call.
 void SetRequestLimit(int limit);
 

@@ -11,7 +11,7 @@ the absl flag ``--grain_<name>``). Differences (docs/compatibility.md):
   raises ValueError naming the flag; absl stores whatever it is given.
 
 Spelt adds flags of its own (docs/remote.md), for reads of remote files (object stores):
-``remote_max_in_flight`` (int >= 1, default 64), the most range requests of one process that
+``remote_max_in_flight`` (int >= 1, default 256), the most range requests of one process that
 wait on a store at once; ``remote_retry_seconds`` (int >= 0, default 60), how long one request
 is retried after throttling, server errors or dropped connections; and
 ``remote_read_ahead_mib`` (int >= 0, default 32), how many MiB a reader that goes front to back
@@ -76,7 +76,7 @@ _FLAGS = {
         str, "auto", ("auto", "off", "tracebackhide", "quiet_remove_frames", "remove_frames")
     ),
     # Spelt's own (spelt._remote_reads).
-    "remote_max_in_flight": _Flag(int, 64, minimum=1),
+    "remote_max_in_flight": _Flag(int, 256, minimum=1),
     "remote_retry_seconds": _Flag(int, 60, minimum=0),
     "remote_read_ahead_mib": _Flag(int, 32, minimum=0),
 }

@@ -4,7 +4,7 @@ This is the Python path: fsspec filesystems, and pyarrow ones where the native f
 available (spelt._native_files; cpp/parquet_native/arrow_files.h does the same natively, with
 its own pool of the same size). libspelt hands a remote file's batch of reads to Python as ranges (already coalesced and split,
 spelt/range_reads.h). Each range is one request, sent on a process-wide thread pool whose size
-is the in-flight limit ``spelt.config.remote_max_in_flight`` (default 64): at most that many
+is the in-flight limit ``spelt.config.remote_max_in_flight`` (default 256): at most that many
 requests of this process wait on a store at once, whichever files and threads they serve.
 
 A request that fails in a way that may pass (throttling, 500 and 503 answers, a connection reset

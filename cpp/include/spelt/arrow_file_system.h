@@ -51,7 +51,7 @@ inline constexpr const char* kArrowSchemes[] = {"s3",     "gs",   "gcs", "hdfs",
 
 // The process's settings of all Arrow files (spelt.config's remote_* flags in Python).
 struct ArrowFilesSettings {
-  int max_in_flight = 64;      // range requests waiting on stores at once (>= 1)
+  int max_in_flight = 256;     // range requests waiting on stores at once (>= 1)
   double retry_seconds = 60;   // how long a request's transient faults are retried
   uint64_t read_ahead_bytes = uint64_t{32} << 20;  // RandomAccessFile::ReadAheadBytes
 };
