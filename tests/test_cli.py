@@ -519,6 +519,19 @@ def test_convert_resumes_an_interrupted_conversion_or_refuses(tmp_path):
     assert [r.decode() for r in _records(prefix, 4)] == lines
 
 
+def test_convert_interrupted_with_the_next_shard_open_leaves_no_partial_file(tmp_path):
+    # The next shard is opened while one is written: an error abandons both.
+    lines = [json.dumps({"i": i}) for i in range(40)]
+    lines[23] = '{"i": 2#}'  # in shard 2 of 4, with shard 3 open
+    source = tmp_path / "data.jsonl"
+    source.write_text("\n".join(lines) + "\n")
+    prefix = tmp_path / "out"
+    assert_failed(spelt_cli("convert", source, "-o", prefix, "--num-shards", 4), "line 24")
+    assert [os.path.exists(p) for p in shard_paths(prefix, 4)] == [True, True, False, False]
+    assert _no_partial_files(tmp_path)
+    assert os.path.exists(tmp_path / ".out.convert.json")  # the plan, to resume from
+
+
 def test_inspect_verify_reports_the_first_corrupt_chunk(tmp_path):
     path = tmp_path / "data"
     with spelt.experimental.ArrayRecordWriter(path, "group_size:2,uncompressed") as w:

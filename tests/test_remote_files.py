@@ -5,6 +5,9 @@ started on loopback by these tests) through pyarrow.fs.S3FileSystem and through 
 import io
 import pickle
 import random
+import subprocess
+import sys
+import textwrap
 
 import pytest
 import spelt as grain
@@ -134,6 +137,27 @@ def test_a_failed_remote_write_leaves_no_object(fs, bucket):
             w.write(b"x" * 100)
             raise RuntimeError("stop")
     assert not arrow_fs_of(fs).get_file_info(f"{bucket}/partial").is_file
+
+
+@pytest.mark.parametrize("megabytes", [1, 12])  # one PutObject; a multipart upload begun
+def test_a_writer_left_open_at_exit_neither_hangs_nor_leaves_an_object(endpoint, bucket, megabytes):
+    # pyarrow finalizes S3 at exit before the interpreter frees the writer; Arrow's destructor
+    # of the unclosed stream then waited forever for its upload.
+    script = textwrap.dedent(
+        f"""
+        import os
+        import pyarrow.fs as pafs
+        from spelt import array_record
+        fs = pafs.S3FileSystem(access_key="testing", secret_key="testing", scheme="http",
+                               endpoint_override="{endpoint}", region="us-east-1")
+        w = array_record.ArrayRecordWriter("s3://{bucket}/open", filesystem=fs)
+        for _ in range({megabytes}):
+            w.write(os.urandom(1 << 20))
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], timeout=120, capture_output=True)
+    assert done.returncode == 0, done.stderr.decode()[-2000:]
+    assert not arrow_fs(endpoint).get_file_info(f"{bucket}/open").is_file
 
 
 def arrow_fs_of(fs):

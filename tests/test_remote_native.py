@@ -3,6 +3,7 @@ filesystem, or a URI that pyarrow opens, is read and written by libspelt through
 with no Python and no GIL; fsspec filesystems take the Python path (spelt._remote_reads). The
 two paths count their requests apart, which tells which one read."""
 
+import gc
 import os
 import pickle
 import sys
@@ -86,6 +87,24 @@ def test_a_tfrecord_source_detects_the_compression_from_its_index_scan(endpoint,
 
 def _check_equal(got, want):
     assert got == want
+
+
+def test_one_filesystem_object_makes_one_native_client(endpoint, bucket):
+    # Making a client waits for every S3 request in flight (Arrow's finalizer lock): sources and
+    # writers over one filesystem object share the native files made for the first.
+    fs, other = arrow_fs(endpoint), arrow_fs(endpoint)
+    first = _native_files.capsule(fs, "S3FileSystem")
+    assert first is not None
+    assert _native_files.capsule(fs, "S3FileSystem") is first
+    assert _native_files.capsule(other, "S3FileSystem") is not first
+    write_shard(f"s3://{bucket}/shared", fs)
+    source = grain.sources.ArrayRecordDataSource(f"s3://{bucket}/shared", filesystem=fs)
+    assert source[3] == RECORDS[3]
+    assert _native_files.capsule(fs, "S3FileSystem") is first
+    held = len(_native_files._capsules)  # pylint: disable=protected-access
+    del fs, source
+    gc.collect()
+    assert len(_native_files._capsules) == held - 1  # pylint: disable=protected-access
 
 
 def test_an_fsspec_filesystem_takes_the_python_path(endpoint, bucket):

@@ -307,18 +307,28 @@ int Write(void* file, const char* data, size_t size, SpeltFilesError* error) {
   return 1;
 }
 
+// Aborts `output`'s stream (an S3 upload is aborted: no object), or where that fails leaks it:
+// Arrow's destructor of a stream that is not closed completes it (CloseFromDestructor), which
+// would publish what was written, and waits forever once S3 was finalized (pyarrow's atexit
+// hook runs before the writers that the interpreter frees at exit). False if leaked.
+bool Abandon(Output& output) {
+  if (output.stream->Abort().ok()) return true;
+  new std::shared_ptr<arrow::io::OutputStream>(std::move(output.stream));  // never freed
+  return false;
+}
+
 int CloseWrite(void* file, SpeltFilesError* error) {
   std::unique_ptr<Output> output(static_cast<Output*>(file));
   const arrow::Status status = output->stream->Close();
   if (status.ok()) return 0;
   output->files->FailCall(error, "write", output->uri, status);
+  Abandon(*output);
   return 1;
 }
 
 void DiscardWrite(void* file) {
   std::unique_ptr<Output> output(static_cast<Output*>(file));
-  (void)output->stream->Abort();  // an S3 upload is aborted: no object
-  (void)output->files->fs->DeleteFile(PathOn(output->uri));  // whatever was left
+  if (Abandon(*output)) (void)output->files->fs->DeleteFile(PathOn(output->uri));  // any left
 }
 
 }  // namespace

@@ -142,8 +142,16 @@ def _records(inputs: Sequence[_convert_inputs.Input], start: int, stop: int) -> 
         first += len(item)
 
 
-def _finish_shard(place: _Place, writer: array_record.ArrayRecordWriter, path: str) -> None:
-    writer.close()
+def _finish_shard(
+    place: _Place,
+    writer: array_record.ArrayRecordWriter,
+    path: str,
+    plan_saved: concurrent.futures.Future,
+) -> None:
+    """Completes a shard once the plan is saved, or abandons it if the plan could not be: a
+    complete shard always has its plan beside it, so that a rerun resumes."""
+    with writer:
+        plan_saved.result()
     place.finish(path)
 
 
@@ -160,7 +168,9 @@ def _check_resumable(
 ) -> bool:
     """True to resume an interrupted conversion of this plan; ValueError if the output is
     there from another conversion."""
-    if place.existing([state]):
+    manifest = prefix + ".manifest.json"
+    found = set(place.existing([state, *shards, manifest]))  # one round of lookups
+    if state in found:
         saved = place.read_json(state)
         if saved != plan:
             raise ValueError(
@@ -169,7 +179,7 @@ def _check_resumable(
                 " start again"
             )
         return True
-    existing = place.existing(shards + [prefix + ".manifest.json"])
+    existing = [p for p in [*shards, manifest] if p in found]
     if existing:
         raise ValueError(
             f"{existing[0]}: the output exists; pass --overwrite to replace it (or choose another"
@@ -206,24 +216,36 @@ def convert(
     if overwrite:
         place.remove([state, manifest_path] + shards)
     resume = _check_resumable(place, prefix, plan, shards, state)
-    place.write_json(state, plan)
     counts = []
     progress = _progress(total, "convert")
-    # Each shard is finished (in a bucket: its last parts uploaded and the upload completed,
-    # round trips) on another thread while the next one is written.
+    todo = []  # (path, first record, end) of the shards to write
+    for shard, path in enumerate(shards):
+        start, end = sharding.even_split(total, sharding.ShardOptions(shard, num_shards))
+        counts.append(end - start)
+        if resume and _shard_is_complete(place, path, end - start):
+            progress.update(end - start)
+        else:
+            todo.append((path, start, end))
+    filesystem = None if place.files is None else place.files.filesystem
+
+    def open_writer(path: str) -> array_record.ArrayRecordWriter:
+        return array_record.ArrayRecordWriter(
+            place.partial(path), writer_options, filesystem=filesystem
+        )
+
+    # In a bucket each of these is a round trip or more, so they run on threads of their own
+    # while a shard is written: saving the plan, then completing each shard (its last parts
+    # uploaded), in that order on one thread; opening the next shard on another.
     closer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spelt-convert")
-    closing = []
+    opener = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="spelt-convert-open")
+    plan_saved = closer.submit(place.write_json, state, plan)
+    closing = [plan_saved]
+    upcoming = opener.submit(open_writer, todo[0][0]) if todo else None
     try:
-        for shard, path in enumerate(shards):
-            start, end = sharding.even_split(total, sharding.ShardOptions(shard, num_shards))
-            counts.append(end - start)
-            if resume and _shard_is_complete(place, path, end - start):
-                progress.update(end - start)
-                continue
-            filesystem = None if place.files is None else place.files.filesystem
-            writer = array_record.ArrayRecordWriter(
-                place.partial(path), writer_options, filesystem=filesystem
-            )
+        for i, (path, start, end) in enumerate(todo):
+            writer, upcoming = upcoming.result(), None
+            if i + 1 < len(todo):
+                upcoming = opener.submit(open_writer, todo[i + 1][0])
             with contextlib.ExitStack() as on_error:
                 on_error.push(writer)  # an error abandons the shard (RecordWriter.__exit__)
                 pending = 0
@@ -235,10 +257,15 @@ def convert(
                         pending = 0
                 progress.update(pending)
                 on_error.pop_all()
-            closing.append(closer.submit(_finish_shard, place, writer, path))
+            closing.append(closer.submit(_finish_shard, place, writer, path, plan_saved))
         for done in closing:
-            done.result()  # raises a close's error
+            done.result()  # raises the plan's or a close's error
+    except BaseException as e:
+        if upcoming is not None and upcoming.exception() is None:
+            upcoming.result().__exit__(type(e), e, e.__traceback__)  # abandons the next shard
+        raise
     finally:
+        opener.shutdown(wait=True)
         closer.shutdown(wait=True)
         progress.close()
     formats = {_convert_inputs.RECORD_FORMATS[item.kind] for item in inputs}
